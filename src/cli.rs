@@ -1,0 +1,263 @@
+//! The command line. Doc comments here are the `--help` text, the man page
+//! and the completions: keep them the single source.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use nix::sys::signal::Signal;
+
+const CONNECTION: &str = "Connection";
+const ELECTION: &str = "Election";
+const CHILD: &str = "Child process";
+const OUTPUT: &str = "Output";
+
+/// Printed after `--help`: the part people look for first.
+pub const AFTER_HELP: &str = "\
+Exit status:
+  N         the command's own exit status, or 128+N if signal N ended it
+  75        another replica leads, or --wait-timeout ran out (see --conflict-exit-code)
+  124       leadership was lost while the command ran; it was stopped
+  125       leaderrun itself failed (usage, configuration, etcd unreachable)
+  126       the command was found but could not be executed
+  127       the command was not found
+
+The command gets LEADERRUN_TOKEN (the fencing token: the leader key's create
+revision, larger for every new leader), LEADERRUN_KEY, LEADERRUN_LEASE and
+LEADERRUN_NAME in its environment.
+
+Examples:
+  # crontab: every replica has this line, one runs it; silent when not leader
+  0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 -- /usr/local/bin/nightly-batch
+
+  # CI: queue behind whoever deploys, give up after 10 minutes
+  leaderrun --name deploy/prod --wait --wait-timeout 10m -- ./deploy.sh
+
+  # by hand: see who holds it, then run interactively
+  leaderrun status --name deploy/prod
+  leaderrun --name deploy/prod -- psql
+";
+
+/// Run a command only on the replica that holds leadership in etcd.
+///
+/// Replicas race for a key under the election NAME in etcd, attached to a
+/// lease that leaderrun keeps alive. The winner runs COMMAND with a fencing
+/// token in LEADERRUN_TOKEN; the others exit with the conflict code, or queue
+/// with --wait. If leadership is lost while COMMAND runs (lease expired or
+/// revoked, key deleted, etcd unreachable for too long), leaderrun stops
+/// COMMAND's whole process group before the lease can expire on the server
+/// and exits 124. When COMMAND exits, leaderrun gives up leadership at once
+/// and exits with COMMAND's status.
+#[derive(Debug, Parser)]
+#[command(
+    name = "leaderrun",
+    version,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub subcommand: Option<Command>,
+
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    #[command(flatten)]
+    pub election: ElectionArgs,
+
+    #[command(flatten)]
+    pub child: ChildArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// The command to run while leader, and its arguments.
+    #[arg(
+        value_name = "COMMAND",
+        required = true,
+        trailing_var_arg = true,
+        value_hint = clap::ValueHint::CommandWithArguments
+    )]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show who leads an election, its token and its queue.
+    ///
+    /// Name the election with --name, or give the same command line after
+    /// `--` as the replicas run, so that the derived name matches. Exits 0
+    /// when someone leads, 3 when nobody does, 125 on errors.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    /// Election name, as for running a command.
+    #[arg(short, long, env = "LEADERRUN_NAME", value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Keep watching, printing a line each time the leader changes.
+    #[arg(long, conflicts_with = "json")]
+    pub watch: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// The command line the replicas run, to derive the election name.
+    #[arg(value_name = "COMMAND", trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = CONNECTION)]
+pub struct ConnectionArgs {
+    /// etcd endpoints, comma-separated (`http://host:port`, or bare
+    /// `host:port`). Falls back to ETCDCTL_ENDPOINTS, then
+    /// http://127.0.0.1:2379. leaderrun moves to the next endpoint when one
+    /// fails.
+    #[arg(
+        long,
+        env = "LEADERRUN_ENDPOINTS",
+        value_name = "URL,...",
+        value_hint = clap::ValueHint::Url
+    )]
+    pub endpoints: Option<String>,
+
+    /// How long to wait for etcd to answer before giving up (exit 125).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub dial_timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = ELECTION)]
+pub struct ElectionArgs {
+    /// Election name, exactly as `etcdctl elect NAME` uses it. Default:
+    /// derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`),
+    /// so the same command line on every replica joins the same election;
+    /// -v prints it.
+    #[arg(short, long, env = "LEADERRUN_NAME", value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Lease time to live. etcd may grant a longer one (it raises TTLs below
+    /// its minimum); the granted TTL is the one used. Renewed every third of
+    /// it. Shorter means faster takeover after a crash, and less tolerance
+    /// for a slow etcd.
+    #[arg(long, env = "LEADERRUN_TTL", value_name = "DURATION", default_value = "15s", value_parser = parse_ttl)]
+    pub ttl: Duration,
+
+    /// Queue for leadership instead of exiting when another replica leads.
+    #[arg(short, long)]
+    pub wait: bool,
+
+    /// Give up queueing after this long, with the conflict exit code.
+    #[arg(long, value_name = "DURATION", requires = "wait", value_parser = parse_duration)]
+    pub wait_timeout: Option<Duration>,
+
+    /// Exit code when another replica leads or the wait timed out.
+    #[arg(long, value_name = "N", default_value_t = crate::exit::CONFLICT, value_parser = clap::value_parser!(i32).range(0..=255))]
+    pub conflict_exit_code: i32,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = CHILD)]
+pub struct ChildArgs {
+    /// Signal sent to the command's process group when leadership is lost.
+    #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
+    pub kill_signal: Signal,
+
+    /// Send SIGKILL this long after --kill-signal if the group is still
+    /// there. Shortened automatically so that SIGKILL always lands before the
+    /// lease could expire on the server.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub kill_after: Duration,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = OUTPUT)]
+pub struct OutputArgs {
+    /// Say more on stderr: -v for decisions (election name, holder, token),
+    /// -vv for every step. LEADERRUN_LOG takes a tracing filter instead
+    /// (e.g. `leaderrun=trace,h2=debug`).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// A duration as humantime spells it (`1m30s`, `500ms`), or bare seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    humantime::parse_duration(text)
+        .map_err(|err| format!("{err} (expected e.g. 15s, 500ms, 2m)"))
+}
+
+fn parse_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = parse_duration(text)?;
+    if ttl < Duration::from_secs(1) {
+        return Err("the TTL must be at least 1s (etcd counts leases in whole seconds)".into());
+    }
+    if ttl > Duration::from_secs(60 * 60 * 24) {
+        return Err("the TTL must be at most 24h".into());
+    }
+    Ok(ttl)
+}
+
+/// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
+pub fn parse_signal(text: &str) -> Result<Signal, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let parsed = match upper.parse::<i32>() {
+        Ok(number) => Signal::try_from(number).ok(),
+        Err(_) => {
+            let name = if upper.starts_with("SIG") {
+                upper
+            } else {
+                format!("SIG{upper}")
+            };
+            name.parse::<Signal>().ok()
+        }
+    };
+    parsed.ok_or_else(|| format!("unknown signal '{text}' (expected e.g. TERM, INT, 15)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_and_signals_parse() {
+        assert_eq!(parse_duration("15"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_ttl("500ms").is_err());
+        assert_eq!(parse_signal("term"), Ok(Signal::SIGTERM));
+        assert_eq!(parse_signal("SIGINT"), Ok(Signal::SIGINT));
+        assert_eq!(parse_signal("9"), Ok(Signal::SIGKILL));
+        assert!(parse_signal("NOPE").is_err());
+    }
+
+    #[test]
+    fn command_after_double_dash_may_be_named_status() {
+        let cli = Cli::try_parse_from(["leaderrun", "--", "status", "-x"]).unwrap();
+        assert!(cli.subcommand.is_none());
+        assert_eq!(cli.command, ["status", "-x"]);
+        let cli = Cli::try_parse_from(["leaderrun", "status", "--name", "a"]).unwrap();
+        assert!(cli.subcommand.is_some());
+    }
+}

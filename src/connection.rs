@@ -1,0 +1,250 @@
+//! Connections to etcd, one endpoint at a time, with failover.
+//!
+//! etcd-client balances over all endpoints it is given, and with one of them
+//! dead a share of requests fail (see shared notes). So each endpoint gets a
+//! client of its own, and leaderrun talks to one at a time: the current one.
+//! A caller that sees the current endpoint fail says so with
+//! [`Connection::failed`], and everyone moves to the next.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use etcd_client::{Client, ConnectOptions};
+
+/// How to reach etcd: the endpoints and the options every client shares.
+#[derive(Clone)]
+pub struct Settings {
+    pub endpoints: Vec<String>,
+    /// Bound on connecting plus one request to one endpoint.
+    pub dial_timeout: Duration,
+    /// HTTP/2 ping interval: breaks streams on a dead or frozen connection,
+    /// so watches and keep-alives move on instead of hanging.
+    pub ping_interval: Duration,
+    pub options: ConnectOptions,
+}
+
+impl Settings {
+    pub fn new(endpoints: Vec<String>, dial_timeout: Duration, ping_interval: Duration) -> Self {
+        let options = ConnectOptions::new()
+            .with_connect_timeout(dial_timeout)
+            .with_keep_alive(ping_interval, ping_interval)
+            .with_keep_alive_while_idle(true)
+            // A member cut off from its quorum refuses streams at once
+            // instead of holding them open: we move to another endpoint.
+            .with_require_leader(true);
+        Settings {
+            endpoints,
+            dial_timeout,
+            ping_interval,
+            options,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: Settings,
+    current: AtomicUsize,
+    clients: Mutex<Vec<Option<Client>>>,
+}
+
+/// A client for one endpoint, with the index to report if it fails.
+pub struct Endpoint {
+    pub client: Client,
+    pub index: usize,
+}
+
+impl Connection {
+    pub fn new(settings: Settings) -> Self {
+        let clients = Mutex::new(vec![None; settings.endpoints.len()]);
+        Connection {
+            inner: Arc::new(Inner {
+                settings,
+                current: AtomicUsize::new(0),
+                clients,
+            }),
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    /// The time one attempt on one endpoint may take: the dial timeout shared
+    /// out so that trying every endpoint once stays within it.
+    pub fn attempt_timeout(&self) -> Duration {
+        let settings = &self.inner.settings;
+        let share = settings.dial_timeout / settings.endpoints.len().max(1) as u32;
+        share.max(Duration::from_millis(200).min(settings.dial_timeout))
+    }
+
+    /// A client for the current endpoint. Connecting is lazy (no I/O here)
+    /// unless authentication is on, when it fetches a token first.
+    pub async fn current(&self) -> Result<Endpoint> {
+        let index = self.inner.current.load(Ordering::Acquire);
+        let cached = self.inner.clients.lock().expect("not poisoned")[index].clone();
+        if let Some(client) = cached {
+            return Ok(Endpoint { client, index });
+        }
+        let url = &self.inner.settings.endpoints[index];
+        let connect = Client::connect([url], Some(self.inner.settings.options.clone()));
+        let client = match tokio::time::timeout(self.attempt_timeout(), connect).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(err)) => {
+                self.failed(index);
+                return Err(anyhow!(err).context(format!("cannot connect to {url}")));
+            }
+            Err(_) => {
+                self.failed(index);
+                return Err(anyhow!("cannot connect to {url}: timed out"));
+            }
+        };
+        self.inner.clients.lock().expect("not poisoned")[index] = Some(client.clone());
+        Ok(Endpoint { client, index })
+    }
+
+    /// Reports that the endpoint at `index` failed. Moves to the next one,
+    /// unless someone else already moved on from it.
+    pub fn failed(&self, index: usize) {
+        let count = self.inner.settings.endpoints.len();
+        let next = (index + 1) % count;
+        if self
+            .inner
+            .current
+            .compare_exchange(index, next, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+            && count > 1
+        {
+            tracing::info!(
+                from = %self.inner.settings.endpoints[index],
+                to = %self.inner.settings.endpoints[next],
+                "moving to another etcd endpoint"
+            );
+        }
+    }
+
+    /// Runs one request, trying each endpoint once at most, each attempt
+    /// bounded by [`Self::attempt_timeout`]. Errors that another endpoint
+    /// would answer the same way (a lease not found, a denied permission)
+    /// are returned at once.
+    pub async fn call<T, F, Fut>(&self, what: &str, mut request: F) -> Result<T>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let count = self.inner.settings.endpoints.len();
+        let mut last_error = None;
+        for _ in 0..count {
+            let endpoint = match self.current().await {
+                Ok(endpoint) => endpoint,
+                Err(err) => {
+                    last_error = Some(err);
+                    continue;
+                }
+            };
+            let url = &self.inner.settings.endpoints[endpoint.index];
+            match tokio::time::timeout(self.attempt_timeout(), request(endpoint.client)).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err)) if !is_transient(&err) => {
+                    return Err(anyhow!(describe(&err)).context(format!("{what} failed at {url}")));
+                }
+                Ok(Err(err)) => {
+                    tracing::debug!(%url, error = %err, "{what} failed");
+                    last_error = Some(anyhow!("{}", describe(&err)));
+                }
+                Err(_) => {
+                    tracing::debug!(%url, "{what} timed out");
+                    last_error = Some(anyhow!(
+                        "no answer from {url} within {}",
+                        humantime::format_duration(self.attempt_timeout())
+                    ));
+                }
+            }
+            self.failed(endpoint.index);
+        }
+        let endpoints = self.inner.settings.endpoints.join(",");
+        Err(last_error.unwrap_or_else(|| anyhow!("no endpoint")))
+            .context(format!("etcd unreachable at {endpoints} ({what})"))
+    }
+}
+
+/// Whether another attempt (on another endpoint, or later) could succeed.
+pub fn is_transient(err: &etcd_client::Error) -> bool {
+    use etcd_client::Error;
+    use tonic::Code;
+    match err {
+        Error::GRpcStatus(status) => matches!(
+            status.code(),
+            Code::Unavailable
+                | Code::DeadlineExceeded
+                | Code::Unknown
+                | Code::Internal
+                | Code::Aborted
+                | Code::Cancelled
+                | Code::ResourceExhausted
+        ),
+        Error::TransportError(_) | Error::IoError(_) | Error::WatchError(_) => true,
+        _ => false,
+    }
+}
+
+/// The lease is gone on the server: not something to retry.
+pub fn is_lease_not_found(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::GRpcStatus(status) => {
+            status.code() == tonic::Code::NotFound || status.message().contains("lease not found")
+        }
+        etcd_client::Error::LeaseKeepAliveError(message) => message.contains("not found"),
+        _ => false,
+    }
+}
+
+/// One line for an etcd-client error. Transport errors repeat themselves
+/// down their source chain ("transport error: tcp connect error: tcp connect
+/// error: Connection refused"): keep each part once, drop the noise.
+pub fn describe(err: &etcd_client::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut push = |text: String| {
+        for part in text.split(": ") {
+            let part = part.trim();
+            let noise = part.is_empty() || part == "transport error" || part == "grpc request error";
+            if !noise && !parts.iter().any(|seen| seen == part) {
+                parts.push(part.to_string());
+            }
+        }
+    };
+    // etcd-client's own error has no source(): walk the inner error's chain.
+    let mut source: Option<&dyn std::error::Error> = match err {
+        etcd_client::Error::GRpcStatus(status) => {
+            push(status.message().to_string());
+            if status.message().is_empty() {
+                push(format!("{:?}", status.code()));
+            }
+            std::error::Error::source(status)
+        }
+        etcd_client::Error::TransportError(inner) => {
+            push(inner.to_string());
+            std::error::Error::source(inner)
+        }
+        etcd_client::Error::IoError(inner) => {
+            push(inner.to_string());
+            None
+        }
+        other => {
+            push(other.to_string());
+            None
+        }
+    };
+    while let Some(cause) = source {
+        push(cause.to_string());
+        source = cause.source();
+    }
+    parts.join(": ")
+}

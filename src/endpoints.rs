@@ -1,0 +1,78 @@
+//! Endpoint list parsing, as etcdctl accepts it: `http://h:p`, `https://h:p`
+//! or bare `h:p`, comma-separated.
+
+use anyhow::{bail, Result};
+
+/// The default when neither `--endpoints`, LEADERRUN_ENDPOINTS nor
+/// ETCDCTL_ENDPOINTS says otherwise; the same as etcdctl's.
+pub const DEFAULT: &str = "http://127.0.0.1:2379";
+
+/// Picks the endpoint list: the flag (or LEADERRUN_ENDPOINTS, which clap
+/// folds into it), then ETCDCTL_ENDPOINTS, then [`DEFAULT`].
+pub fn resolve(flag: Option<&str>) -> Result<Vec<String>> {
+    let etcdctl = std::env::var("ETCDCTL_ENDPOINTS").ok();
+    let text = flag
+        .or(etcdctl.as_deref().filter(|text| !text.trim().is_empty()))
+        .unwrap_or(DEFAULT);
+    parse(text)
+}
+
+/// Parses a comma-separated list into normalised URLs with an explicit scheme.
+pub fn parse(text: &str) -> Result<Vec<String>> {
+    let mut endpoints = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        if item.is_empty() {
+            continue;
+        }
+        endpoints.push(normalise(item)?);
+    }
+    if endpoints.is_empty() {
+        bail!("no etcd endpoint given (--endpoints is empty)");
+    }
+    Ok(endpoints)
+}
+
+fn normalise(item: &str) -> Result<String> {
+    let (scheme, rest) = match item.split_once("://") {
+        Some((scheme @ ("http" | "https"), rest)) => (scheme, rest),
+        Some((scheme, _)) => {
+            bail!("malformed endpoint '{item}': scheme '{scheme}' is not http or https")
+        }
+        None => ("http", item),
+    };
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) => (host, port),
+        None => bail!("malformed endpoint '{item}': expected host:port"),
+    };
+    let host_ok = !host.is_empty()
+        && !host.contains('/')
+        && (host.starts_with('[') == host.ends_with(']'));
+    if !host_ok {
+        bail!("malformed endpoint '{item}': bad host '{host}'");
+    }
+    match port.parse::<u16>() {
+        Ok(port) if port > 0 => Ok(format!("{scheme}://{host}:{port}")),
+        _ => bail!("malformed endpoint '{item}': bad port '{port}'"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_what_etcdctl_accepts() {
+        assert_eq!(
+            parse("127.0.0.1:2379, http://a:1,https://[::1]:3/").unwrap(),
+            ["http://127.0.0.1:2379", "http://a:1", "https://[::1]:3"]
+        );
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        for bad in ["", "localhost", "ftp://a:1", "a:0", "a:99999", ":2379", "a:b", "http://a/b:1"] {
+            assert!(parse(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+}

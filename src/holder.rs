@@ -1,0 +1,73 @@
+//! The value a candidate writes under its key: who it is, so that others can
+//! name the holder ("held by pid 4242 on web-2 since ...").
+
+use std::ffi::OsString;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Holder {
+    pub host: String,
+    pub pid: u32,
+    /// When this holder became leader (RFC 3339, UTC). While queued, when it
+    /// joined the queue.
+    pub started: String,
+    pub command: String,
+}
+
+impl Holder {
+    pub fn for_this_process(command: &[OsString]) -> Self {
+        let host = nix::unistd::gethostname()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "unknown".into());
+        let command = command
+            .iter()
+            .map(|arg| arg.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        Holder {
+            host,
+            pid: std::process::id(),
+            started: now_rfc3339(),
+            command,
+        }
+    }
+
+    /// The value written to etcd.
+    pub fn encode(&self) -> String {
+        serde_json::to_string(self).expect("a struct of strings serializes")
+    }
+
+    /// Reads a value back. Values written by other tools (`etcdctl elect`)
+    /// are not JSON: they are kept whole as the command, so they still show.
+    pub fn decode(value: &[u8]) -> Self {
+        serde_json::from_slice(value).unwrap_or_else(|_| Holder {
+            host: "?".into(),
+            pid: 0,
+            started: "?".into(),
+            command: String::from_utf8_lossy(value).into_owned(),
+        })
+    }
+
+    /// "pid 4242 on web-2 since 2026-11-29T07:00:00Z".
+    pub fn describe(&self) -> String {
+        format!("pid {} on {} since {}", self.pid, self.host, self.started)
+    }
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_tolerates_foreign_values() {
+        let holder = Holder::for_this_process(&["sleep".into(), "1".into()]);
+        assert_eq!(Holder::decode(holder.encode().as_bytes()), holder);
+        assert_eq!(Holder::decode(b"etcdctl-value").command, "etcdctl-value");
+    }
+}

@@ -1,0 +1,82 @@
+//! leaderrun: run a command only on the replica that holds leadership in
+//! etcd, hand it a fencing token, and stop it when leadership is lost.
+//!
+//! Modules follow the data's path: command line ([`cli`]) → connection
+//! ([`endpoints`], [`connection`]) → election ([`name`], [`holder`],
+//! [`election`]) → lease ([`lease`], [`clock`]) → child supervision
+//! ([`child`], [`guard`], [`signals`], [`run`]) → exit status ([`exit`]).
+
+pub mod child;
+pub mod cli;
+pub mod clock;
+pub mod connection;
+pub mod election;
+pub mod endpoints;
+pub mod exit;
+pub mod guard;
+pub mod holder;
+pub mod lease;
+pub mod logging;
+pub mod name;
+pub mod run;
+pub mod signals;
+
+use std::ffi::OsString;
+
+use clap::Parser;
+
+/// The whole program; returns the exit code.
+pub fn main(args: Vec<OsString>) -> i32 {
+    if args.get(1).is_some_and(|arg| arg == guard::GUARD_ARG) {
+        return guard::run();
+    }
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
+    let verbose = match &cli.subcommand {
+        Some(cli::Command::Status(status)) => status.output.verbose,
+        None => cli.output.verbose,
+    };
+    logging::init(verbose);
+    // One thread: the child must be spawned from a thread that lives as long
+    // as leaderrun (PR_SET_PDEATHSIG), and one is all a supervisor needs.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("leaderrun: error: cannot start the runtime: {err}");
+            return exit::INTERNAL;
+        }
+    };
+    let result = match cli.subcommand {
+        Some(cli::Command::Status(_)) => Ok(exit::INTERNAL),
+        None => runtime.block_on(run::run(cli)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("leaderrun: error: {err:#}");
+            exit::code_of(&err)
+        }
+    }
+}
+
+/// clap's errors span several lines; ours are one, and exit 125, not 2.
+fn usage_error(err: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = err.print();
+        return exit::SUCCESS;
+    }
+    let rendered = err.render().to_string();
+    let first_paragraph = rendered
+        .split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let message = first_paragraph.strip_prefix("error: ").unwrap_or(&first_paragraph);
+    eprintln!("leaderrun: error: {message} (see 'leaderrun --help')");
+    exit::INTERNAL
+}

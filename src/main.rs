@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(leaderrun::main(std::env::args_os().collect()));
+}

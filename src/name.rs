@@ -1,0 +1,73 @@
+//! Election names. Without `--name`, the name comes from the command line, so
+//! that the same crontab line on every replica joins the same election.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// `leaderrun/<program basename>-<8 hex digits of a hash of the whole argv>`.
+/// The hash is FNV-1a, spelled out here so it never changes between builds or
+/// Rust versions: a changed name would split an election across an upgrade.
+pub fn derive(command: &[OsString]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for arg in command {
+        for &byte in arg.as_bytes().iter().chain(std::iter::once(&0u8)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    let program = command
+        .first()
+        .and_then(|first| Path::new(first).file_name())
+        .map(|base| base.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let readable: String = program
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    format!("leaderrun/{readable}-{:08x}", (hash >> 32) ^ (hash & 0xffff_ffff))
+}
+
+/// The prefix every candidate's key lives under, as etcd's election API uses.
+pub fn prefix(name: &str) -> String {
+    format!("{name}/")
+}
+
+/// A candidate's key: `<name>/<lease id in lower-case hex>`, as etcd's
+/// election API (and so `etcdctl elect`) writes it.
+pub fn candidate_key(name: &str, lease: i64) -> String {
+    format!("{name}/{lease:x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn derived_names_are_stable_readable_and_distinct() {
+        let a = derive(&argv(&["/usr/bin/nightly batch", "--all"]));
+        assert_eq!(a, derive(&argv(&["/usr/bin/nightly batch", "--all"])));
+        assert!(a.starts_with("leaderrun/nightly_batch-"), "{a}");
+        // Argument boundaries count: "a b" differs from "a", "b".
+        assert_ne!(derive(&argv(&["sh", "a b"])), derive(&argv(&["sh", "a", "b"])));
+        assert_ne!(a, derive(&argv(&["/usr/bin/nightly batch"])));
+        // Pinned, so an accidental change of the hash fails here.
+        assert_eq!(derive(&argv(&["true"])), "leaderrun/true-ab0b26f8");
+    }
+
+    #[test]
+    fn keys_match_etcd_election_layout() {
+        assert_eq!(candidate_key("jobs/x", 0x694d_9a5b_c1f2_1a0b), "jobs/x/694d9a5bc1f21a0b");
+    }
+}

@@ -1,0 +1,40 @@
+//! The signals leaderrun passes on to the child's group: SIGINT, SIGTERM,
+//! SIGHUP and SIGQUIT.
+//!
+//! No signal reaches the child twice: the child has a process group of its
+//! own, so what the terminal sends to its foreground group reaches either the
+//! child (when it was given the terminal) or leaderrun (which forwards it),
+//! never both.
+
+use nix::sys::signal::Signal;
+use tokio::signal::unix::{signal, Signal as Stream, SignalKind};
+
+pub struct Signals {
+    streams: [(Signal, Stream); 4],
+}
+
+impl Signals {
+    /// Installs the handlers. From here on these signals no longer kill
+    /// leaderrun: it decides what they mean.
+    pub fn install() -> std::io::Result<Signals> {
+        Ok(Signals {
+            streams: [
+                (Signal::SIGINT, signal(SignalKind::interrupt())?),
+                (Signal::SIGTERM, signal(SignalKind::terminate())?),
+                (Signal::SIGHUP, signal(SignalKind::hangup())?),
+                (Signal::SIGQUIT, signal(SignalKind::quit())?),
+            ],
+        })
+    }
+
+    /// The next signal received.
+    pub async fn recv(&mut self) -> Signal {
+        let [(int, a), (term, b), (hup, c), (quit, d)] = &mut self.streams;
+        tokio::select! {
+            _ = a.recv() => *int,
+            _ = b.recv() => *term,
+            _ = c.recv() => *hup,
+            _ = d.recv() => *quit,
+        }
+    }
+}

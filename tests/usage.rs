@@ -1,0 +1,66 @@
+//! Bad input: one clear line on stderr and exit 125, within a bound.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+fn one_line_125(args: &[&str], endpoints: &str, mentions: &str) {
+    let done = run_within(leaderrun(endpoints).args(args), Duration::from_secs(10));
+    assert_eq!(done.code, Some(125), "{args:?}: {}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "{args:?}: one line: {}", done.stderr);
+    assert!(done.stderr.starts_with("leaderrun: error: "), "{}", done.stderr);
+    assert!(done.stderr.contains(mentions), "{args:?}: should mention {mentions}: {}", done.stderr);
+    assert!(done.stdout.is_empty());
+}
+
+#[test]
+fn bad_arguments() {
+    let nowhere = "http://127.0.0.1:1";
+    one_line_125(&["--bogus", "--", "true"], nowhere, "--bogus");
+    one_line_125(&["--ttl", "soon", "--", "true"], nowhere, "--ttl");
+    one_line_125(&["--kill-after", "forever", "--", "true"], nowhere, "--kill-after");
+    one_line_125(&["--kill-signal", "NOPE", "--", "true"], nowhere, "NOPE");
+    one_line_125(&["--wait-timeout", "1s", "--", "true"], nowhere, "--wait");
+    one_line_125(&[], nowhere, "COMMAND");
+    one_line_125(&["--name", "", "--", "true"], nowhere, "--name");
+}
+
+#[test]
+fn malformed_endpoint() {
+    one_line_125(&["--", "true"], "localhost", "malformed endpoint");
+    one_line_125(&["--", "true"], "ftp://127.0.0.1:2379", "malformed endpoint");
+}
+
+#[test]
+fn refused_endpoint_fails_fast() {
+    let port = free_port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    one_line_125(&["--", "true"], &endpoint, &endpoint);
+}
+
+#[test]
+fn silent_endpoint_fails_within_the_dial_timeout() {
+    // Accepts connections and never answers: a hung etcd.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let done = run_within(
+        leaderrun(&endpoint).args(["--dial-timeout", "1s", "--", "true"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(done.code, Some(125), "{}", done.stderr);
+    assert!(done.stderr.contains("no answer"), "{}", done.stderr);
+    assert!(done.took < Duration::from_secs(5), "bounded by the dial timeout: {:?}", done.took);
+}
+
+#[test]
+fn etcdctl_endpoints_is_the_fallback() {
+    let done = run_within(
+        leaderrun("")
+            .env_remove("LEADERRUN_ENDPOINTS")
+            .env("ETCDCTL_ENDPOINTS", "127.0.0.1:1")
+            .args(["--", "true"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(done.code, Some(125));
+    assert!(done.stderr.contains("http://127.0.0.1:1"), "{}", done.stderr);
+}
