@@ -48,7 +48,8 @@ pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
     let found = if program.as_encoded_bytes().contains(&b'/') {
         check(path)
     } else {
-        let search = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+        let search =
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
         let mut found = None;
         for dir in std::env::split_paths(&search) {
             match check(&dir.join(path)) {
@@ -65,8 +66,14 @@ pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
     };
     match found {
         Some(Ok(full)) => Ok(full),
-        Some(Err(code)) => Err(CodedError::new(code, format!("cannot execute '{shown}': permission denied"))),
-        None => Err(CodedError::new(exit::NOT_FOUND, format!("command not found: '{shown}'"))),
+        Some(Err(code)) => Err(CodedError::error(
+            code,
+            format!("cannot execute '{shown}': permission denied"),
+        )),
+        None => Err(CodedError::error(
+            exit::NOT_FOUND,
+            format!("command not found: '{shown}'"),
+        )),
     }
 }
 
@@ -76,7 +83,9 @@ pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
 fn terminal_is_ours() -> bool {
     let stdin = io::stdin();
     isatty(stdin.as_fd()).unwrap_or(false)
-        && tcgetpgrp(stdin.as_fd()).map(|group| group == getpgrp()).unwrap_or(false)
+        && tcgetpgrp(stdin.as_fd())
+            .map(|group| group == getpgrp())
+            .unwrap_or(false)
 }
 
 impl Child {
@@ -141,8 +150,14 @@ impl Child {
     /// Sends `signal` to the whole group. A group that is already gone is fine.
     pub fn signal_group(&self, signal: Signal) {
         match killpg(self.group, signal) {
-            Ok(()) => tracing::debug!(group = self.group.as_raw(), ?signal, "signalled the child's group"),
-            Err(err) => tracing::debug!(group = self.group.as_raw(), ?signal, %err, "could not signal the group"),
+            Ok(()) => tracing::debug!(
+                group = self.group.as_raw(),
+                ?signal,
+                "signalled the child's group"
+            ),
+            Err(err) => {
+                tracing::debug!(group = self.group.as_raw(), ?signal, %err, "could not signal the group")
+            }
         }
     }
 
@@ -190,7 +205,9 @@ impl Child {
         let mut ttou = SigSet::empty();
         ttou.add(Signal::SIGTTOU);
         let mut old = SigSet::empty();
-        if nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old)).is_ok() {
+        if nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old))
+            .is_ok()
+        {
             let _ = tcsetpgrp(io::stdin().as_fd(), getpgrp());
             let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
         }
@@ -205,5 +222,5 @@ fn spawn_error(program: &OsString, err: io::Error) -> anyhow::Error {
         _ if err.raw_os_error() == Some(nix::libc::ENOEXEC) => exit::NOT_EXECUTABLE,
         _ => exit::INTERNAL,
     };
-    CodedError::new(code, format!("cannot run '{shown}': {err}"))
+    CodedError::error(code, format!("cannot run '{shown}': {err}"))
 }

@@ -198,8 +198,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if let Ok(seconds) = text.parse::<u64>() {
         return Ok(Duration::from_secs(seconds));
     }
-    humantime::parse_duration(text)
-        .map_err(|err| format!("{err} (expected e.g. 15s, 500ms, 2m)"))
+    humantime::parse_duration(text).map_err(|err| format!("{err} (expected e.g. 15s, 500ms, 2m)"))
 }
 
 fn parse_ttl(text: &str) -> Result<Duration, String> {

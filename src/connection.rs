@@ -214,7 +214,8 @@ pub fn describe(err: &etcd_client::Error) -> String {
     let mut push = |text: String| {
         for part in text.split(": ") {
             let part = part.trim();
-            let noise = part.is_empty() || part == "transport error" || part == "grpc request error";
+            let noise =
+                part.is_empty() || part == "transport error" || part == "grpc request error";
             if !noise && !parts.iter().any(|seen| seen == part) {
                 parts.push(part.to_string());
             }

@@ -117,7 +117,11 @@ pub async fn try_acquire(
     let txn = Txn::new()
         .when([Compare::create_revision(name::prefix(election), CompareOp::Equal, 0).with_prefix()])
         .and_then([
-            TxnOp::put(key.as_str(), value.as_str(), Some(etcd_client::PutOptions::new().with_lease(lease))),
+            TxnOp::put(
+                key.as_str(),
+                value.as_str(),
+                Some(etcd_client::PutOptions::new().with_lease(lease)),
+            ),
             TxnOp::get(key.as_str(), None),
         ])
         .or_else([first_in_line(election)]);
@@ -153,7 +157,11 @@ pub async fn enqueue(
     let txn = Txn::new()
         .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
         .and_then([
-            TxnOp::put(key.as_str(), value.as_str(), Some(etcd_client::PutOptions::new().with_lease(lease))),
+            TxnOp::put(
+                key.as_str(),
+                value.as_str(),
+                Some(etcd_client::PutOptions::new().with_lease(lease)),
+            ),
             TxnOp::get(key.as_str(), None),
             first_in_line(election),
         ])
@@ -258,7 +266,11 @@ pub async fn prove(
             Compare::lease(key, CompareOp::Equal, lease),
         ])
         .and_then([
-            TxnOp::put(key, value.as_str(), Some(etcd_client::PutOptions::new().with_lease(lease))),
+            TxnOp::put(
+                key,
+                value.as_str(),
+                Some(etcd_client::PutOptions::new().with_lease(lease)),
+            ),
             first_in_line(election),
         ]);
     let response = connection
@@ -290,12 +302,14 @@ pub async fn watch_for_loss(connection: &Connection, leadership: &Leadership) ->
     let token = leadership.token;
     let mut from = leadership.revision + 1;
     loop {
-        let lost = watch_key(connection, key, &mut from, |event| match event.event_type() {
-            EventType::Delete => Some("the leader key was deleted".to_string()),
-            EventType::Put => event
-                .kv()
-                .filter(|kv| kv.create_revision() != token)
-                .map(|_| "the leader key was replaced".to_string()),
+        let lost = watch_key(connection, key, &mut from, |event| {
+            match event.event_type() {
+                EventType::Delete => Some("the leader key was deleted".to_string()),
+                EventType::Put => event
+                    .kv()
+                    .filter(|kv| kv.create_revision() != token)
+                    .map(|_| "the leader key was replaced".to_string()),
+            }
         })
         .await;
         if let Some(reason) = lost {
@@ -316,7 +330,9 @@ pub async fn watch_for_loss(connection: &Connection, leadership: &Leadership) ->
                     }
                     Some(_) => {}
                 }
-                from = response.header().map_or(from, |header| header.revision() + 1);
+                from = response
+                    .header()
+                    .map_or(from, |header| header.revision() + 1);
             }
             // Unreachable etcd is the lease deadline's business, not ours.
             Err(err) => {
@@ -339,7 +355,11 @@ async fn watch_key<T>(
     let endpoint = connection.current().await.ok()?;
     let mut client = endpoint.client;
     let options = WatchOptions::new().with_start_revision(*from);
-    let opened = tokio::time::timeout(connection.attempt_timeout(), client.watch(key, Some(options))).await;
+    let opened = tokio::time::timeout(
+        connection.attempt_timeout(),
+        client.watch(key, Some(options)),
+    )
+    .await;
     let mut stream = match opened {
         Ok(Ok(stream)) => stream,
         _ => {
@@ -376,7 +396,10 @@ async fn watch_key<T>(
 pub async fn read_leader(connection: &Connection, election: &str) -> Result<(Option<Leader>, i64)> {
     let txn = Txn::new().and_then([
         first_in_line(election),
-        TxnOp::get(name::prefix(election), Some(GetOptions::new().with_prefix().with_count_only())),
+        TxnOp::get(
+            name::prefix(election),
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        ),
     ]);
     let response = connection
         .call("reading the election", |mut client| {

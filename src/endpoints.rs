@@ -45,9 +45,8 @@ fn normalise(item: &str) -> Result<String> {
         Some((host, port)) => (host, port),
         None => bail!("malformed endpoint '{item}': expected host:port"),
     };
-    let host_ok = !host.is_empty()
-        && !host.contains('/')
-        && (host.starts_with('[') == host.ends_with(']'));
+    let host_ok =
+        !host.is_empty() && !host.contains('/') && (host.starts_with('[') == host.ends_with(']'));
     if !host_ok {
         bail!("malformed endpoint '{item}': bad host '{host}'");
     }
@@ -71,7 +70,16 @@ mod tests {
 
     #[test]
     fn rejects_malformed() {
-        for bad in ["", "localhost", "ftp://a:1", "a:0", "a:99999", ":2379", "a:b", "http://a/b:1"] {
+        for bad in [
+            "",
+            "localhost",
+            "ftp://a:1",
+            "a:0",
+            "a:99999",
+            ":2379",
+            "a:b",
+            "http://a/b:1",
+        ] {
             assert!(parse(bad).is_err(), "{bad} should be rejected");
         }
     }

@@ -41,7 +41,7 @@ pub struct CodedError {
 }
 
 impl CodedError {
-    pub fn new(code: i32, message: impl Into<String>) -> anyhow::Error {
+    pub fn error(code: i32, message: impl Into<String>) -> anyhow::Error {
         anyhow::Error::new(CodedError {
             code,
             message: message.into(),

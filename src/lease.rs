@@ -102,7 +102,12 @@ impl Drop for Lease {
 /// Renews every third of the TTL. The keep-alive stream of etcd-client never
 /// reconnects, so every failure (an error, a closed stream, or a renewal not
 /// acknowledged in time) opens a new one, on the next endpoint.
-async fn keep_alive(connection: Connection, id: i64, ttl: Duration, publish: watch::Sender<LeaseState>) {
+async fn keep_alive(
+    connection: Connection,
+    id: i64,
+    ttl: Duration,
+    publish: watch::Sender<LeaseState>,
+) {
     let interval = ttl / 3;
     // A healthy etcd answers a renewal in milliseconds; waiting this long
     // before trying another endpoint leaves time to fail over well within
@@ -110,10 +115,11 @@ async fn keep_alive(connection: Connection, id: i64, ttl: Duration, publish: wat
     let ack_timeout = (ttl / 6).max(Duration::from_millis(300));
     let mut backoff = Duration::from_millis(50);
     loop {
-        let broken = match renew_on_current(&connection, id, ttl, interval, ack_timeout, &publish).await {
-            Ok(()) => return,
-            Err(err) => err,
-        };
+        let broken =
+            match renew_on_current(&connection, id, ttl, interval, ack_timeout, &publish).await {
+                Ok(()) => return,
+                Err(err) => err,
+            };
         if publish.borrow().gone.is_some() {
             return;
         }
@@ -150,7 +156,11 @@ async fn renew_on_current(
 
     // Opening the stream sends the first renewal and waits for its answer.
     let sent = clock::Instant::now();
-    let opened = tokio::time::timeout(ack_timeout.max(connection.attempt_timeout()), client.lease_keep_alive(id)).await;
+    let opened = tokio::time::timeout(
+        ack_timeout.max(connection.attempt_timeout()),
+        client.lease_keep_alive(id),
+    )
+    .await;
     let (mut keeper, mut stream) = match opened {
         Ok(Ok(pair)) => pair,
         Ok(Err(err)) if is_lease_not_found(&err) => {

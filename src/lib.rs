@@ -41,7 +41,10 @@ pub fn main(args: Vec<OsString>) -> i32 {
     logging::init(verbose);
     // One thread: the child must be spawned from a thread that lives as long
     // as leaderrun (PR_SET_PDEATHSIG), and one is all a supervisor needs.
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("leaderrun: error: cannot start the runtime: {err}");
@@ -64,7 +67,10 @@ pub fn main(args: Vec<OsString>) -> i32 {
 /// clap's errors span several lines; ours are one, and exit 125, not 2.
 fn usage_error(err: &clap::Error) -> i32 {
     use clap::error::ErrorKind;
-    if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
         let _ = err.print();
         return exit::SUCCESS;
     }
@@ -76,7 +82,9 @@ fn usage_error(err: &clap::Error) -> i32 {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    let message = first_paragraph.strip_prefix("error: ").unwrap_or(&first_paragraph);
+    let message = first_paragraph
+        .strip_prefix("error: ")
+        .unwrap_or(&first_paragraph);
     eprintln!("leaderrun: error: {message} (see 'leaderrun --help')");
     exit::INTERNAL
 }

@@ -32,7 +32,10 @@ pub fn derive(command: &[OsString]) -> String {
         })
         .take(40)
         .collect();
-    format!("leaderrun/{readable}-{:08x}", (hash >> 32) ^ (hash & 0xffff_ffff))
+    format!(
+        "leaderrun/{readable}-{:08x}",
+        (hash >> 32) ^ (hash & 0xffff_ffff)
+    )
 }
 
 /// The prefix every candidate's key lives under, as etcd's election API uses.
@@ -60,7 +63,10 @@ mod tests {
         assert_eq!(a, derive(&argv(&["/usr/bin/nightly batch", "--all"])));
         assert!(a.starts_with("leaderrun/nightly_batch-"), "{a}");
         // Argument boundaries count: "a b" differs from "a", "b".
-        assert_ne!(derive(&argv(&["sh", "a b"])), derive(&argv(&["sh", "a", "b"])));
+        assert_ne!(
+            derive(&argv(&["sh", "a b"])),
+            derive(&argv(&["sh", "a", "b"]))
+        );
         assert_ne!(a, derive(&argv(&["/usr/bin/nightly batch"])));
         // Pinned, so an accidental change of the hash fails here.
         assert_eq!(derive(&argv(&["true"])), "leaderrun/true-ab0b26f8");
@@ -68,6 +74,9 @@ mod tests {
 
     #[test]
     fn keys_match_etcd_election_layout() {
-        assert_eq!(candidate_key("jobs/x", 0x694d_9a5b_c1f2_1a0b), "jobs/x/694d9a5bc1f21a0b");
+        assert_eq!(
+            candidate_key("jobs/x", 0x694d_9a5b_c1f2_1a0b),
+            "jobs/x/694d9a5bc1f21a0b"
+        );
     }
 }

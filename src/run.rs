@@ -32,14 +32,20 @@ pub fn safety_margin(ttl: Duration) -> Duration {
 /// missed: a renewal goes out every third of the TTL, and a lost one is
 /// retried after an acknowledgement timeout of a sixth.
 pub fn max_grace(ttl: Duration) -> Duration {
-    (ttl / 3).saturating_sub(safety_margin(ttl)).saturating_sub(ttl / 12)
+    (ttl / 3)
+        .saturating_sub(safety_margin(ttl))
+        .saturating_sub(ttl / 12)
 }
 
 /// Connection settings shared by `run` and `status`.
 pub fn connection_for(args: &crate::cli::ConnectionArgs, ttl: Duration) -> Result<Connection> {
     let endpoints = endpoints::resolve(args.endpoints.as_deref())?;
     let ping = (ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
-    Ok(Connection::new(Settings::new(endpoints, args.dial_timeout, ping)))
+    Ok(Connection::new(Settings::new(
+        endpoints,
+        args.dial_timeout,
+        ping,
+    )))
 }
 
 struct Config {
@@ -118,7 +124,8 @@ async fn elect(config: &Config, connection: &Connection, signals: &mut Signals) 
             tracing::debug!(ttl = ?lease.ttl, "granted TTL");
         }
         if !config.wait {
-            let attempt = election::try_acquire(connection, &config.election, lease.id, &holder).await;
+            let attempt =
+                election::try_acquire(connection, &config.election, lease.id, &holder).await;
             return match attempt {
                 Ok(Attempt::Won(leadership)) => Ok(Elected::Leader(lease, leadership)),
                 Ok(Attempt::Lost(leader)) => {
@@ -133,18 +140,19 @@ async fn elect(config: &Config, connection: &Connection, signals: &mut Signals) 
             };
         }
 
-        let (candidate, leader) = match election::enqueue(connection, &config.election, lease.id, &holder).await {
-            Ok(queued) => queued,
-            Err(err) if attempt == 1 => {
-                lease.revoke().await;
-                return Err(err);
-            }
-            Err(err) => {
-                tracing::info!("{err:#}; retrying");
-                lease.revoke().await;
-                continue;
-            }
-        };
+        let (candidate, leader) =
+            match election::enqueue(connection, &config.election, lease.id, &holder).await {
+                Ok(queued) => queued,
+                Err(err) if attempt == 1 => {
+                    lease.revoke().await;
+                    return Err(err);
+                }
+                Err(err) => {
+                    tracing::info!("{err:#}; retrying");
+                    lease.revoke().await;
+                    continue;
+                }
+            };
         if let Some(leader) = leader.filter(|leader| leader.key != candidate.key) {
             tracing::info!("waiting: {} leads", leader.describe());
         }
@@ -193,7 +201,10 @@ fn explain_conflict(config: &Config, leader: Option<&Leader>, after: &str) {
         return;
     }
     let holder = leader.map_or_else(|| "another replica".to_string(), Leader::describe);
-    eprintln!("leaderrun: not running{after}: {} is held by {holder}", config.election);
+    eprintln!(
+        "leaderrun: not running{after}: {} is held by {holder}",
+        config.election
+    );
 }
 
 enum Ending {
@@ -264,7 +275,10 @@ async fn supervise(
             let status = status.context("waiting for the command")?;
             if child.group_alive() {
                 tracing::info!("the command exited; stopping what it left running in its group");
-                child.stop(config.kill_signal, grace.min(deadline.remaining())).await.ok();
+                child
+                    .stop(config.kill_signal, grace.min(deadline.remaining()))
+                    .await
+                    .ok();
             }
             exit::from_status(status)
         }
@@ -273,7 +287,10 @@ async fn supervise(
                 "leaderrun: leadership of {} lost: {reason}; stopping the command",
                 config.election
             );
-            child.stop(config.kill_signal, grace.min(deadline.remaining())).await.ok();
+            child
+                .stop(config.kill_signal, grace.min(deadline.remaining()))
+                .await
+                .ok();
             exit::LEADERSHIP_LOST
         }
     };

@@ -30,7 +30,10 @@ fn exit_status_table() {
     let cases: Vec<(Vec<String>, i32)> = vec![
         (vec!["true".into()], 0),
         (vec!["sh".into(), "-c".into(), "exit 3".into()], 3),
-        (vec!["sh".into(), "-c".into(), "kill -USR1 $$".into()], 128 + 10),
+        (
+            vec!["sh".into(), "-c".into(), "kill -USR1 $$".into()],
+            128 + 10,
+        ),
         (vec!["sh".into(), "-c".into(), "kill -9 $$".into()], 128 + 9),
         (vec![not_executable.display().to_string()], 126),
         (vec!["no-such-command-anywhere".into()], 127),
@@ -41,7 +44,7 @@ fn exit_status_table() {
             Duration::from_secs(10),
         );
         assert_eq!(done.code, Some(expected), "{command:?}: {}", done.stderr);
-        if expected >= 126 && expected <= 127 {
+        if (126..=127).contains(&expected) {
             assert_eq!(done.stderr.lines().count(), 1, "one line: {}", done.stderr);
         } else {
             assert!(done.stderr.is_empty(), "quiet: {}", done.stderr);

@@ -34,10 +34,18 @@ fn token_is_the_keys_create_revision_and_beats_an_inherited_one() {
     assert_eq!(fields[0], create_revision.to_string(), "token");
     assert_eq!(&fields[1], key);
     assert_eq!(fields[2], format!("{lease:x}"));
-    assert_eq!(key, &format!("jobs/token/{lease:x}"), "etcd's election key layout");
+    assert_eq!(
+        key,
+        &format!("jobs/token/{lease:x}"),
+        "etcd's election key layout"
+    );
     assert_eq!(fields[3], "jobs/token");
 
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(replica.pid()), nix::sys::signal::Signal::SIGTERM).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(replica.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
     let (code, _) = replica.finish(Duration::from_secs(10));
     assert_eq!(code, Some(143));
     assert!(etcd.candidates("jobs/token").is_empty(), "resigned on exit");
@@ -49,11 +57,21 @@ fn tokens_grow_from_one_leader_to_the_next() {
     let mut tokens = Vec::new();
     for _ in 0..3 {
         let done = run_within(
-            leaderrun(&etcd.endpoint()).args(["--name", "jobs/grow", "--", "sh", "-c", "echo $LEADERRUN_TOKEN"]),
+            leaderrun(&etcd.endpoint()).args([
+                "--name",
+                "jobs/grow",
+                "--",
+                "sh",
+                "-c",
+                "echo $LEADERRUN_TOKEN",
+            ]),
             Duration::from_secs(10),
         );
         assert_eq!(done.code, Some(0), "{}", done.stderr);
         tokens.push(done.stdout.trim().parse::<i64>().unwrap());
     }
-    assert!(tokens.windows(2).all(|pair| pair[0] < pair[1]), "{tokens:?}");
+    assert!(
+        tokens.windows(2).all(|pair| pair[0] < pair[1]),
+        "{tokens:?}"
+    );
 }

@@ -7,9 +7,22 @@ use std::time::Duration;
 fn one_line_125(args: &[&str], endpoints: &str, mentions: &str) {
     let done = run_within(leaderrun(endpoints).args(args), Duration::from_secs(10));
     assert_eq!(done.code, Some(125), "{args:?}: {}", done.stderr);
-    assert_eq!(done.stderr.lines().count(), 1, "{args:?}: one line: {}", done.stderr);
-    assert!(done.stderr.starts_with("leaderrun: error: "), "{}", done.stderr);
-    assert!(done.stderr.contains(mentions), "{args:?}: should mention {mentions}: {}", done.stderr);
+    assert_eq!(
+        done.stderr.lines().count(),
+        1,
+        "{args:?}: one line: {}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.starts_with("leaderrun: error: "),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.contains(mentions),
+        "{args:?}: should mention {mentions}: {}",
+        done.stderr
+    );
     assert!(done.stdout.is_empty());
 }
 
@@ -18,7 +31,11 @@ fn bad_arguments() {
     let nowhere = "http://127.0.0.1:1";
     one_line_125(&["--bogus", "--", "true"], nowhere, "--bogus");
     one_line_125(&["--ttl", "soon", "--", "true"], nowhere, "--ttl");
-    one_line_125(&["--kill-after", "forever", "--", "true"], nowhere, "--kill-after");
+    one_line_125(
+        &["--kill-after", "forever", "--", "true"],
+        nowhere,
+        "--kill-after",
+    );
     one_line_125(&["--kill-signal", "NOPE", "--", "true"], nowhere, "NOPE");
     one_line_125(&["--wait-timeout", "1s", "--", "true"], nowhere, "--wait");
     one_line_125(&[], nowhere, "COMMAND");
@@ -28,7 +45,11 @@ fn bad_arguments() {
 #[test]
 fn malformed_endpoint() {
     one_line_125(&["--", "true"], "localhost", "malformed endpoint");
-    one_line_125(&["--", "true"], "ftp://127.0.0.1:2379", "malformed endpoint");
+    one_line_125(
+        &["--", "true"],
+        "ftp://127.0.0.1:2379",
+        "malformed endpoint",
+    );
 }
 
 #[test]
@@ -49,7 +70,11 @@ fn silent_endpoint_fails_within_the_dial_timeout() {
     );
     assert_eq!(done.code, Some(125), "{}", done.stderr);
     assert!(done.stderr.contains("no answer"), "{}", done.stderr);
-    assert!(done.took < Duration::from_secs(5), "bounded by the dial timeout: {:?}", done.took);
+    assert!(
+        done.took < Duration::from_secs(5),
+        "bounded by the dial timeout: {:?}",
+        done.took
+    );
 }
 
 #[test]
@@ -62,5 +87,9 @@ fn etcdctl_endpoints_is_the_fallback() {
         Duration::from_secs(10),
     );
     assert_eq!(done.code, Some(125));
-    assert!(done.stderr.contains("http://127.0.0.1:1"), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("http://127.0.0.1:1"),
+        "{}",
+        done.stderr
+    );
 }

@@ -40,7 +40,11 @@ pub struct Etcd {
 
 impl Etcd {
     pub fn start() -> Etcd {
-        let base = if Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        let base = if Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        };
         let data = tempfile::Builder::new()
             .prefix("leaderrun-etcd-")
             .tempdir_in(base)
@@ -69,7 +73,10 @@ impl Etcd {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let process = Command::new(etcd_binary())
             .arg("--name=test")
-            .arg(format!("--data-dir={}", self.data.path().join("member").display()))
+            .arg(format!(
+                "--data-dir={}",
+                self.data.path().join("member").display()
+            ))
             .arg(format!("--listen-client-urls={client}"))
             .arg(format!("--advertise-client-urls={client}"))
             .arg(format!("--listen-peer-urls={peer}"))
@@ -90,7 +97,9 @@ impl Etcd {
             let deadline = Instant::now() + Duration::from_secs(30);
             while Instant::now() < deadline {
                 if let Ok(mut client) = Client::connect([&endpoint], None).await {
-                    let put = tokio::time::timeout(Duration::from_secs(1), client.put("ready", "", None)).await;
+                    let put =
+                        tokio::time::timeout(Duration::from_secs(1), client.put("ready", "", None))
+                            .await;
                     if matches!(put, Ok(Ok(_))) {
                         return true;
                     }
@@ -123,7 +132,9 @@ impl Etcd {
     pub fn with<T>(&self, f: impl AsyncFnOnce(Client) -> T) -> T {
         let endpoint = self.endpoint();
         self.runtime.block_on(async move {
-            let client = Client::connect([endpoint], None).await.expect("test client connects");
+            let client = Client::connect([endpoint], None)
+                .await
+                .expect("test client connects");
             f(client).await
         })
     }
@@ -132,14 +143,21 @@ impl Etcd {
     pub fn candidates(&self, name: &str) -> Vec<(String, i64, i64)> {
         let prefix = format!("{name}/");
         self.with(async move |mut client| {
-            let options = GetOptions::new()
-                .with_prefix()
-                .with_sort(etcd_client::SortTarget::Create, etcd_client::SortOrder::Ascend);
+            let options = GetOptions::new().with_prefix().with_sort(
+                etcd_client::SortTarget::Create,
+                etcd_client::SortOrder::Ascend,
+            );
             let response = client.get(prefix, Some(options)).await.unwrap();
             response
                 .kvs()
                 .iter()
-                .map(|kv| (kv.key_str().unwrap().to_string(), kv.create_revision(), kv.lease()))
+                .map(|kv| {
+                    (
+                        kv.key_str().unwrap().to_string(),
+                        kv.create_revision(),
+                        kv.lease(),
+                    )
+                })
                 .collect()
         })
     }
@@ -191,10 +209,18 @@ pub fn run_within(command: &mut Command, limit: Duration) -> Finished {
         .stderr(Stdio::piped())
         .spawn()
         .expect("leaderrun starts");
-    let stdout = child.stdout.take().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
-    let err = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    // Read on threads that report back over channels: a grandchild that
+    // survives (the bug some tests look for) keeps the pipes open, and must
+    // not make the test wait for it.
+    let collect = |pipe: Box<dyn std::io::Read + Send>| {
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = send.send(std::io::read_to_string(pipe).unwrap_or_default());
+        });
+        receive
+    };
+    let out = collect(Box::new(child.stdout.take().unwrap()));
+    let err = collect(Box::new(child.stderr.take().unwrap()));
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
@@ -209,17 +235,24 @@ pub fn run_within(command: &mut Command, limit: Duration) -> Finished {
     Finished {
         code: status.code(),
         took: started.elapsed(),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
+        stdout: out.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
+        stderr: err.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
     }
 }
 
 /// Polls `condition` every 10 ms until it holds; panics with `what` after
 /// `limit`. Returns how long it took.
-pub fn await_condition(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) -> Duration {
+pub fn await_condition(
+    limit: Duration,
+    what: &str,
+    mut condition: impl FnMut() -> bool,
+) -> Duration {
     let started = Instant::now();
     while !condition() {
-        assert!(started.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        assert!(
+            started.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     started.elapsed()
@@ -229,7 +262,10 @@ pub fn await_condition(limit: Duration, what: &str, mut condition: impl FnMut() 
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
-            let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
             !matches!(state, Some("Z") | Some("X") | None)
         }
         Err(_) => false,
@@ -240,7 +276,9 @@ pub fn alive(pid: i32) -> bool {
 pub fn read_pid(path: &Path, limit: Duration) -> i32 {
     let mut pid = None;
     await_condition(limit, &format!("a pid in {}", path.display()), || {
-        pid = std::fs::read_to_string(path).ok().and_then(|text| text.trim().parse().ok());
+        pid = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse().ok());
         pid.is_some()
     });
     pid.unwrap()
@@ -253,7 +291,8 @@ pub fn send(pid: i32, signal: nix::sys::signal::Signal) {
 /// A background leaderrun whose stderr is collected; killed on drop.
 pub struct Replica {
     pub process: Child,
-    stderr: Option<std::thread::JoinHandle<String>>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr_closed: std::sync::mpsc::Receiver<()>,
 }
 
 impl Replica {
@@ -264,18 +303,24 @@ impl Replica {
             .stderr(Stdio::piped())
             .spawn()
             .expect("leaderrun starts");
-        let stderr = process.stderr.take().unwrap();
-        let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        // Collected as it comes: a surviving grandchild may hold the pipe
+        // open, and must not make the test wait for it.
+        let pipe = process.stderr.take().unwrap();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (closed, stderr_closed) = std::sync::mpsc::channel();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut text = sink.lock().unwrap();
                 text.push_str(&line);
                 text.push('\n');
             }
-            text
+            let _ = closed.send(());
         });
         Replica {
             process,
-            stderr: Some(stderr),
+            stderr,
+            stderr_closed,
         }
     }
 
@@ -290,10 +335,14 @@ impl Replica {
             if let Some(status) = self.process.try_wait().unwrap() {
                 break status;
             }
-            assert!(started.elapsed() < limit, "replica did not exit within {limit:?}");
+            assert!(
+                started.elapsed() < limit,
+                "replica did not exit within {limit:?}"
+            );
             std::thread::sleep(Duration::from_millis(10));
         };
-        let stderr = self.stderr.take().map(|h| h.join().unwrap()).unwrap_or_default();
+        let _ = self.stderr_closed.recv_timeout(Duration::from_secs(1));
+        let stderr = self.stderr.lock().unwrap().clone();
         (status.code(), stderr)
     }
 }
@@ -342,7 +391,11 @@ pub fn intervals(log: &Path) -> Vec<Interval> {
             }
             "end" => {
                 let start = starts.remove(&token).expect("an end after its start");
-                done.push(Interval { token, start, end: at });
+                done.push(Interval {
+                    token,
+                    start,
+                    end: at,
+                });
             }
             _ => {}
         }
