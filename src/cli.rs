@@ -53,6 +53,9 @@ Examples:
     name = "leaderrun",
     version,
     after_help = AFTER_HELP,
+    override_usage = "leaderrun [OPTIONS] [--] COMMAND [ARGS]...\n       leaderrun status [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]",
+    subcommand_value_name = "SUBCOMMAND",
+    subcommand_help_heading = "Subcommands",
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     max_term_width = 100
@@ -73,10 +76,18 @@ pub struct Cli {
     #[command(flatten)]
     pub output: OutputArgs,
 
+    /// Print the man page (roff) and exit.
+    #[arg(long, hide = true)]
+    pub manual: bool,
+
+    /// Print the completion script for SHELL and exit.
+    #[arg(long, hide = true, value_name = "SHELL")]
+    pub completions: Option<clap_complete::Shell>,
+
     /// The command to run while leader, and its arguments.
     #[arg(
         value_name = "COMMAND",
-        required = true,
+        required_unless_present_any = ["manual", "completions"],
         trailing_var_arg = true,
         value_hint = clap::ValueHint::CommandWithArguments
     )]
@@ -99,7 +110,13 @@ pub struct StatusArgs {
     pub connection: ConnectionArgs,
 
     /// Election name, as for running a command.
-    #[arg(short, long, env = "LEADERRUN_NAME", value_name = "NAME")]
+    #[arg(
+        short,
+        long,
+        env = "LEADERRUN_NAME",
+        hide_env_values = true,
+        value_name = "NAME"
+    )]
     pub name: Option<String>,
 
     /// Print one JSON object instead of text.
@@ -127,7 +144,7 @@ pub struct ConnectionArgs {
     /// fails.
     #[arg(
         long,
-        env = "LEADERRUN_ENDPOINTS",
+        env = "LEADERRUN_ENDPOINTS", hide_env_values = true,
         value_name = "URL,...",
         value_hint = clap::ValueHint::Url
     )]
@@ -145,14 +162,20 @@ pub struct ElectionArgs {
     /// derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`),
     /// so the same command line on every replica joins the same election;
     /// -v prints it.
-    #[arg(short, long, env = "LEADERRUN_NAME", value_name = "NAME")]
+    #[arg(
+        short,
+        long,
+        env = "LEADERRUN_NAME",
+        hide_env_values = true,
+        value_name = "NAME"
+    )]
     pub name: Option<String>,
 
     /// Lease time to live. etcd may grant a longer one (it raises TTLs below
     /// its minimum); the granted TTL is the one used. Renewed every third of
     /// it. Shorter means faster takeover after a crash, and less tolerance
     /// for a slow etcd.
-    #[arg(long, env = "LEADERRUN_TTL", value_name = "DURATION", default_value = "15s", value_parser = parse_ttl)]
+    #[arg(long, env = "LEADERRUN_TTL", hide_env_values = true, value_name = "DURATION", default_value = "15s", value_parser = parse_ttl)]
     pub ttl: Duration,
 
     /// Queue for leadership instead of exiting when another replica leads.

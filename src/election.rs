@@ -223,7 +223,7 @@ pub async fn wait_for_turn(
                 tracing::info!("{err:#}; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
-                    _ = lease.changed() => continue,
+                    _ = lease_gone(lease) => continue,
                 }
             }
         };
@@ -242,7 +242,21 @@ pub async fn wait_for_turn(
             _ = watch_key(connection, &ahead_key, &mut from, |event| {
                 (event.event_type() == EventType::Delete).then_some(())
             }) => {}
-            _ = lease.changed() => {}
+            _ = lease_gone(lease) => {}
+        }
+    }
+}
+
+/// Resolves once the lease is gone. Renewals change the lease's state too,
+/// and must not wake a waiter: it would re-read the queue every renewal.
+async fn lease_gone(lease: &mut watch::Receiver<LeaseState>) {
+    loop {
+        if lease.borrow_and_update().gone.is_some() {
+            return;
+        }
+        if lease.changed().await.is_err() {
+            // The keeper ended without saying why: treat the lease as lost.
+            return;
         }
     }
 }
@@ -392,8 +406,16 @@ async fn watch_key<T>(
     }
 }
 
-/// Reads the leader of an election and the number of candidates queued.
-pub async fn read_leader(connection: &Connection, election: &str) -> Result<(Option<Leader>, i64)> {
+/// An election as read at one revision.
+pub struct Snapshot {
+    pub leader: Option<Leader>,
+    /// Candidates, the leader included.
+    pub candidates: i64,
+    pub revision: i64,
+}
+
+/// Reads the leader of an election and the number of candidates.
+pub async fn read_leader(connection: &Connection, election: &str) -> Result<Snapshot> {
     let txn = Txn::new().and_then([
         first_in_line(election),
         TxnOp::get(
@@ -412,9 +434,39 @@ pub async fn read_leader(connection: &Connection, election: &str) -> Result<(Opt
         Some(TxnOpResponse::Get(get)) => get.kvs().first().map(Leader::from_kv),
         _ => None,
     };
-    let count = match ops.get(1) {
+    let candidates = match ops.get(1) {
         Some(TxnOpResponse::Get(get)) => get.count(),
         _ => 0,
     };
-    Ok((leader, count))
+    Ok(Snapshot {
+        leader,
+        candidates,
+        revision: revision_of(&response),
+    })
+}
+
+/// Resolves at the first change under the election after `revision`, or when
+/// the watch breaks (the caller re-reads either way).
+pub async fn next_change(connection: &Connection, election: &str, revision: i64) {
+    let Ok(endpoint) = connection.current().await else {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        return;
+    };
+    let mut client = endpoint.client;
+    let options = WatchOptions::new()
+        .with_prefix()
+        .with_start_revision(revision + 1);
+    if let Ok(mut stream) = client.watch(name::prefix(election), Some(options)).await {
+        loop {
+            match stream.message().await {
+                Ok(Some(response)) if response.events().is_empty() && !response.canceled() => {
+                    continue
+                }
+                Ok(Some(_)) => return,
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+    connection.failed(endpoint.index);
+    tokio::time::sleep(Duration::from_millis(500)).await;
 }

@@ -10,6 +10,7 @@ pub mod child;
 pub mod cli;
 pub mod clock;
 pub mod connection;
+pub mod docs;
 pub mod election;
 pub mod endpoints;
 pub mod exit;
@@ -20,6 +21,7 @@ pub mod logging;
 pub mod name;
 pub mod run;
 pub mod signals;
+pub mod status;
 
 use std::ffi::OsString;
 
@@ -34,6 +36,17 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
+    if cli.manual || cli.completions.is_some() {
+        use std::io::Write;
+        let text = match cli.completions {
+            Some(shell) => docs::completion(shell),
+            None => docs::man_page(),
+        };
+        return match std::io::stdout().write_all(&text) {
+            Ok(()) => exit::SUCCESS,
+            Err(_) => exit::INTERNAL,
+        };
+    }
     let verbose = match &cli.subcommand {
         Some(cli::Command::Status(status)) => status.output.verbose,
         None => cli.output.verbose,
@@ -52,7 +65,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         }
     };
     let result = match cli.subcommand {
-        Some(cli::Command::Status(_)) => Ok(exit::INTERNAL),
+        Some(cli::Command::Status(args)) => runtime.block_on(status::status(args)),
         None => runtime.block_on(run::run(cli)),
     };
     match result {

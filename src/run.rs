@@ -167,7 +167,7 @@ async fn elect(config: &Config, connection: &Connection, signals: &mut Signals) 
             turn = election::wait_for_turn(connection, &config.election, &candidate, &mut lease_state) => turn,
             _ = timeout => {
                 lease.revoke().await;
-                let (leader, _) = election::read_leader(connection, &config.election).await.unwrap_or((None, 0));
+                let leader = election::read_leader(connection, &config.election).await.ok().and_then(|snapshot| snapshot.leader);
                 explain_conflict(config, leader.as_ref(), " after waiting");
                 return Ok(Elected::Exit(config.conflict_code));
             }

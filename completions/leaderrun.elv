@@ -1,0 +1,65 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[leaderrun] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'leaderrun'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'leaderrun'= {
+            cand --endpoints 'etcd endpoints, comma-separated (`http://host:port`, or bare `host:port`). Falls back to ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379. leaderrun moves to the next endpoint when one fails'
+            cand --dial-timeout 'How long to wait for etcd to answer before giving up (exit 125)'
+            cand -n 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
+            cand --name 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
+            cand --ttl 'Lease time to live. etcd may grant a longer one (it raises TTLs below its minimum); the granted TTL is the one used. Renewed every third of it. Shorter means faster takeover after a crash, and less tolerance for a slow etcd'
+            cand --wait-timeout 'Give up queueing after this long, with the conflict exit code'
+            cand --conflict-exit-code 'Exit code when another replica leads or the wait timed out'
+            cand --kill-signal 'Signal sent to the command''s process group when leadership is lost'
+            cand --kill-after 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server'
+            cand --completions 'Print the completion script for SHELL and exit'
+            cand -w 'Queue for leadership instead of exiting when another replica leads'
+            cand --wait 'Queue for leadership instead of exiting when another replica leads'
+            cand -v 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+            cand --verbose 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+            cand --manual 'Print the man page (roff) and exit'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand status 'Show who leads an election, its token and its queue'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'leaderrun;status'= {
+            cand --endpoints 'etcd endpoints, comma-separated (`http://host:port`, or bare `host:port`). Falls back to ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379. leaderrun moves to the next endpoint when one fails'
+            cand --dial-timeout 'How long to wait for etcd to answer before giving up (exit 125)'
+            cand -n 'Election name, as for running a command'
+            cand --name 'Election name, as for running a command'
+            cand --json 'Print one JSON object instead of text'
+            cand --watch 'Keep watching, printing a line each time the leader changes'
+            cand -v 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+            cand --verbose 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'leaderrun;help'= {
+            cand status 'Show who leads an election, its token and its queue'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'leaderrun;help;status'= {
+        }
+        &'leaderrun;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,55 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_leaderrun_global_optspecs
+    string join \n endpoints= dial-timeout= n/name= ttl= w/wait wait-timeout= conflict-exit-code= kill-signal= kill-after= v/verbose manual completions= h/help V/version
+end
+
+function __fish_leaderrun_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_leaderrun_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_leaderrun_using_subcommand
+    set -l cmd (__fish_leaderrun_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, or bare `host:port`). Falls back to ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125)' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l ttl -d 'Lease time to live. etcd may grant a longer one (it raises TTLs below its minimum); the granted TTL is the one used. Renewed every third of it. Shorter means faster takeover after a crash, and less tolerance for a slow etcd' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l wait-timeout -d 'Give up queueing after this long, with the conflict exit code' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l conflict-exit-code -d 'Exit code when another replica leads or the wait timed out' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-signal -d 'Signal sent to the command\'s process group when leadership is lost' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-after -d 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l completions -d 'Print the completion script for SHELL and exit' -r -f -a "bash\t''
+elvish\t''
+fish\t''
+powershell\t''
+zsh\t''"
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -s w -l wait -d 'Queue for leadership instead of exiting when another replica leads'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l manual -d 'Print the man page (roff) and exit'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -s V -l version -d 'Print version'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "status" -d 'Show who leads an election, its token and its queue'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, or bare `host:port`). Falls back to ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125)' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s n -l name -d 'Election name, as for running a command' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l json -d 'Print one JSON object instead of text'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l watch -d 'Keep watching, printing a line each time the leader changes'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status help" -f -a "status" -d 'Show who leads an election, its token and its queue'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,129 @@
+//! The man page and shell completions, generated from the clap definition by
+//! the binary itself (`--manual`, `--completions SHELL`) and checked in under
+//! man/ and completions/; a test regenerates them and fails on a difference.
+
+use std::io::Write;
+
+use clap::CommandFactory;
+use clap_complete::Shell;
+use clap_mangen::roff::{bold, italic, roman, Roff};
+use clap_mangen::Man;
+
+use crate::cli::Cli;
+
+/// The shells completions are generated for, with their file names.
+pub const SHELLS: [(Shell, &str); 5] = [
+    (Shell::Bash, "leaderrun.bash"),
+    (Shell::Zsh, "_leaderrun"),
+    (Shell::Fish, "leaderrun.fish"),
+    (Shell::Elvish, "leaderrun.elv"),
+    (Shell::PowerShell, "_leaderrun.ps1"),
+];
+
+pub fn completion(shell: Shell) -> Vec<u8> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "leaderrun", &mut out);
+    out
+}
+
+fn section(roff: &mut Roff, title: &str, paragraphs: &[&[(&str, bool)]]) {
+    roff.control("SH", [title]);
+    for paragraph in paragraphs {
+        roff.control("PP", []);
+        let parts: Vec<_> = paragraph
+            .iter()
+            .map(|(text, strong)| if *strong { bold(*text) } else { roman(*text) })
+            .collect();
+        roff.text(parts);
+    }
+}
+
+fn tagged(roff: &mut Roff, title: &str, items: &[(&str, &str)]) {
+    roff.control("SH", [title]);
+    for (tag, text) in items {
+        roff.control("TP", []);
+        roff.text([bold(*tag)]);
+        roff.text([roman(*text)]);
+    }
+}
+
+fn examples(roff: &mut Roff, items: &[(&str, &str)]) {
+    roff.control("SH", ["EXAMPLES"]);
+    for (what, command) in items {
+        roff.control("PP", []);
+        roff.text([italic(*what)]);
+        roff.control("PP", []);
+        roff.control("nf", []);
+        roff.control("RS", ["4"]);
+        roff.text([roman(*command)]);
+        roff.control("RE", []);
+        roff.control("fi", []);
+    }
+}
+
+pub fn man_page() -> Vec<u8> {
+    let command = Cli::command();
+    let man = Man::new(command.clone()).date("");
+    let mut out = Vec::new();
+    type Render = fn(&Man, &mut dyn Write) -> std::io::Result<()>;
+    let sections: [Render; 5] = [
+        Man::render_title,
+        Man::render_name_section,
+        Man::render_synopsis_section,
+        Man::render_description_section,
+        Man::render_options_section,
+    ];
+    for render in sections {
+        render(&man, &mut out).expect("writing to memory");
+    }
+    man.render_subcommands_section(&mut out)
+        .expect("writing to memory");
+
+    let mut roff = Roff::new();
+    tagged(
+        &mut roff,
+        "EXIT STATUS",
+        &[
+            ("N", "The command's own exit status, or 128+N if signal N ended it. Also 128+N when leaderrun itself got signal N while queued."),
+            ("75", "Another replica leads (without --wait), or --wait-timeout ran out. --conflict-exit-code changes it."),
+            ("124", "Leadership was lost while the command ran; its process group was stopped."),
+            ("125", "leaderrun itself failed: usage, configuration, etcd unreachable."),
+            ("126", "The command was found but could not be executed."),
+            ("127", "The command was not found."),
+            ("3", "leaderrun status: nobody leads the election."),
+        ],
+    );
+    tagged(
+        &mut roff,
+        "ENVIRONMENT",
+        &[
+            ("LEADERRUN_ENDPOINTS, ETCDCTL_ENDPOINTS", "etcd endpoints, when --endpoints is not given; the first that is set wins."),
+            ("LEADERRUN_NAME, LEADERRUN_TTL", "Defaults for --name and --ttl."),
+            ("LEADERRUN_LOG", "A tracing filter for debug logs on stderr, e.g. leaderrun=debug."),
+            ("LEADERRUN_TOKEN", "Given to the command: the fencing token, the leader key's create revision in decimal. Larger for every new leader of the election. Overrides any inherited value, as do the three below."),
+            ("LEADERRUN_KEY", "Given to the command: the leader key, <name>/<lease id in hex>."),
+            ("LEADERRUN_LEASE", "Given to the command: the lease id in hex, as etcdctl prints it."),
+            ("LEADERRUN_NAME", "Given to the command: the election name."),
+        ],
+    );
+    section(
+        &mut roff,
+        "FENCING",
+        &[
+            &[("A lease guarantees exclusivity only until it expires, and it can expire while the old leader's command still runs (a long pause, a partition). leaderrun stops the command before the lease could expire by its own monotonic clock, but a process that was frozen cannot be stopped while frozen. The fencing token closes that hole: pass ", false), ("LEADERRUN_TOKEN", true), (" with every write, and have the downstream system reject a token lower than the highest it has seen, e.g. in SQL: UPDATE jobs SET last_token = $LEADERRUN_TOKEN, ... WHERE id = 1 AND last_token < $LEADERRUN_TOKEN; or in etcd, a transaction guarded on create_revision($LEADERRUN_KEY) == $LEADERRUN_TOKEN.", false)],
+        ],
+    );
+    examples(
+        &mut roff,
+        &[
+            ("A crontab line on every replica; one runs the job, the others stay silent:", "0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 -- /usr/local/bin/nightly-batch"),
+            ("A CI step that queues behind other deploys, for at most ten minutes:", "leaderrun --name deploy/prod --wait --wait-timeout 10m -- ./deploy.sh"),
+            ("By hand, in a terminal (Ctrl-C reaches the command):", "leaderrun --name maintenance -- psql"),
+            ("Who leads, as JSON:", "leaderrun status --name deploy/prod --json"),
+        ],
+    );
+    roff.to_writer(&mut out).expect("writing to memory");
+    man.render_version_section(&mut out)
+        .expect("writing to memory");
+    out
+}

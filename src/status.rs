@@ -1,0 +1,117 @@
+//! `leaderrun status`: who leads an election, its token and its queue.
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::cli::StatusArgs;
+use crate::connection::Connection;
+use crate::election::{self, Leader};
+use crate::exit;
+use crate::name;
+use crate::run::connection_for;
+use crate::signals::Signals;
+
+pub async fn status(args: StatusArgs) -> Result<i32> {
+    let election = match (&args.name, args.command.is_empty()) {
+        (Some(name), _) if !name.is_empty() => name.clone(),
+        (None, false) => name::derive(&args.command),
+        _ => anyhow::bail!("name the election with --name, or give the command line after --"),
+    };
+    let connection = connection_for(&args.connection, Duration::from_secs(15))?;
+    if args.watch {
+        return watch(&connection, &election).await;
+    }
+    let election::Snapshot {
+        leader, candidates, ..
+    } = election::read_leader(&connection, &election).await?;
+    let ttl = match &leader {
+        Some(leader) => remaining_ttl(&connection, leader.lease).await?,
+        None => None,
+    };
+    let waiters = (candidates - i64::from(leader.is_some())).max(0);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let object = match &leader {
+            Some(leader) => json!({
+                "name": election,
+                "key": leader.key,
+                "token": leader.token,
+                "lease": format!("{:x}", leader.lease),
+                "ttl": ttl,
+                "holder": {
+                    "host": leader.holder.host,
+                    "pid": leader.holder.pid,
+                    "started": leader.holder.started,
+                    "command": leader.holder.command,
+                },
+                "waiters": waiters,
+            }),
+            None => json!({
+                "name": election, "key": null, "token": null, "lease": null,
+                "ttl": null, "holder": null, "waiters": waiters,
+            }),
+        };
+        writeln!(out, "{object}")?;
+    } else {
+        writeln!(out, "election: {election}")?;
+        match &leader {
+            Some(leader) => {
+                writeln!(out, "leader:   {}", leader.holder.describe())?;
+                writeln!(out, "command:  {}", leader.holder.command)?;
+                writeln!(out, "token:    {}", leader.token)?;
+                writeln!(out, "key:      {}", leader.key)?;
+                let left = ttl.map_or_else(|| "expired".into(), |ttl| format!("{ttl}s left"));
+                writeln!(out, "lease:    {:x} ({left})", leader.lease)?;
+            }
+            None => writeln!(out, "leader:   none")?,
+        }
+        writeln!(out, "waiting:  {waiters}")?;
+    }
+    Ok(if leader.is_some() {
+        exit::SUCCESS
+    } else {
+        exit::NO_LEADER
+    })
+}
+
+async fn remaining_ttl(connection: &Connection, lease: i64) -> Result<Option<i64>> {
+    let response = connection
+        .call("reading the lease", |mut client| async move {
+            client.lease_time_to_live(lease, None).await
+        })
+        .await?;
+    Ok(Some(response.ttl()).filter(|ttl| *ttl >= 0))
+}
+
+/// Prints a line per change of leader until interrupted.
+async fn watch(connection: &Connection, election: &str) -> Result<i32> {
+    let mut signals = Signals::install()?;
+    let mut last: Option<String> = None;
+    let mut first = true;
+    loop {
+        let snapshot = election::read_leader(connection, election).await?;
+        let key = snapshot.leader.as_ref().map(|leader| leader.key.clone());
+        if first || key != last {
+            let line = describe(election, snapshot.leader.as_ref());
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{} {line}", crate::holder::now_rfc3339())?;
+            out.flush()?;
+            first = false;
+            last = key;
+        }
+        tokio::select! {
+            _ = election::next_change(connection, election, snapshot.revision) => {}
+            _ = signals.recv() => return Ok(exit::SUCCESS),
+        }
+    }
+}
+
+fn describe(election: &str, leader: Option<&Leader>) -> String {
+    match leader {
+        Some(leader) => format!("{election}: led by {}", leader.describe()),
+        None => format!("{election}: no leader"),
+    }
+}

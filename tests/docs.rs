@@ -1,0 +1,104 @@
+//! The man page, the completions and the README's usage are generated from
+//! the clap definition; this fails when a checked-in copy differs.
+//! `LEADERRUN_UPDATE_DOCS=1 cargo test --test docs` rewrites them.
+
+use std::path::Path;
+use std::process::Command;
+
+fn generate(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_leaderrun"))
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("leaderrun runs");
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+fn check(path: &Path, expected: &str, stale: &mut Vec<String>) {
+    let current = std::fs::read_to_string(path).unwrap_or_default();
+    if current == expected {
+        return;
+    }
+    if std::env::var_os("LEADERRUN_UPDATE_DOCS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, expected).unwrap();
+    } else {
+        stale.push(path.display().to_string());
+    }
+}
+
+const HELP_START: &str = "<!-- leaderrun --help: start -->\n```text\n";
+const HELP_END: &str = "```\n<!-- leaderrun --help: end -->";
+
+#[test]
+fn generated_docs_are_up_to_date() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut stale = Vec::new();
+    check(
+        &root.join("man/leaderrun.1"),
+        &generate(&["--manual"]),
+        &mut stale,
+    );
+    for (shell, file) in [
+        ("bash", "leaderrun.bash"),
+        ("zsh", "_leaderrun"),
+        ("fish", "leaderrun.fish"),
+        ("elvish", "leaderrun.elv"),
+        ("powershell", "_leaderrun.ps1"),
+    ] {
+        check(
+            &root.join("completions").join(file),
+            &generate(&["--completions", shell]),
+            &mut stale,
+        );
+    }
+
+    let readme_path = root.join("README.md");
+    let readme = std::fs::read_to_string(&readme_path).expect("README.md");
+    let start = readme
+        .find(HELP_START)
+        .expect("README has the --help markers")
+        + HELP_START.len();
+    let end = readme[start..]
+        .find(HELP_END)
+        .expect("README has the end marker")
+        + start;
+    let expected = format!(
+        "{}{}{}",
+        &readme[..start],
+        generate(&["--help"]),
+        &readme[end..]
+    );
+    check(&readme_path, &expected, &mut stale);
+
+    assert!(
+        stale.is_empty(),
+        "out of date with --help: {stale:?}; run `LEADERRUN_UPDATE_DOCS=1 cargo test --test docs`"
+    );
+}
+
+#[test]
+fn man_page_has_the_sections_people_look_for() {
+    let man = generate(&["--manual"]);
+    for section in [
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "OPTIONS",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "EXAMPLES",
+        "FENCING",
+    ] {
+        assert!(
+            man.contains(&format!(".SH {section}")) || man.contains(&format!(".SH \"{section}\"")),
+            "missing {section}"
+        );
+    }
+}
