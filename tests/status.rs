@@ -1,0 +1,101 @@
+//! `leaderrun status`: who leads, the token, the queue; exit 3 when nobody.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+#[test]
+fn status_names_the_leader_and_counts_waiters() {
+    let etcd = Etcd::start();
+    let endpoint = etcd.endpoint();
+    let none = run_within(
+        leaderrun(&endpoint).args(["status", "--name", "jobs/st"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(none.code, Some(3), "{}", none.stderr);
+    assert!(none.stdout.contains("leader:   none"), "{}", none.stdout);
+
+    let leader =
+        Replica::spawn(leaderrun(&endpoint).args(["--name", "jobs/st", "--", "sleep", "30"]));
+    await_condition(Duration::from_secs(10), "a leader", || {
+        etcd.candidates("jobs/st").len() == 1
+    });
+    let _waiter =
+        Replica::spawn(leaderrun(&endpoint).args(["--name", "jobs/st", "--wait", "--", "true"]));
+    await_condition(Duration::from_secs(10), "a waiter", || {
+        etcd.candidates("jobs/st").len() == 2
+    });
+
+    let done = run_within(
+        leaderrun(&endpoint).args(["status", "--name", "jobs/st", "--json"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let status: serde_json::Value = serde_json::from_str(&done.stdout).expect("one JSON object");
+    let (key, token, lease) = etcd.candidates("jobs/st")[0].clone();
+    assert_eq!(status["name"], "jobs/st");
+    assert_eq!(status["key"], key);
+    assert_eq!(status["token"], token);
+    assert_eq!(status["lease"], format!("{lease:x}"));
+    assert_eq!(status["holder"]["pid"], leader.pid());
+    assert_eq!(status["holder"]["command"], "sleep 30");
+    assert_eq!(status["waiters"], 1);
+    let ttl = status["ttl"].as_i64().expect("ttl in seconds");
+    assert!((1..=15).contains(&ttl), "{ttl}");
+
+    // The same election, named by the command line instead of --name.
+    let derived = Replica::spawn(leaderrun(&endpoint).args(["--", "sleep", "31"]));
+    let _ = derived;
+    let mut by_command = None;
+    await_condition(Duration::from_secs(10), "status by command line", || {
+        let done = run_within(
+            leaderrun(&endpoint).args(["status", "--", "sleep", "31"]),
+            Duration::from_secs(10),
+        );
+        let found = done.code == Some(0);
+        by_command = Some(done.stdout);
+        found
+    });
+    assert!(by_command.unwrap().contains("command:  sleep 31"));
+}
+
+#[test]
+fn status_watch_prints_a_line_per_change_of_leader() {
+    let etcd = Etcd::start();
+    let endpoint = etcd.endpoint();
+    let mut watcher = std::process::Command::from({
+        let mut command = leaderrun(&endpoint);
+        command.args(["status", "--name", "jobs/sw", "--watch"]);
+        command
+    })
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let stdout = watcher.stdout.take().unwrap();
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = sender.send(line);
+        }
+    });
+    let next = || {
+        lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a status line")
+    };
+    assert!(next().ends_with("jobs/sw: no leader"));
+    let done = run_within(
+        leaderrun(&endpoint).args(["--name", "jobs/sw", "--", "sleep", "0.5"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(done.code, Some(0));
+    assert!(next().contains("jobs/sw: led by pid"));
+    assert!(next().ends_with("jobs/sw: no leader"));
+    send(watcher.id() as i32, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(watcher.wait().unwrap().code(), Some(0));
+}
