@@ -63,15 +63,12 @@ fn status_names_the_leader_and_counts_waiters() {
 fn status_watch_prints_a_line_per_change_of_leader() {
     let etcd = Etcd::start();
     let endpoint = etcd.endpoint();
-    let mut watcher = std::process::Command::from({
-        let mut command = leaderrun(&endpoint);
-        command.args(["status", "--name", "jobs/sw", "--watch"]);
-        command
-    })
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut watcher = leaderrun(&endpoint)
+        .args(["status", "--name", "jobs/sw", "--watch"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let stdout = watcher.stdout.take().unwrap();
     let (sender, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
