@@ -403,3 +403,106 @@ pub fn intervals(log: &Path) -> Vec<Interval> {
     done.sort_by_key(|interval| interval.start);
     done
 }
+
+/// A TCP proxy on loopback that can be cut: while cut, connections stay open
+/// and new ones are accepted, but every byte is silently dropped, as in a
+/// network partition (not a refused connection). Healing lets bytes through
+/// again. Stops on drop.
+pub struct Proxy {
+    pub port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    pub fn start(upstream_port: u16) -> Proxy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (cut_flag, stop_flag) = (cut.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop_flag.load(Ordering::Relaxed) {
+                let client = match listener.accept() {
+                    Ok((client, _)) => client,
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(5));
+                        continue;
+                    }
+                };
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream_port)) else {
+                    continue;
+                };
+                for (from, to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    let (cut, stop) = (cut_flag.clone(), stop_flag.clone());
+                    std::thread::spawn(move || pump(from, to, &cut, &stop));
+                }
+            }
+        });
+        Proxy { port, cut, stop }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn heal(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn pump(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    cut: &std::sync::atomic::AtomicBool,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    from.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut buffer = [0u8; 16 * 1024];
+    while !stop.load(Ordering::Relaxed) {
+        match from.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => {
+                if !cut.load(Ordering::SeqCst) && to.write_all(&buffer[..n]).is_err() {
+                    break;
+                }
+            }
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The process state letter of `pid` ("R", "S", "Z"...), or None if gone.
+pub fn process_state(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .next()
+        .map(String::from)
+}

@@ -1,0 +1,234 @@
+//! Never two at once under real faults: a partition, a frozen or killed etcd,
+//! a paused leaderrun, a phantom win. Each takeover test has the new leader's
+//! job look for the old leader's job at the moment it starts.
+
+mod common;
+use common::*;
+use nix::sys::signal::Signal;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A job that writes its pid, then becomes `sleep`.
+fn pid_job(pidfile: &Path) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!("echo $$ > '{}'; exec sleep 1000", pidfile.display()),
+    ]
+}
+
+/// A job that records whether process `other` still ran when it started.
+fn checking_job(other: i32, report: &Path) -> Vec<String> {
+    let script = format!(
+        "state=$(cut -d' ' -f3 /proc/{other}/stat 2>/dev/null); echo \"${{state:-gone}} $LEADERRUN_TOKEN\" > '{}'; exec sleep 1000",
+        report.display()
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+fn read_report(report: &Path, limit: Duration) -> (String, i64) {
+    let mut fields = Vec::new();
+    await_condition(limit, "the new leader's report", || {
+        fields = std::fs::read_to_string(report)
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        fields.len() == 2
+    });
+    (fields[0].clone(), fields[1].parse().unwrap())
+}
+
+#[test]
+fn partitioned_leader_stops_before_the_next_one_starts() {
+    let etcd = Etcd::start();
+    let proxy = Proxy::start(etcd.client_port);
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("a");
+    let mut a = Replica::spawn(
+        leaderrun(&proxy.endpoint())
+            .args(["--name", "jobs/partition", "--ttl", "3s", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let a_child = read_pid(&pidfile, Duration::from_secs(10));
+    let a_token = etcd.candidates("jobs/partition")[0].1;
+    let report = dir.path().join("b");
+    let mut b = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/partition", "--wait", "--ttl", "3s", "--"])
+            .args(checking_job(a_child, &report)),
+    );
+    await_condition(Duration::from_secs(10), "B queued", || {
+        etcd.candidates("jobs/partition").len() == 2
+    });
+
+    let cut_at = Instant::now();
+    proxy.cut();
+    let a_dead = await_condition(Duration::from_secs(10), "A's job to die", || {
+        matches!(process_state(a_child).as_deref(), None | Some("Z"))
+    });
+    let (state, b_token) = read_report(&report, Duration::from_secs(15));
+    let b_started = cut_at.elapsed();
+    eprintln!("partition: A's job dead {a_dead:?} after the cut, B's job started {b_started:?} after; gap {:?}", b_started.saturating_sub(a_dead));
+    assert!(
+        matches!(state.as_str(), "gone" | "Z"),
+        "A's job was still running ({state}) when B's started"
+    );
+    assert!(b_token > a_token);
+    let (code, stderr) = a.finish(Duration::from_secs(15));
+    assert_eq!(code, Some(124), "{stderr}");
+    assert!(
+        stderr.contains("has not acknowledged a lease renewal"),
+        "{stderr}"
+    );
+    proxy.heal();
+    send(b.pid(), Signal::SIGTERM);
+    b.finish(Duration::from_secs(10));
+}
+
+#[test]
+fn frozen_etcd_stops_the_child_before_the_lease_could_expire() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("a");
+    let mut a = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/frozen", "--ttl", "3s", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let child = read_pid(&pidfile, Duration::from_secs(10));
+    send(etcd.pid(), Signal::SIGSTOP);
+    let frozen_at = Instant::now();
+    let took = await_condition(Duration::from_secs(10), "the child to die", || {
+        matches!(process_state(child).as_deref(), None | Some("Z"))
+    });
+    send(etcd.pid(), Signal::SIGCONT);
+    eprintln!("etcd frozen: child dead {took:?} after the freeze (TTL 3s)");
+    assert!(
+        took < Duration::from_secs(3),
+        "the child outlived the TTL: {took:?}"
+    );
+    let _ = frozen_at;
+    assert_eq!(a.finish(Duration::from_secs(10)).0, Some(124));
+}
+
+#[test]
+fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
+    let mut etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("a");
+    let mut a = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/restart", "--ttl", "8s", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let child = read_pid(&pidfile, Duration::from_secs(10));
+    let key = etcd.candidates("jobs/restart")[0].0.clone();
+
+    // Well under the TTL: leadership and child survive.
+    etcd.restart();
+    std::thread::sleep(Duration::from_secs(10));
+    assert!(alive(child), "a short restart cost the child");
+    assert_eq!(
+        etcd.candidates("jobs/restart")[0].0,
+        key,
+        "still the same leader key"
+    );
+
+    // Longer than the TTL: the child is stopped before the lease could expire.
+    etcd.kill();
+    let down_at = Instant::now();
+    let took = await_condition(Duration::from_secs(15), "the child to die", || {
+        !alive(child)
+    });
+    eprintln!("etcd down: child dead {took:?} after (TTL 8s)");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    let _ = down_at;
+    assert_eq!(a.finish(Duration::from_secs(10)).0, Some(124));
+}
+
+#[test]
+fn paused_leaderrun_kills_its_child_on_resume() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("a");
+    let mut a = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/pause", "--ttl", "2s", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let a_child = read_pid(&pidfile, Duration::from_secs(10));
+    let a_token = etcd.candidates("jobs/pause")[0].1;
+    let report = dir.path().join("b");
+    let mut b = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/pause", "--wait", "--ttl", "2s", "--"])
+            .args(checking_job(0, &report)),
+    );
+    await_condition(Duration::from_secs(10), "B queued", || {
+        etcd.candidates("jobs/pause").len() == 2
+    });
+
+    send(a.pid(), Signal::SIGSTOP);
+    let (_, b_token) = read_report(&report, Duration::from_secs(15));
+    assert!(b_token > a_token, "the new leader's token is larger");
+    assert!(
+        alive(a_child),
+        "a paused leaderrun cannot stop its child (the token covers this)"
+    );
+    send(a.pid(), Signal::SIGCONT);
+    let took = await_condition(Duration::from_secs(5), "A's child to die on resume", || {
+        !alive(a_child)
+    });
+    eprintln!("paused leaderrun: child dead {took:?} after resume");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert_eq!(a.finish(Duration::from_secs(10)).0, Some(124));
+    send(b.pid(), Signal::SIGTERM);
+    b.finish(Duration::from_secs(10));
+}
+
+#[test]
+fn a_waiter_whose_lease_died_never_runs_under_the_dead_key() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("leader");
+    let mut leader = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/phantom", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, Duration::from_secs(10));
+    let seen = dir.path().join("waiter");
+    let script = format!(
+        "echo $LEADERRUN_KEY $LEADERRUN_TOKEN > '{}'",
+        seen.display()
+    );
+    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        "jobs/phantom",
+        "--wait",
+        "-v",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    await_condition(Duration::from_secs(10), "the waiter queued", || {
+        etcd.candidates("jobs/phantom").len() == 2
+    });
+    let (dead_key, _, dead_lease) = etcd.candidates("jobs/phantom")[1].clone();
+    etcd.revoke(dead_lease);
+    // The waiter notices, and queues again under a fresh lease.
+    await_condition(Duration::from_secs(10), "the waiter to queue again", || {
+        let candidates = etcd.candidates("jobs/phantom");
+        candidates.len() == 2 && candidates[1].0 != dead_key
+    });
+    send(leader.pid(), Signal::SIGTERM);
+    leader.finish(Duration::from_secs(10));
+    let (code, stderr) = waiter.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(0), "{stderr}");
+    let record = std::fs::read_to_string(&seen).unwrap();
+    let key = record.split_whitespace().next().unwrap();
+    assert_ne!(key, dead_key, "ran under the dead key");
+    assert!(stderr.contains("campaigning again"), "{stderr}");
+}
