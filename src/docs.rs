@@ -62,8 +62,7 @@ fn examples(roff: &mut Roff, items: &[(&str, &str)]) {
 }
 
 pub fn man_page() -> Vec<u8> {
-    let command = Cli::command();
-    let man = Man::new(command.clone()).date("");
+    let man = Man::new(Cli::command()).date("");
     let mut out = Vec::new();
     type Render = fn(&Man, &mut dyn Write) -> std::io::Result<()>;
     let sections: [Render; 5] = [
