@@ -21,16 +21,23 @@ Register-ArgumentCompleter -Native -CommandName 'leaderrun' -ScriptBlock {
 
     $completions = @(switch ($command) {
         'leaderrun' {
-            [CompletionResult]::new('--endpoints', '--endpoints', [CompletionResultType]::ParameterName, 'etcd endpoints, comma-separated (`http://host:port`, or bare `host:port`). Falls back to ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379. leaderrun moves to the next endpoint when one fails')
+            [CompletionResult]::new('--endpoints', '--endpoints', [CompletionResultType]::ParameterName, 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails')
             [CompletionResult]::new('--dial-timeout', '--dial-timeout', [CompletionResultType]::ParameterName, 'How long to wait for etcd to answer before giving up (exit 125)')
+            [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'Trust the CAs in FILE (PEM) for etcd''s server certificate, instead of the system''s. Any TLS option makes bare `host:port` endpoints https')
+            [CompletionResult]::new('--cert', '--cert', [CompletionResultType]::ParameterName, 'Client certificate (PEM), for an etcd that checks client certificates')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Private key (PEM) of --cert')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)')
+            [CompletionResult]::new('--password', '--password', [CompletionResultType]::ParameterName, 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it')
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it')
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'Lease time to live. etcd may grant a longer one (it raises TTLs below its minimum); the granted TTL is the one used. Renewed every third of it. Shorter means faster takeover after a crash, and less tolerance for a slow etcd')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up queueing after this long, with the conflict exit code')
+            [CompletionResult]::new('--once-per', '--once-per', [CompletionResultType]::ParameterName, 'Start at most one run per DURATION, across all replicas: for cron jobs on machines whose clocks disagree. The first leader in a window runs; later leaders exit with the conflict code (-v says when, where and with which token the window''s run started). The window is an etcd lease, so etcd measures it and it ends by itself. Make it shorter than the schedule''s period and longer than the clocks'' skew, e.g. `--once-per 1h` for a nightly job')
             [CompletionResult]::new('--conflict-exit-code', '--conflict-exit-code', [CompletionResultType]::ParameterName, 'Exit code when another replica leads or the wait timed out')
             [CompletionResult]::new('--kill-signal', '--kill-signal', [CompletionResultType]::ParameterName, 'Signal sent to the command''s process group when leadership is lost')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server')
             [CompletionResult]::new('--completions', '--completions', [CompletionResultType]::ParameterName, 'Print the completion script for SHELL and exit')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Accept any server certificate: still encrypted, but whom to is not checked. For testing only')
             [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Queue for leadership instead of exiting when another replica leads')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Queue for leadership instead of exiting when another replica leads')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)')
@@ -45,10 +52,16 @@ Register-ArgumentCompleter -Native -CommandName 'leaderrun' -ScriptBlock {
             break
         }
         'leaderrun;status' {
-            [CompletionResult]::new('--endpoints', '--endpoints', [CompletionResultType]::ParameterName, 'etcd endpoints, comma-separated (`http://host:port`, or bare `host:port`). Falls back to ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379. leaderrun moves to the next endpoint when one fails')
+            [CompletionResult]::new('--endpoints', '--endpoints', [CompletionResultType]::ParameterName, 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails')
             [CompletionResult]::new('--dial-timeout', '--dial-timeout', [CompletionResultType]::ParameterName, 'How long to wait for etcd to answer before giving up (exit 125)')
+            [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'Trust the CAs in FILE (PEM) for etcd''s server certificate, instead of the system''s. Any TLS option makes bare `host:port` endpoints https')
+            [CompletionResult]::new('--cert', '--cert', [CompletionResultType]::ParameterName, 'Client certificate (PEM), for an etcd that checks client certificates')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Private key (PEM) of --cert')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)')
+            [CompletionResult]::new('--password', '--password', [CompletionResultType]::ParameterName, 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Election name, as for running a command')
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Election name, as for running a command')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Accept any server certificate: still encrypted, but whom to is not checked. For testing only')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of text')
             [CompletionResult]::new('--watch', '--watch', [CompletionResultType]::ParameterName, 'Keep watching, printing a line each time the leader changes')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)')

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_leaderrun_global_optspecs
-    string join \n endpoints= dial-timeout= n/name= ttl= w/wait wait-timeout= conflict-exit-code= kill-signal= kill-after= v/verbose manual completions= h/help V/version
+    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= conflict-exit-code= kill-signal= kill-after= v/verbose manual completions= h/help V/version
 end
 
 function __fish_leaderrun_needs_command
@@ -24,11 +24,17 @@ function __fish_leaderrun_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c leaderrun -n "__fish_leaderrun_needs_command" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, or bare `host:port`). Falls back to ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125)' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l cacert -d 'Trust the CAs in FILE (PEM) for etcd\'s server certificate, instead of the system\'s. Any TLS option makes bare `host:port` endpoints https' -r -F
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l cert -d 'Client certificate (PEM), for an etcd that checks client certificates' -r -F
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l key -d 'Private key (PEM) of --cert' -r -F
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l user -d 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l password -d 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l ttl -d 'Lease time to live. etcd may grant a longer one (it raises TTLs below its minimum); the granted TTL is the one used. Renewed every third of it. Shorter means faster takeover after a crash, and less tolerance for a slow etcd' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l wait-timeout -d 'Give up queueing after this long, with the conflict exit code' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l once-per -d 'Start at most one run per DURATION, across all replicas: for cron jobs on machines whose clocks disagree. The first leader in a window runs; later leaders exit with the conflict code (-v says when, where and with which token the window\'s run started). The window is an etcd lease, so etcd measures it and it ends by itself. Make it shorter than the schedule\'s period and longer than the clocks\' skew, e.g. `--once-per 1h` for a nightly job' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l conflict-exit-code -d 'Exit code when another replica leads or the wait timed out' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-signal -d 'Signal sent to the command\'s process group when leadership is lost' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-after -d 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server' -r
@@ -37,6 +43,7 @@ elvish\t''
 fish\t''
 powershell\t''
 zsh\t''"
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l insecure-skip-tls-verify -d 'Accept any server certificate: still encrypted, but whom to is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s w -l wait -d 'Queue for leadership instead of exiting when another replica leads'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l manual -d 'Print the man page (roff) and exit'
@@ -44,9 +51,15 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -s h -l help -d 'Print
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s V -l version -d 'Print version'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "status" -d 'Show who leads an election, its token and its queue'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, or bare `host:port`). Falls back to ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125)' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l cacert -d 'Trust the CAs in FILE (PEM) for etcd\'s server certificate, instead of the system\'s. Any TLS option makes bare `host:port` endpoints https' -r -F
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l cert -d 'Client certificate (PEM), for an etcd that checks client certificates' -r -F
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l key -d 'Private key (PEM) of --cert' -r -F
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l user -d 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l password -d 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s n -l name -d 'Election name, as for running a command' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l insecure-skip-tls-verify -d 'Accept any server certificate: still encrypted, but whom to is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l json -d 'Print one JSON object instead of text'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l watch -d 'Keep watching, printing a line each time the leader changes'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'

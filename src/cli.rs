@@ -2,6 +2,7 @@
 //! and the completions: keep them the single source.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -10,6 +11,7 @@ use nix::sys::signal::Signal;
 const CONNECTION: &str = "Connection";
 const ELECTION: &str = "Election";
 const CHILD: &str = "Child process";
+const SECURITY: &str = "TLS and authentication";
 const OUTPUT: &str = "Output";
 
 /// Printed after `--help`: the part people look for first.
@@ -29,6 +31,9 @@ LEADERRUN_NAME in its environment.
 Examples:
   # crontab: every replica has this line, one runs it; silent when not leader
   0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 -- /usr/local/bin/nightly-batch
+
+  # crontab on replicas whose clocks disagree: at most one run per hour
+  0 0 * * *  leaderrun --once-per 1h -- /usr/local/bin/nightly-batch
 
   # CI: queue behind whoever deploys, give up after 10 minutes
   leaderrun --name deploy/prod --wait --wait-timeout 10m -- ./deploy.sh
@@ -138,10 +143,10 @@ pub struct StatusArgs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = CONNECTION)]
 pub struct ConnectionArgs {
-    /// etcd endpoints, comma-separated (`http://host:port`, or bare
-    /// `host:port`). Falls back to ETCDCTL_ENDPOINTS, then
-    /// http://127.0.0.1:2379. leaderrun moves to the next endpoint when one
-    /// fails.
+    /// etcd endpoints, comma-separated (`http://host:port`,
+    /// `https://host:port`, or bare `host:port`: https if a TLS option is
+    /// given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379.
+    /// leaderrun moves to the next endpoint when one fails.
     #[arg(
         long,
         env = "LEADERRUN_ENDPOINTS", hide_env_values = true,
@@ -153,6 +158,41 @@ pub struct ConnectionArgs {
     /// How long to wait for etcd to answer before giving up (exit 125).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub dial_timeout: Duration,
+
+    /// Trust the CAs in FILE (PEM) for etcd's server certificate, instead of
+    /// the system's. Any TLS option makes bare `host:port` endpoints https.
+    #[arg(long, env = "ETCDCTL_CACERT", hide_env_values = true, value_name = "FILE",
+          value_hint = clap::ValueHint::FilePath, help_heading = SECURITY)]
+    pub cacert: Option<PathBuf>,
+
+    /// Client certificate (PEM), for an etcd that checks client certificates.
+    #[arg(long, env = "ETCDCTL_CERT", hide_env_values = true, value_name = "FILE",
+          requires = "key", value_hint = clap::ValueHint::FilePath, help_heading = SECURITY)]
+    pub cert: Option<PathBuf>,
+
+    /// Private key (PEM) of --cert.
+    #[arg(long, env = "ETCDCTL_KEY", hide_env_values = true, value_name = "FILE",
+          requires = "cert", value_hint = clap::ValueHint::FilePath, help_heading = SECURITY)]
+    pub key: Option<PathBuf>,
+
+    /// Accept any server certificate: still encrypted, but whom to is not
+    /// checked. For testing only.
+    #[arg(long, env = "ETCDCTL_INSECURE_SKIP_TLS_VERIFY", hide_env_values = true,
+          value_parser = clap::builder::BoolishValueParser::new(), help_heading = SECURITY)]
+    pub insecure_skip_tls_verify: bool,
+
+    /// etcd user for an etcd with authentication on. The password may follow
+    /// a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does
+    /// not prompt).
+    #[arg(long, env = "ETCDCTL_USER", hide_env_values = true, value_name = "USER[:PASSWORD]",
+          help_heading = SECURITY)]
+    pub user: Option<String>,
+
+    /// Password for --user. Other users can read command lines (`ps`):
+    /// prefer ETCDCTL_PASSWORD.
+    #[arg(long, env = "ETCDCTL_PASSWORD", hide_env_values = true, value_name = "PASSWORD",
+          help_heading = SECURITY)]
+    pub password: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -185,6 +225,16 @@ pub struct ElectionArgs {
     /// Give up queueing after this long, with the conflict exit code.
     #[arg(long, value_name = "DURATION", requires = "wait", value_parser = parse_duration)]
     pub wait_timeout: Option<Duration>,
+
+    /// Start at most one run per DURATION, across all replicas: for cron
+    /// jobs on machines whose clocks disagree. The first leader in a window
+    /// runs; later leaders exit with the conflict code (-v says when, where
+    /// and with which token the window's run started). The window is an etcd
+    /// lease, so etcd measures it and it ends by itself. Make it shorter than
+    /// the schedule's period and longer than the clocks' skew, e.g.
+    /// `--once-per 1h` for a nightly job.
+    #[arg(long, value_name = "DURATION", value_parser = parse_window)]
+    pub once_per: Option<Duration>,
 
     /// Exit code when another replica leads or the wait timed out.
     #[arg(long, value_name = "N", default_value_t = crate::exit::CONFLICT, value_parser = clap::value_parser!(i32).range(0..=255))]
@@ -235,6 +285,17 @@ fn parse_ttl(text: &str) -> Result<Duration, String> {
     Ok(ttl)
 }
 
+fn parse_window(text: &str) -> Result<Duration, String> {
+    let window = parse_duration(text)?;
+    if window < Duration::from_secs(1) {
+        return Err("the window must be at least 1s (etcd counts leases in whole seconds)".into());
+    }
+    if window > Duration::from_secs(60 * 60 * 24 * 366) {
+        return Err("the window must be at most 366 days".into());
+    }
+    Ok(window)
+}
+
 /// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
 pub fn parse_signal(text: &str) -> Result<Signal, String> {
     let upper = text.trim().to_ascii_uppercase();
@@ -268,6 +329,8 @@ mod tests {
         assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_ttl("500ms").is_err());
+        assert_eq!(parse_window("1d"), Ok(Duration::from_secs(86400)));
+        assert!(parse_window("0s").is_err() && parse_window("400days").is_err());
         assert_eq!(parse_signal("term"), Ok(Signal::SIGTERM));
         assert_eq!(parse_signal("SIGINT"), Ok(Signal::SIGINT));
         assert_eq!(parse_signal("9"), Ok(Signal::SIGKILL));

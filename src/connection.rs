@@ -13,8 +13,11 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use etcd_client::{Client, ConnectOptions};
+use tonic::transport::{Channel as TonicChannel, Endpoint as TonicEndpoint};
 
-/// How to reach etcd: the endpoints and the options every client shares.
+use crate::credentials::Credentials;
+
+/// How to reach etcd: the endpoints and what every client shares.
 #[derive(Clone)]
 pub struct Settings {
     pub endpoints: Vec<String>,
@@ -23,24 +26,37 @@ pub struct Settings {
     /// HTTP/2 ping interval: breaks streams on a dead or frozen connection,
     /// so watches and keep-alives move on instead of hanging.
     pub ping_interval: Duration,
-    pub options: ConnectOptions,
+    pub credentials: Credentials,
 }
 
 impl Settings {
-    pub fn new(endpoints: Vec<String>, dial_timeout: Duration, ping_interval: Duration) -> Self {
-        let options = ConnectOptions::new()
-            .with_connect_timeout(dial_timeout)
-            .with_keep_alive(ping_interval, ping_interval)
-            .with_keep_alive_while_idle(true)
-            // A member cut off from its quorum refuses streams at once
-            // instead of holding them open: we move to another endpoint.
-            .with_require_leader(true);
-        Settings {
-            endpoints,
-            dial_timeout,
-            ping_interval,
-            options,
+    /// Per-client options. No `Debug` of these anywhere: they hold the
+    /// password.
+    fn client_options(&self) -> ConnectOptions {
+        // A member cut off from its quorum refuses streams at once instead
+        // of holding them open: we move to another endpoint.
+        let options = ConnectOptions::new().with_require_leader(true);
+        match self.credentials.user() {
+            Some((name, password)) => options
+                .with_user(name, password)
+                .with_auto_token_refresh(true),
+            None => options,
         }
+    }
+
+    /// A lazily connecting channel to one endpoint: etcd-client would
+    /// balance over all endpoints, and it cannot skip TLS verification.
+    fn channel(&self, url: &str) -> Result<TonicChannel> {
+        let mut endpoint = TonicEndpoint::from_shared(url.to_string())
+            .with_context(|| format!("malformed endpoint '{url}'"))?
+            .connect_timeout(self.dial_timeout)
+            .http2_keep_alive_interval(self.ping_interval)
+            .keep_alive_timeout(self.ping_interval)
+            .keep_alive_while_idle(true);
+        if url.starts_with("https://") {
+            endpoint = self.credentials.secure(endpoint)?;
+        }
+        Ok(endpoint.connect_lazy())
     }
 }
 
@@ -93,13 +109,20 @@ impl Connection {
         if let Some(client) = cached {
             return Ok(Endpoint { client, index });
         }
-        let url = &self.inner.settings.endpoints[index];
-        let connect = Client::connect([url], Some(self.inner.settings.options.clone()));
+        let settings = &self.inner.settings;
+        let url = &settings.endpoints[index];
+        let channel = etcd_client::Channel::Tonic(settings.channel(url)?);
+        let connect = Client::from_channel(channel, Some(settings.client_options()));
         let client = match tokio::time::timeout(self.attempt_timeout(), connect).await {
             Ok(Ok(client)) => client,
+            // Authentication refused: every endpoint would say the same.
+            Ok(Err(err)) if !is_transient(&err) => {
+                let err = anyhow!(Refused(describe(&err)));
+                return Err(err.context(format!("cannot authenticate to {url}")));
+            }
             Ok(Err(err)) => {
                 self.failed(index);
-                return Err(anyhow!(err).context(format!("cannot connect to {url}")));
+                return Err(anyhow!(describe(&err)).context(format!("cannot connect to {url}")));
             }
             Err(_) => {
                 self.failed(index);
@@ -144,6 +167,7 @@ impl Connection {
         for _ in 0..count {
             let endpoint = match self.current().await {
                 Ok(endpoint) => endpoint,
+                Err(err) if err.is::<Refused>() => return Err(err),
                 Err(err) => {
                     last_error = Some(err);
                     continue;
@@ -153,7 +177,11 @@ impl Connection {
             match tokio::time::timeout(self.attempt_timeout(), request(endpoint.client)).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(err)) if !is_transient(&err) => {
-                    return Err(anyhow!(describe(&err)).context(format!("{what} failed at {url}")));
+                    let mut message = describe(&err);
+                    if message.ends_with("user name is empty") {
+                        message.push_str(" (etcd has authentication on: give --user)");
+                    }
+                    return Err(anyhow!(message).context(format!("{what} failed at {url}")));
                 }
                 Ok(Err(err)) => {
                     tracing::debug!(%url, error = %err, "{what} failed");
@@ -169,11 +197,46 @@ impl Connection {
             }
             self.failed(endpoint.index);
         }
-        let endpoints = self.inner.settings.endpoints.join(",");
-        Err(last_error.unwrap_or_else(|| anyhow!("no endpoint")))
-            .context(format!("etcd unreachable at {endpoints} ({what})"))
+        let settings = &self.inner.settings;
+        let last_error = last_error.unwrap_or_else(|| anyhow!("no endpoint"));
+        let endpoints = settings.endpoints.join(",");
+        let text = format!("{last_error:#}");
+        let https = settings
+            .endpoints
+            .iter()
+            .any(|url| url.starts_with("https://"));
+        // etcd drops a TLS connection without a word when it wants a client
+        // certificate that was not given.
+        let hint = if text.contains("UnknownIssuer") {
+            " (is its CA in --cacert?)"
+        } else if text.contains("CertificateRequired")
+            || (https
+                && !settings.credentials.has_client_certificate()
+                && ["connection closed", "broken pipe"]
+                    .iter()
+                    .any(|symptom| text.contains(symptom)))
+        {
+            " (does etcd want a client certificate? see --cert, --key)"
+        } else {
+            ""
+        };
+        Err(anyhow!(
+            "etcd unreachable at {endpoints} ({what}): {text}{hint}"
+        ))
     }
 }
+
+/// etcd answered, and said no (bad credentials): not worth another endpoint.
+#[derive(Debug)]
+pub struct Refused(String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
 
 /// Whether another attempt (on another endpoint, or later) could succeed.
 pub fn is_transient(err: &etcd_client::Error) -> bool {

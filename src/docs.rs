@@ -98,6 +98,8 @@ pub fn man_page() -> Vec<u8> {
         &[
             ("LEADERRUN_ENDPOINTS, ETCDCTL_ENDPOINTS", "etcd endpoints, when --endpoints is not given; the first that is set wins."),
             ("LEADERRUN_NAME, LEADERRUN_TTL", "Defaults for --name and --ttl."),
+            ("ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "Defaults for --cacert, --cert, --key and --insecure-skip-tls-verify, as etcdctl reads them."),
+            ("ETCDCTL_USER, ETCDCTL_PASSWORD", "Defaults for --user and --password. Prefer ETCDCTL_PASSWORD to --password, which other users can read in the process list. leaderrun never prints either."),
             ("LEADERRUN_LOG", "A tracing filter for debug logs on stderr, e.g. leaderrun=debug."),
             ("LEADERRUN_TOKEN", "Given to the command: the fencing token, the leader key's create revision in decimal. Larger for every new leader of the election. Overrides any inherited value, as do the three below."),
             ("LEADERRUN_KEY", "Given to the command: the leader key, <name>/<lease id in hex>."),
@@ -116,6 +118,8 @@ pub fn man_page() -> Vec<u8> {
         &mut roff,
         &[
             ("A crontab line on every replica; one runs the job, the others stay silent:", "0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 -- /usr/local/bin/nightly-batch"),
+            ("The same on replicas whose clocks disagree: at most one run starts per hour, however late a replica fires:", "0 0 * * *  leaderrun --once-per 1h -- /usr/local/bin/nightly-batch"),
+            ("Against an etcd with TLS, client certificates and authentication:", "ETCDCTL_PASSWORD=... leaderrun --endpoints etcd1:2379 --cacert ca.pem --cert client.pem --key client-key.pem --user batch -- ./job"),
             ("A CI step that queues behind other deploys, for at most ten minutes:", "leaderrun --name deploy/prod --wait --wait-timeout 10m -- ./deploy.sh"),
             ("By hand, in a terminal (Ctrl-C reaches the command):", "leaderrun --name maintenance -- psql"),
             ("Who leads, as JSON:", "leaderrun status --name deploy/prod --json"),

@@ -5,26 +5,29 @@ use anyhow::{bail, Result};
 
 /// The default when neither `--endpoints`, LEADERRUN_ENDPOINTS nor
 /// ETCDCTL_ENDPOINTS says otherwise; the same as etcdctl's.
-pub const DEFAULT: &str = "http://127.0.0.1:2379";
+pub const DEFAULT: &str = "127.0.0.1:2379";
 
 /// Picks the endpoint list: the flag (or LEADERRUN_ENDPOINTS, which clap
-/// folds into it), then ETCDCTL_ENDPOINTS, then [`DEFAULT`].
-pub fn resolve(flag: Option<&str>) -> Result<Vec<String>> {
+/// folds into it), then ETCDCTL_ENDPOINTS, then [`DEFAULT`]. Bare
+/// `host:port` means https when `tls` (any TLS option was given), as with
+/// etcdctl.
+pub fn resolve(flag: Option<&str>, tls: bool) -> Result<Vec<String>> {
     let etcdctl = std::env::var("ETCDCTL_ENDPOINTS").ok();
     let text = flag
         .or(etcdctl.as_deref().filter(|text| !text.trim().is_empty()))
         .unwrap_or(DEFAULT);
-    parse(text)
+    parse(text, if tls { "https" } else { "http" })
 }
 
-/// Parses a comma-separated list into normalised URLs with an explicit scheme.
-pub fn parse(text: &str) -> Result<Vec<String>> {
+/// Parses a comma-separated list into normalised URLs with an explicit
+/// scheme, `default_scheme` where none is given.
+pub fn parse(text: &str, default_scheme: &str) -> Result<Vec<String>> {
     let mut endpoints = Vec::new();
     for item in text.split(',').map(str::trim) {
         if item.is_empty() {
             continue;
         }
-        endpoints.push(normalise(item)?);
+        endpoints.push(normalise(item, default_scheme)?);
     }
     if endpoints.is_empty() {
         bail!("no etcd endpoint given (--endpoints is empty)");
@@ -32,13 +35,13 @@ pub fn parse(text: &str) -> Result<Vec<String>> {
     Ok(endpoints)
 }
 
-fn normalise(item: &str) -> Result<String> {
+fn normalise(item: &str, default_scheme: &str) -> Result<String> {
     let (scheme, rest) = match item.split_once("://") {
         Some((scheme @ ("http" | "https"), rest)) => (scheme, rest),
         Some((scheme, _)) => {
             bail!("malformed endpoint '{item}': scheme '{scheme}' is not http or https")
         }
-        None => ("http", item),
+        None => (default_scheme, item),
     };
     let authority = rest.strip_suffix('/').unwrap_or(rest);
     let (host, port) = match authority.rsplit_once(':') {
@@ -63,8 +66,12 @@ mod tests {
     #[test]
     fn accepts_what_etcdctl_accepts() {
         assert_eq!(
-            parse("127.0.0.1:2379, http://a:1,https://[::1]:3/").unwrap(),
+            parse("127.0.0.1:2379, http://a:1,https://[::1]:3/", "http").unwrap(),
             ["http://127.0.0.1:2379", "http://a:1", "https://[::1]:3"]
+        );
+        assert_eq!(
+            parse("127.0.0.1:2379,http://a:1", "https").unwrap(),
+            ["https://127.0.0.1:2379", "http://a:1"]
         );
     }
 
@@ -80,7 +87,7 @@ mod tests {
             "a:b",
             "http://a/b:1",
         ] {
-            assert!(parse(bad).is_err(), "{bad} should be rejected");
+            assert!(parse(bad, "http").is_err(), "{bad} should be rejected");
         }
     }
 }

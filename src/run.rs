@@ -11,6 +11,7 @@ use crate::child::{self, Child, ChildEnv};
 use crate::cli::Cli;
 use crate::clock;
 use crate::connection::{Connection, Settings};
+use crate::credentials::Credentials;
 use crate::election::{self, Attempt, Leader, Leadership, Turn};
 use crate::endpoints;
 use crate::exit;
@@ -18,6 +19,7 @@ use crate::guard::Guard;
 use crate::holder::{self, Holder};
 use crate::lease::Lease;
 use crate::name;
+use crate::once_per::{self, Claim, Marker};
 use crate::signals::Signals;
 
 /// The child must be dead this long before the earliest instant the lease
@@ -39,13 +41,14 @@ pub fn max_grace(ttl: Duration) -> Duration {
 
 /// Connection settings shared by `run` and `status`.
 pub fn connection_for(args: &crate::cli::ConnectionArgs, ttl: Duration) -> Result<Connection> {
-    let endpoints = endpoints::resolve(args.endpoints.as_deref())?;
-    let ping = (ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
-    Ok(Connection::new(Settings::new(
+    let credentials = Credentials::from_args(args)?;
+    let endpoints = endpoints::resolve(args.endpoints.as_deref(), credentials.tls_requested())?;
+    Ok(Connection::new(Settings {
         endpoints,
-        args.dial_timeout,
-        ping,
-    )))
+        dial_timeout: args.dial_timeout,
+        ping_interval: (ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10)),
+        credentials,
+    }))
 }
 
 struct Config {
@@ -55,6 +58,7 @@ struct Config {
     wait: bool,
     wait_timeout: Option<Duration>,
     conflict_code: i32,
+    once_per: Option<Duration>,
     kill_signal: Signal,
     kill_after: Duration,
     /// Say why we did not run (cron mails whatever is printed, so only when
@@ -83,6 +87,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         wait: cli.election.wait,
         wait_timeout: cli.election.wait_timeout,
         conflict_code: cli.election.conflict_exit_code,
+        once_per: cli.election.once_per,
         kill_signal: cli.child.kill_signal,
         kill_after: cli.child.kill_after,
         explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
@@ -96,6 +101,24 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Elected::Exit(code) => return Ok(code),
     };
     tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+    if let Some(window) = config.once_per {
+        let holder = Holder::for_this_process(&config.command);
+        match once_per::claim(&connection, &leadership, window, &holder).await {
+            Ok(Claim::Ours) => tracing::info!(
+                "this run opens a --once-per {} window",
+                humantime::format_duration(window)
+            ),
+            Ok(Claim::Taken(marker)) => {
+                lease.revoke().await;
+                explain_window(&config, &marker);
+                return Ok(config.conflict_code);
+            }
+            Err(err) => {
+                lease.revoke().await;
+                return Err(err);
+            }
+        }
+    }
     let code = supervise(&config, &connection, &mut signals, &lease, &leadership).await;
     lease.revoke().await;
     code
@@ -204,6 +227,23 @@ fn explain_conflict(config: &Config, leader: Option<&Leader>, after: &str) {
     eprintln!(
         "leaderrun: not running{after}: {} is held by {holder}",
         config.election
+    );
+}
+
+fn explain_window(config: &Config, marker: &Marker) {
+    if !config.explain {
+        return;
+    }
+    let left = marker.left.map_or_else(String::new, |left| {
+        format!(
+            "; the window closes in {}",
+            humantime::format_duration(left)
+        )
+    });
+    eprintln!(
+        "leaderrun: not running: {} already started in this --once-per window, {}{left}",
+        config.election,
+        marker.last.describe()
     );
 }
 

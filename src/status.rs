@@ -11,6 +11,7 @@ use crate::connection::Connection;
 use crate::election::{self, Leader};
 use crate::exit;
 use crate::name;
+use crate::once_per;
 use crate::run::connection_for;
 use crate::signals::Signals;
 
@@ -32,9 +33,21 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
         None => None,
     };
     let waiters = (candidates - i64::from(leader.is_some())).max(0);
+    let marker = once_per::current(&connection, &election).await?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        let object = match &leader {
+        let last_run = marker.as_ref().map(|marker| {
+            let last = &marker.last;
+            json!({
+                "host": last.holder.host,
+                "pid": last.holder.pid,
+                "started": last.holder.started,
+                "command": last.holder.command,
+                "token": last.token,
+                "window_left": marker.left.map(|left| left.as_secs()),
+            })
+        });
+        let mut object = match &leader {
             Some(leader) => json!({
                 "name": election,
                 "key": leader.key,
@@ -54,6 +67,7 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
                 "ttl": null, "holder": null, "waiters": waiters,
             }),
         };
+        object["last_run"] = last_run.unwrap_or_default();
         writeln!(out, "{object}")?;
     } else {
         writeln!(out, "election: {election}")?;
@@ -69,6 +83,17 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
             None => writeln!(out, "leader:   none")?,
         }
         writeln!(out, "waiting:  {waiters}")?;
+        if let Some(marker) = &marker {
+            let left = marker.left.map_or_else(
+                || "closing".into(),
+                |left| format!("closes in {}", humantime::format_duration(left)),
+            );
+            let last = marker.last.describe();
+            writeln!(
+                out,
+                "once-per: this window's run started {last}; the window {left}"
+            )?;
+        }
     }
     Ok(if leader.is_some() {
         exit::SUCCESS

@@ -42,7 +42,7 @@ fn read_report(report: &Path, limit: Duration) -> (String, i64) {
 #[test]
 fn partitioned_leader_stops_before_the_next_one_starts() {
     let etcd = Etcd::start();
-    let proxy = Proxy::start(etcd.client_port);
+    let proxy = Proxy::start(etcd.client_port());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
     let mut a = Replica::spawn(

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, GetOptions};
+use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
+
+pub mod pki;
 
 /// Which etcd to run: LEADERRUN_TEST_ETCD, else the one the
 /// etcd-bin-vendored crate ships.
@@ -29,17 +31,40 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A single-member etcd, stopped and wiped on drop.
-pub struct Etcd {
-    process: Option<Child>,
-    pub client_port: u16,
+/// How to start an etcd: how many members, TLS or not.
+#[derive(Default)]
+pub struct EtcdOptions {
+    pub members: usize,
+    /// Serve clients over TLS with certificates made for the test, and
+    /// require client certificates.
+    pub tls: bool,
+}
+
+/// One member of a test etcd.
+struct Member {
+    name: String,
+    client_port: u16,
     peer_port: u16,
+    process: Option<Child>,
+}
+
+/// A test etcd of one or more members on loopback, stopped and wiped on
+/// drop. Single-member unless started with [`Etcd::start_with`].
+pub struct Etcd {
+    members: Vec<Member>,
     data: tempfile::TempDir,
     runtime: tokio::runtime::Runtime,
+    pub pki: Option<pki::Pki>,
+    /// root's password, once authentication is on.
+    root_password: Option<String>,
 }
 
 impl Etcd {
     pub fn start() -> Etcd {
+        Etcd::start_with(EtcdOptions::default())
+    }
+
+    pub fn start_with(options: EtcdOptions) -> Etcd {
         let base = if Path::new("/dev/shm").is_dir() {
             "/dev/shm"
         } else {
@@ -53,90 +78,269 @@ impl Etcd {
             .enable_all()
             .build()
             .unwrap();
+        let members = (0..options.members.max(1))
+            .map(|index| Member {
+                name: format!("m{index}"),
+                client_port: free_port(),
+                peer_port: free_port(),
+                process: None,
+            })
+            .collect();
+        let pki = options.tls.then(|| pki::Pki::generate(data.path()));
         let mut etcd = Etcd {
-            process: None,
-            client_port: free_port(),
-            peer_port: free_port(),
+            members,
             data,
             runtime,
+            pki,
+            root_password: None,
         };
-        etcd.launch();
+        for index in 0..etcd.members.len() {
+            etcd.launch(index);
+        }
+        etcd.wait_ready();
         etcd
     }
 
-    pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+    fn scheme(&self) -> &'static str {
+        if self.pki.is_some() {
+            "https"
+        } else {
+            "http"
+        }
     }
 
-    fn launch(&mut self) {
-        let client = self.endpoint();
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let process = Command::new(etcd_binary())
-            .arg("--name=test")
-            .arg(format!(
-                "--data-dir={}",
-                self.data.path().join("member").display()
-            ))
+    /// The client URL of the first member.
+    pub fn endpoint(&self) -> String {
+        self.member_endpoint(0)
+    }
+
+    pub fn member_endpoint(&self, index: usize) -> String {
+        let port = self.members[index].client_port;
+        format!("{}://127.0.0.1:{port}", self.scheme())
+    }
+
+    /// Every member's client URL, comma-separated, as --endpoints takes them.
+    pub fn endpoints(&self) -> String {
+        let urls: Vec<String> = (0..self.members.len())
+            .map(|index| self.member_endpoint(index))
+            .collect();
+        urls.join(",")
+    }
+
+    pub fn client_port(&self) -> u16 {
+        self.members[0].client_port
+    }
+
+    pub fn member_client_port(&self, index: usize) -> u16 {
+        self.members[index].client_port
+    }
+
+    fn launch(&mut self, index: usize) {
+        let cluster: Vec<String> = self
+            .members
+            .iter()
+            .map(|member| format!("{}=http://127.0.0.1:{}", member.name, member.peer_port))
+            .collect();
+        let client = self.member_endpoint(index);
+        let member = &self.members[index];
+        let peer = format!("http://127.0.0.1:{}", member.peer_port);
+        let dir = self.data.path().join(&member.name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("etcd.log"))
+            .unwrap();
+        let mut command = Command::new(etcd_binary());
+        command
+            .arg(format!("--name={}", member.name))
+            .arg(format!("--data-dir={}", dir.join("data").display()))
             .arg(format!("--listen-client-urls={client}"))
             .arg(format!("--advertise-client-urls={client}"))
             .arg(format!("--listen-peer-urls={peer}"))
             .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=test={peer}"))
+            .arg(format!("--initial-cluster={}", cluster.join(",")))
+            .arg("--initial-cluster-token=leaderrun-test")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(self.data.path().join("etcd.log")).unwrap())
-            .spawn()
-            .expect("etcd starts");
-        self.process = Some(process);
-        self.wait_ready();
+            .stderr(log);
+        if let Some(pki) = &self.pki {
+            command
+                .arg(format!("--cert-file={}", pki.server_cert.display()))
+                .arg(format!("--key-file={}", pki.server_key.display()))
+                .arg(format!("--trusted-ca-file={}", pki.ca.display()))
+                .arg("--client-cert-auth");
+        }
+        self.members[index].process = Some(command.spawn().expect("etcd starts"));
     }
 
+    /// A test client of the given member, with the test's certificates and
+    /// root's credentials when those are on.
+    async fn connect(&self, index: usize) -> Result<Client, etcd_client::Error> {
+        let mut options = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(1))
+            .with_timeout(Duration::from_secs(5));
+        if let Some(pki) = &self.pki {
+            let read = |path: &Path| std::fs::read(path).unwrap();
+            options = options.with_tls(
+                TlsOptions::new()
+                    .ca_certificate(Certificate::from_pem(read(&pki.ca)))
+                    .identity(Identity::from_pem(
+                        read(&pki.client_cert),
+                        read(&pki.client_key),
+                    )),
+            );
+        }
+        if let Some(password) = &self.root_password {
+            options = options.with_user("root", password);
+        }
+        Client::connect([self.member_endpoint(index)], Some(options)).await
+    }
+
+    /// Waits until a write goes through some member.
     fn wait_ready(&self) {
-        let endpoint = self.endpoint();
         let ready = self.runtime.block_on(async {
             let deadline = Instant::now() + Duration::from_secs(30);
             while Instant::now() < deadline {
-                if let Ok(mut client) = Client::connect([&endpoint], None).await {
-                    let put =
-                        tokio::time::timeout(Duration::from_secs(1), client.put("ready", "", None))
-                            .await;
-                    if matches!(put, Ok(Ok(_))) {
-                        return true;
+                for index in 0..self.members.len() {
+                    if self.members[index].process.is_none() {
+                        continue;
+                    }
+                    if let Ok(mut client) = self.connect(index).await {
+                        let put = tokio::time::timeout(
+                            Duration::from_secs(1),
+                            client.put("ready", "", None),
+                        )
+                        .await;
+                        if matches!(put, Ok(Ok(_))) {
+                            return true;
+                        }
                     }
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             false
         });
-        assert!(ready, "etcd did not become ready at {endpoint}");
+        assert!(ready, "etcd did not become ready at {}", self.endpoints());
     }
 
     pub fn pid(&self) -> i32 {
-        self.process.as_ref().expect("etcd runs").id() as i32
+        self.member_pid(0)
+    }
+
+    pub fn member_pid(&self, index: usize) -> i32 {
+        self.members[index]
+            .process
+            .as_ref()
+            .expect("member runs")
+            .id() as i32
     }
 
     pub fn kill(&mut self) {
-        if let Some(mut process) = self.process.take() {
+        self.kill_member(0);
+    }
+
+    /// SIGKILLs one member.
+    pub fn kill_member(&mut self, index: usize) {
+        if let Some(mut process) = self.members[index].process.take() {
             let _ = process.kill();
             let _ = process.wait();
         }
     }
 
-    /// Starts etcd again on the same ports and data.
-    pub fn restart(&mut self) {
-        self.kill();
-        self.launch();
+    /// Starts a killed member again on its ports and data, without waiting
+    /// for it to catch up.
+    pub fn start_member(&mut self, index: usize) {
+        if self.members[index].process.is_none() {
+            self.launch(index);
+        }
     }
 
-    /// Runs `f` with a client of this etcd.
-    pub fn with<T>(&self, f: impl AsyncFnOnce(Client) -> T) -> T {
-        let endpoint = self.endpoint();
-        self.runtime.block_on(async move {
-            let client = Client::connect([endpoint], None)
+    /// Starts etcd (member 0) again on the same ports and data.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.launch(0);
+        self.wait_ready();
+    }
+
+    /// Turns authentication on, with a root user of this password.
+    pub fn enable_auth(&mut self, password: &str) {
+        let password_for_root = password.to_string();
+        self.with(async move |mut client| {
+            client
+                .user_add("root", password_for_root, None)
                 .await
-                .expect("test client connects");
+                .expect("add root");
+            client
+                .user_grant_role("root", "root")
+                .await
+                .expect("grant root");
+            client.auth_enable().await.expect("auth enable");
+        });
+        self.root_password = Some(password.to_string());
+    }
+
+    /// Runs `f` with a client of the first live member.
+    pub fn with<T>(&self, f: impl AsyncFnOnce(Client) -> T) -> T {
+        self.runtime.block_on(async move {
+            let live = (0..self.members.len())
+                .find(|&index| self.members[index].process.is_some())
+                .expect("a live member");
+            let client = self.connect(live).await.expect("test client connects");
             f(client).await
         })
+    }
+
+    /// The id of the member that is raft leader now, as an index, if any
+    /// live member knows one.
+    pub fn raft_leader(&self) -> Option<usize> {
+        self.runtime.block_on(async {
+            for index in 0..self.members.len() {
+                if self.members[index].process.is_none() {
+                    continue;
+                }
+                let Ok(mut client) = self.connect(index).await else {
+                    continue;
+                };
+                let Ok(Ok(status)) =
+                    tokio::time::timeout(Duration::from_secs(1), client.status()).await
+                else {
+                    continue;
+                };
+                let leader = status.leader();
+                let Ok(Ok(members)) =
+                    tokio::time::timeout(Duration::from_secs(1), client.member_list()).await
+                else {
+                    continue;
+                };
+                let name = members
+                    .members()
+                    .iter()
+                    .find(|member| member.id() == leader && leader != 0)
+                    .map(|member| member.name().to_string());
+                if let Some(name) = name {
+                    return self.members.iter().position(|member| member.name == name);
+                }
+            }
+            None
+        })
+    }
+
+    /// Asks the raft leader to hand leadership to another member.
+    pub fn move_raft_leader(&self, to: usize) {
+        let target = self.members[to].name.clone();
+        let leader = self.raft_leader().expect("a raft leader");
+        self.runtime.block_on(async {
+            let mut client = self.connect(leader).await.expect("connects to leader");
+            let members = client.member_list().await.expect("member list");
+            let id = members
+                .members()
+                .iter()
+                .find(|member| member.name() == target)
+                .expect("target member")
+                .id();
+            client.move_leader(id).await.expect("move leader");
+        });
     }
 
     /// The keys under an election, in create order: (key, create revision, lease).
@@ -162,6 +366,18 @@ impl Etcd {
         })
     }
 
+    /// The value of a key, if it exists.
+    pub fn get(&self, key: &str) -> Option<String> {
+        let key = key.to_string();
+        self.with(async move |mut client| {
+            let response = client.get(key, None).await.unwrap();
+            response
+                .kvs()
+                .first()
+                .map(|kv| kv.value_str().unwrap().to_string())
+        })
+    }
+
     pub fn revoke(&self, lease: i64) {
         self.with(async move |mut client| client.lease_revoke(lease).await.expect("revoke"));
     }
@@ -174,7 +390,9 @@ impl Etcd {
 
 impl Drop for Etcd {
     fn drop(&mut self) {
-        self.kill();
+        for index in 0..self.members.len() {
+            self.kill_member(index);
+        }
     }
 }
 

@@ -1,0 +1,243 @@
+//! TLS material and etcd user credentials, read once at start.
+//!
+//! The password lives here and nowhere else: [`Credentials`] redacts it in
+//! `Debug`, and no error message built here quotes it.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+use crate::cli::ConnectionArgs;
+
+/// How to secure and authenticate connections to etcd.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    /// PEM bundle of CAs to trust instead of the system's.
+    ca: Option<Vec<u8>>,
+    /// Client certificate and key, PEM.
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+    skip_verify: bool,
+    /// Whether any TLS option was given: then bare `host:port` endpoints
+    /// mean https, as with etcdctl.
+    tls_requested: bool,
+    user: Option<(String, String)>,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("ca", &self.ca.is_some())
+            .field("client_certificate", &self.identity.is_some())
+            .field("skip_verify", &self.skip_verify)
+            .field("user", &self.user.as_ref().map(|(name, _)| name))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    pub fn from_args(args: &ConnectionArgs) -> Result<Self> {
+        let ca = args
+            .cacert
+            .as_deref()
+            .map(read_pem("--cacert"))
+            .transpose()?;
+        let identity = match (&args.cert, &args.key) {
+            (Some(cert), Some(key)) => Some((read_pem("--cert")(cert)?, read_pem("--key")(key)?)),
+            (None, None) => None,
+            // clap enforces the pair; this is for callers that build args by hand.
+            _ => bail!("--cert and --key go together"),
+        };
+        let user = match (&args.user, &args.password) {
+            (None, None) => None,
+            (None, Some(_)) => bail!("--password (or ETCDCTL_PASSWORD) needs --user"),
+            (Some(user), password) => Some(split_user(user, password.as_deref())?),
+        };
+        let credentials = Credentials {
+            tls_requested: ca.is_some() || identity.is_some() || args.insecure_skip_tls_verify,
+            ca,
+            identity,
+            skip_verify: args.insecure_skip_tls_verify,
+            user,
+        };
+        if credentials.tls_requested {
+            // Parse the PEM files now, so that a bad one is a usage error
+            // and not an endpoint that seems unreachable.
+            let probe = Endpoint::from_static("https://localhost:2379");
+            if let Err(err) = credentials.secure(probe) {
+                let mut causes: Vec<String> = err.chain().map(ToString::to_string).collect();
+                causes.retain(|cause| cause != "transport error");
+                bail!("{}", causes.join(": "));
+            }
+        }
+        Ok(credentials)
+    }
+
+    pub fn has_client_certificate(&self) -> bool {
+        self.identity.is_some()
+    }
+
+    pub fn tls_requested(&self) -> bool {
+        self.tls_requested
+    }
+
+    /// User name and password for etcd's authentication, if any.
+    pub fn user(&self) -> Option<(&str, &str)> {
+        self.user
+            .as_ref()
+            .map(|(name, password)| (name.as_str(), password.as_str()))
+    }
+
+    /// Adds TLS to an https endpoint.
+    pub fn secure(&self, endpoint: Endpoint) -> Result<Endpoint> {
+        let mut config = ClientTlsConfig::new().assume_http2(true);
+        if let Some((cert, key)) = &self.identity {
+            config = config.identity(Identity::from_pem(cert, key));
+        }
+        let endpoint = if self.skip_verify {
+            let verifier = Arc::new(AcceptAnyServerCertificate::new());
+            endpoint.tls_config_with_verifier(config, verifier)
+        } else {
+            config = match &self.ca {
+                Some(ca) => config.ca_certificate(Certificate::from_pem(ca)),
+                None => config.with_native_roots(),
+            };
+            endpoint.tls_config(config)
+        };
+        endpoint.context("invalid TLS options (--cacert, --cert, --key)")
+    }
+}
+
+/// `--user USER[:PASSWORD]` and `--password`, as etcdctl takes them.
+fn split_user(user: &str, password: Option<&str>) -> Result<(String, String)> {
+    let (name, inline) = match user.split_once(':') {
+        Some((name, inline)) => (name, Some(inline)),
+        None => (user, None),
+    };
+    if name.is_empty() {
+        bail!("--user needs a user name (USER[:PASSWORD])");
+    }
+    let password = match (inline, password) {
+        (Some(_), Some(_)) => {
+            bail!("the password for --user is given twice: in USER:PASSWORD and in --password")
+        }
+        (Some(password), None) | (None, Some(password)) => password,
+        // etcdctl would prompt; leaderrun leaves the terminal to the command.
+        (None, None) => bail!(
+            "no password for etcd user '{name}': give --user {name}:PASSWORD, \
+             --password or ETCDCTL_PASSWORD"
+        ),
+    };
+    Ok((name.to_string(), password.to_string()))
+}
+
+fn read_pem(flag: &'static str) -> impl Fn(&Path) -> Result<Vec<u8>> {
+    move |path| {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read {flag} {}", path.display()))?;
+        if !bytes.windows(11).any(|window| window == b"-----BEGIN ") {
+            bail!("{flag} {} is not a PEM file", path.display());
+        }
+        Ok(bytes)
+    }
+}
+
+/// `--insecure-skip-tls-verify`: any server certificate is accepted, as
+/// etcdctl does. Handshake signatures are still checked, so the connection
+/// is encrypted to whoever holds the presented key; only who that is goes
+/// unchecked.
+#[derive(Debug)]
+struct AcceptAnyServerCertificate {
+    provider: CryptoProvider,
+}
+
+impl AcceptAnyServerCertificate {
+    fn new() -> Self {
+        AcceptAnyServerCertificate {
+            provider: rustls::crypto::ring::default_provider(),
+        }
+    }
+}
+
+impl ServerCertVerifier for AcceptAnyServerCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls12_signature(message, cert, dss, algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls13_signature(message, cert, dss, algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_and_password_as_etcdctl_takes_them() {
+        let pair = |name: &str, password: &str| Some((name.to_string(), password.to_string()));
+        assert_eq!(split_user("root:s3cret", None).ok(), pair("root", "s3cret"));
+        assert_eq!(
+            split_user("root", Some("s3cret")).ok(),
+            pair("root", "s3cret")
+        );
+        assert_eq!(split_user("root:a:b", None).ok(), pair("root", "a:b"));
+        assert_eq!(split_user("root:", None).ok(), pair("root", ""));
+        for (user, password) in [
+            ("root:pw-one", Some("pw-two")),
+            (":pw-one", None),
+            ("root", None),
+        ] {
+            let err = split_user(user, password).unwrap_err().to_string();
+            assert!(!err.contains("pw-"), "{err}");
+        }
+    }
+
+    #[test]
+    fn debug_never_shows_the_password() {
+        let credentials = Credentials {
+            user: Some(("root".into(), "hunter2".into())),
+            ..Credentials::default()
+        };
+        let shown = format!("{credentials:?}");
+        assert!(
+            shown.contains("root") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,178 @@
+//! `--once-per`: at most one run of an election starts per window, across
+//! all replicas.
+//!
+//! The crontab case: three replicas fire at midnight, one clock is late, and
+//! without this it wins after the first run finished and runs the batch
+//! again. The winner of each election writes a marker, only if none exists
+//! and only while it still leads, attached to a lease of the window's length
+//! that nobody renews: the marker expires by itself, whoever crashed.
+//!
+//! The marker sits beside the election (`<name>.once-per`), not under
+//! `<name>/`, where etcd's election protocol (and `etcdctl elect`) would
+//! count it as a candidate.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use etcd_client::{Compare, CompareOp, PutOptions, TxnOp, TxnOpResponse};
+use serde::{Deserialize, Serialize};
+
+use crate::connection::Connection;
+use crate::election::Leadership;
+use crate::holder::Holder;
+
+/// The key of an election's marker.
+pub fn marker_key(election: &str) -> String {
+    format!("{election}.once-per")
+}
+
+/// What the marker holds: who started the window's run, and its token.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LastRun {
+    #[serde(flatten)]
+    pub holder: Holder,
+    pub token: i64,
+}
+
+impl LastRun {
+    /// "at 2026-11-29T00:00:01Z on web-2 (pid 4242, token 1234)".
+    pub fn describe(&self) -> String {
+        let holder = &self.holder;
+        format!(
+            "at {} on {} (pid {}, token {})",
+            holder.started, holder.host, holder.pid, self.token
+        )
+    }
+}
+
+/// A marker found in etcd: the run it records and how long its window has
+/// left (None if the lease ran out as we looked).
+#[derive(Debug, Clone)]
+pub struct Marker {
+    pub last: LastRun,
+    pub left: Option<Duration>,
+}
+
+pub enum Claim {
+    /// The window is ours: run.
+    Ours,
+    /// This window already had its run.
+    Taken(Marker),
+}
+
+/// Claims the current window for our run, atomically with still leading.
+pub async fn claim(
+    connection: &Connection,
+    leadership: &Leadership,
+    window: Duration,
+    holder: &Holder,
+) -> Result<Claim> {
+    let key = marker_key(&leadership.name);
+    // etcd counts leases in whole seconds; round up, never shorten.
+    let seconds = window.as_secs() + u64::from(window.subsec_nanos() > 0);
+    let seconds = i64::try_from(seconds).unwrap_or(i64::MAX);
+    let window_lease = connection
+        .call("granting the --once-per lease", |mut client| async move {
+            client.lease_grant(seconds, None).await
+        })
+        .await?
+        .id();
+    let value = serde_json::to_string(&LastRun {
+        holder: holder.clone(),
+        token: leadership.token,
+    })
+    .expect("a struct of strings and numbers serializes");
+    let txn = etcd_client::Txn::new()
+        .when([
+            Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
+            Compare::create_revision(leadership.key.as_str(), CompareOp::Equal, leadership.token),
+        ])
+        .and_then([TxnOp::put(
+            key.as_str(),
+            value,
+            Some(PutOptions::new().with_lease(window_lease)),
+        )])
+        .or_else([
+            TxnOp::get(key.as_str(), None),
+            TxnOp::get(leadership.key.as_str(), None),
+        ]);
+    let response = connection
+        .call("claiming the --once-per window", |mut client| {
+            let txn = txn.clone();
+            async move { client.txn(txn).await }
+        })
+        .await;
+    let response = match response {
+        Ok(response) if response.succeeded() => return Ok(Claim::Ours),
+        Ok(response) => response,
+        Err(err) => {
+            revoke(connection, window_lease).await;
+            return Err(err);
+        }
+    };
+    let mut found = response.op_responses().into_iter().map(|op| match op {
+        TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next(),
+        _ => None,
+    });
+    let marker = found.next().flatten();
+    // A put that went through, but whose answer was lost and the request
+    // retried on another endpoint, finds our own marker.
+    if marker.as_ref().is_some_and(|kv| kv.lease() == window_lease) {
+        return Ok(Claim::Ours);
+    }
+    revoke(connection, window_lease).await;
+    match marker {
+        Some(marker) => Ok(Claim::Taken(
+            read_marker(connection, marker.value(), marker.lease()).await,
+        )),
+        None => Err(anyhow!(
+            "leadership of {} was lost before the command started",
+            leadership.name
+        )),
+    }
+}
+
+/// The marker of an election, if its window is open.
+pub async fn current(connection: &Connection, election: &str) -> Result<Option<Marker>> {
+    let key = marker_key(election);
+    let response = connection
+        .call("reading the --once-per marker", |mut client| {
+            let key = key.clone();
+            async move { client.get(key, None).await }
+        })
+        .await?;
+    match response.kvs().first() {
+        Some(kv) => Ok(Some(read_marker(connection, kv.value(), kv.lease()).await)),
+        None => Ok(None),
+    }
+}
+
+async fn read_marker(connection: &Connection, value: &[u8], lease: i64) -> Marker {
+    let last = serde_json::from_slice(value).unwrap_or_else(|_| LastRun {
+        holder: Holder::decode(value),
+        token: 0,
+    });
+    let left = connection
+        .call("reading the --once-per lease", |mut client| async move {
+            client.lease_time_to_live(lease, None).await
+        })
+        .await
+        .ok()
+        .and_then(|response| u64::try_from(response.ttl()).ok())
+        .map(Duration::from_secs);
+    Marker { last, left }
+}
+
+/// The window lease of a claim that lost: not needed, and left alone it
+/// would linger for a whole window.
+async fn revoke(connection: &Connection, lease: i64) {
+    let revoked = connection
+        .call(
+            "revoking the unused --once-per lease",
+            |mut client| async move { client.lease_revoke(lease).await },
+        )
+        .await;
+    if let Err(err) = revoked {
+        tracing::debug!("{err:#} (it expires by itself)");
+    }
+}

@@ -1,0 +1,264 @@
+//! TLS with client certificates, and etcd's authentication, spelled as
+//! etcdctl spells them; secrets stay out of help, logs and errors.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::time::Duration;
+
+const PASSWORD: &str = "pw-9f3kQz1x";
+
+fn tls_etcd() -> Etcd {
+    Etcd::start_with(EtcdOptions {
+        tls: true,
+        ..EtcdOptions::default()
+    })
+}
+
+fn path(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// The token a `--name NAME -- sh -c 'echo $LEADERRUN_TOKEN'` run printed.
+fn ran_with_token(done: &Finished) -> i64 {
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    done.stdout.trim().parse().expect("a token on stdout")
+}
+
+/// `--name jobs/secure OPTIONS -- sh -c 'echo $LEADERRUN_TOKEN'`
+fn with_command<'a>(options: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--name", "jobs/secure"];
+    args.extend_from_slice(options);
+    args.extend(["--", "sh", "-c", "echo $LEADERRUN_TOKEN"]);
+    args
+}
+
+fn one_error_line_125(done: &Finished, mentions: &str) {
+    assert_eq!(done.code, Some(125), "{}", done.stderr);
+    assert_eq!(done.stderr.lines().count(), 1, "one line: {}", done.stderr);
+    assert!(
+        done.stderr.starts_with("leaderrun: error: ") && done.stderr.contains(mentions),
+        "should mention {mentions}: {}",
+        done.stderr
+    );
+    assert!(done.stdout.is_empty(), "the command must not run");
+}
+
+#[test]
+fn tls_with_client_certificates_from_flags_and_from_etcdctl_variables() {
+    let etcd = tls_etcd();
+    let pki = etcd.pki.as_ref().unwrap();
+    let flags = [
+        "--cacert",
+        path(&pki.ca),
+        "--cert",
+        path(&pki.client_cert),
+        "--key",
+        path(&pki.client_key),
+    ];
+    let first = run_within(
+        leaderrun(&etcd.endpoint()).args(with_command(&flags)),
+        Duration::from_secs(20),
+    );
+    let first = ran_with_token(&first);
+
+    // Bare host:port becomes https once any TLS option is given, as with
+    // etcdctl; here the options come from ETCDCTL_* alone.
+    let bare = format!("127.0.0.1:{}", etcd.client_port());
+    let second = run_within(
+        leaderrun(&bare)
+            .args(with_command(&[]))
+            .env("ETCDCTL_CACERT", &pki.ca)
+            .env("ETCDCTL_CERT", &pki.client_cert)
+            .env("ETCDCTL_KEY", &pki.client_key),
+        Duration::from_secs(20),
+    );
+    assert!(
+        ran_with_token(&second) > first,
+        "a later leader, a larger token"
+    );
+
+    let status = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--name", "jobs/secure"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(
+        status.code,
+        Some(125),
+        "no certificates, no status: {}",
+        status.stderr
+    );
+    let status = run_within(
+        leaderrun(&etcd.endpoint())
+            .args(["status", "--json", "--name", "jobs/secure"])
+            .args(flags),
+        Duration::from_secs(20),
+    );
+    assert_eq!(status.code, Some(3), "nobody leads now: {}", status.stderr);
+}
+
+#[test]
+fn an_untrusted_server_or_a_missing_client_certificate_is_one_line_and_125() {
+    let etcd = tls_etcd();
+    let pki = etcd.pki.as_ref().unwrap();
+
+    // The system's roots do not know the test CA.
+    let untrusted = run_within(
+        leaderrun(&etcd.endpoint()).args(with_command(&[
+            "--cert",
+            path(&pki.client_cert),
+            "--key",
+            path(&pki.client_key),
+        ])),
+        Duration::from_secs(20),
+    );
+    one_error_line_125(&untrusted, "UnknownIssuer (is its CA in --cacert?)");
+
+    // etcd requires a client certificate.
+    let anonymous = run_within(
+        leaderrun(&etcd.endpoint()).args(with_command(&["--cacert", path(&pki.ca)])),
+        Duration::from_secs(20),
+    );
+    one_error_line_125(&anonymous, "does etcd want a client certificate?");
+
+    // A key where the certificate should be: a usage error, not an
+    // unreachable etcd.
+    let swapped = run_within(
+        leaderrun(&etcd.endpoint()).args(with_command(&[
+            "--cacert",
+            path(&pki.ca),
+            "--cert",
+            path(&pki.client_key),
+            "--key",
+            path(&pki.client_cert),
+        ])),
+        Duration::from_secs(20),
+    );
+    one_error_line_125(&swapped, "invalid TLS options");
+
+    // --cert without --key is caught before any connection.
+    let half = run_within(
+        leaderrun(&etcd.endpoint()).args(with_command(&["--cert", path(&pki.client_cert)])),
+        Duration::from_secs(20),
+    );
+    one_error_line_125(&half, "--key");
+
+    let missing = run_within(
+        leaderrun(&etcd.endpoint()).args(with_command(&["--cacert", "/nonexistent/ca.pem"])),
+        Duration::from_secs(20),
+    );
+    one_error_line_125(&missing, "cannot read --cacert /nonexistent/ca.pem");
+}
+
+#[test]
+fn insecure_skip_tls_verify_accepts_an_unknown_server_certificate() {
+    let etcd = tls_etcd();
+    let pki = etcd.pki.as_ref().unwrap();
+    let done = run_within(
+        leaderrun(&etcd.endpoint())
+            .args(with_command(&[
+                "--cert",
+                path(&pki.client_cert),
+                "--key",
+                path(&pki.client_key),
+            ]))
+            .env("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "true"),
+        Duration::from_secs(20),
+    );
+    ran_with_token(&done);
+}
+
+#[test]
+fn authentication_from_flags_and_variables() {
+    let mut etcd = Etcd::start();
+    etcd.enable_auth(PASSWORD);
+    let inline = format!("root:{PASSWORD}");
+    let first = run_within(
+        leaderrun(&etcd.endpoint()).args(with_command(&["--user", &inline])),
+        Duration::from_secs(20),
+    );
+    let first = ran_with_token(&first);
+    let second = run_within(
+        leaderrun(&etcd.endpoint()).args(with_command(&["--user", "root", "--password", PASSWORD])),
+        Duration::from_secs(20),
+    );
+    let second = ran_with_token(&second);
+    let third = run_within(
+        leaderrun(&etcd.endpoint())
+            .args(with_command(&[]))
+            .env("ETCDCTL_USER", "root")
+            .env("ETCDCTL_PASSWORD", PASSWORD),
+        Duration::from_secs(20),
+    );
+    let third = ran_with_token(&third);
+    assert!(first < second && second < third, "{first} {second} {third}");
+
+    // status authenticates the same way.
+    let status = run_within(
+        leaderrun(&etcd.endpoint())
+            .args(["status", "--name", "jobs/secure"])
+            .env("ETCDCTL_USER", &inline),
+        Duration::from_secs(20),
+    );
+    assert_eq!(status.code, Some(3), "{}", status.stderr);
+}
+
+#[test]
+fn wrong_or_missing_credentials_are_one_line_and_125_without_the_password() {
+    let mut etcd = Etcd::start();
+    etcd.enable_auth(PASSWORD);
+    let wrong = format!("{PASSWORD}-wrong");
+    for (args, mentions) in [
+        (
+            vec!["--user", "root", "--password", wrong.as_str()],
+            "authentication failed",
+        ),
+        (
+            vec!["--user", "nobody", "--password", wrong.as_str()],
+            "authentication failed",
+        ),
+        (vec![], "user name is empty"),
+        (vec!["--user", "root"], "no password for etcd user 'root'"),
+        (vec!["--password", wrong.as_str()], "--user"),
+    ] {
+        let done = run_within(
+            leaderrun(&etcd.endpoint())
+                .args(with_command(&args))
+                .env("LEADERRUN_LOG", "warn"),
+            Duration::from_secs(20),
+        );
+        one_error_line_125(&done, mentions);
+        assert!(!done.stderr.contains(PASSWORD), "{}", done.stderr);
+        // Nothing logged at any level, by leaderrun or its libraries, may
+        // carry it either.
+        let traced = run_within(
+            leaderrun(&etcd.endpoint())
+                .args(with_command(&args))
+                .arg("-vv")
+                .env("LEADERRUN_LOG", "trace"),
+            Duration::from_secs(20),
+        );
+        assert_eq!(traced.code, Some(125), "{}", traced.stderr);
+        assert!(!traced.stderr.contains(PASSWORD), "{}", traced.stderr);
+    }
+}
+
+#[test]
+fn secrets_from_the_environment_never_show_in_help() {
+    for args in [vec!["--help"], vec!["status", "--help"], vec!["-h"]] {
+        let done = run_within(
+            leaderrun("http://127.0.0.1:1")
+                .args(&args)
+                .env("ETCDCTL_USER", format!("root:{PASSWORD}"))
+                .env("ETCDCTL_PASSWORD", PASSWORD),
+            Duration::from_secs(10),
+        );
+        assert_eq!(done.code, Some(0), "{}", done.stderr);
+        assert!(done.stdout.contains("--password"), "{}", done.stdout);
+        assert!(
+            !done.stdout.contains(PASSWORD),
+            "{args:?} shows it: {}",
+            done.stdout
+        );
+    }
+}
