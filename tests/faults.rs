@@ -5,39 +5,7 @@
 mod common;
 use common::*;
 use nix::sys::signal::Signal;
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// A job that writes its pid, then becomes `sleep`.
-fn pid_job(pidfile: &Path) -> Vec<String> {
-    vec![
-        "sh".into(),
-        "-c".into(),
-        format!("echo $$ > '{}'; exec sleep 1000", pidfile.display()),
-    ]
-}
-
-/// A job that records whether process `other` still ran when it started.
-fn checking_job(other: i32, report: &Path) -> Vec<String> {
-    let script = format!(
-        "state=$(cut -d' ' -f3 /proc/{other}/stat 2>/dev/null); echo \"${{state:-gone}} $LEADERRUN_TOKEN\" > '{}'; exec sleep 1000",
-        report.display()
-    );
-    vec!["sh".into(), "-c".into(), script]
-}
-
-fn read_report(report: &Path, limit: Duration) -> (String, i64) {
-    let mut fields = Vec::new();
-    await_condition(limit, "the new leader's report", || {
-        fields = std::fs::read_to_string(report)
-            .unwrap_or_default()
-            .split_whitespace()
-            .map(String::from)
-            .collect();
-        fields.len() == 2
-    });
-    (fields[0].clone(), fields[1].parse().unwrap())
-}
 
 #[test]
 fn partitioned_leader_stops_before_the_next_one_starts() {

@@ -37,6 +37,13 @@ fn bad_arguments() {
         "--kill-after",
     );
     one_line_125(&["--kill-signal", "NOPE", "--", "true"], nowhere, "NOPE");
+    one_line_125(&["--once-per", "0s", "--", "true"], nowhere, "at least 1s");
+    one_line_125(
+        &["--once-per", "400d", "--", "true"],
+        nowhere,
+        "at most 366 days",
+    );
+    one_line_125(&["--key", "k.pem", "--", "true"], nowhere, "--cert");
     one_line_125(&["--wait-timeout", "1s", "--", "true"], nowhere, "--wait");
     one_line_125(&[], nowhere, "COMMAND");
     one_line_125(&["--name", "", "--", "true"], nowhere, "--name");

@@ -256,6 +256,45 @@ impl Etcd {
         }
     }
 
+    /// Waits until one member answers a linearizable read itself.
+    pub fn wait_member_ready(&self, index: usize) {
+        let ready = self.runtime.block_on(async {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                if let Ok(mut client) = self.connect(index).await {
+                    let get = client.get("ready", None);
+                    if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(1), get).await {
+                        return true;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            false
+        });
+        assert!(ready, "member {index} did not become ready");
+    }
+
+    /// What a lease has left, as the first live member that answers within
+    /// a second says; None if it is gone or nobody answers.
+    pub fn lease_left(&self, lease: i64) -> Option<Duration> {
+        self.runtime.block_on(async {
+            for index in 0..self.members.len() {
+                if self.members[index].process.is_none() {
+                    continue;
+                }
+                let asked = tokio::time::timeout(Duration::from_secs(1), async {
+                    let mut client = self.connect(index).await.ok()?;
+                    client.lease_time_to_live(lease, None).await.ok()
+                })
+                .await;
+                if let Ok(Some(response)) = asked {
+                    return u64::try_from(response.ttl()).ok().map(Duration::from_secs);
+                }
+            }
+            None
+        })
+    }
+
     /// Starts etcd (member 0) again on the same ports and data.
     pub fn restart(&mut self) {
         self.kill();
@@ -589,6 +628,37 @@ pub fn recording_job(log: &Path, seconds: &str) -> Vec<String> {
         log = log.display()
     );
     vec!["sh".into(), "-c".into(), script]
+}
+
+/// A job that writes its pid, then becomes `sleep`.
+pub fn pid_job(pidfile: &Path) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!("echo $$ > '{}'; exec sleep 1000", pidfile.display()),
+    ]
+}
+
+/// A job that records whether process `other` still ran when it started.
+pub fn checking_job(other: i32, report: &Path) -> Vec<String> {
+    let script = format!(
+        "state=$(cut -d' ' -f3 /proc/{other}/stat 2>/dev/null); echo \"${{state:-gone}} $LEADERRUN_TOKEN\" > '{}'; exec sleep 1000",
+        report.display()
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+pub fn read_report(report: &Path, limit: Duration) -> (String, i64) {
+    let mut fields = Vec::new();
+    await_condition(limit, "the new leader's report", || {
+        fields = std::fs::read_to_string(report)
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        fields.len() == 2
+    });
+    (fields[0].clone(), fields[1].parse().unwrap())
 }
 
 /// Reads the intervals of a recording job's log: complete ones only.
