@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 const PASSWORD: &str = "pw-9f3kQz1x";
@@ -23,6 +24,18 @@ fn path(path: &Path) -> &str {
 fn ran_with_token(done: &Finished) -> i64 {
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     done.stdout.trim().parse().expect("a token on stdout")
+}
+
+/// leaderrun at `endpoint` with `options`, running the job that prints its
+/// token.
+fn job(endpoint: &str, options: &[&str]) -> Command {
+    let mut command = leaderrun(endpoint);
+    command.args(with_command(options));
+    command
+}
+
+fn run(command: &mut Command) -> Finished {
+    run_within(command, Duration::from_secs(20))
 }
 
 /// `--name jobs/secure OPTIONS -- sh -c 'echo $LEADERRUN_TOKEN'`
@@ -56,44 +69,31 @@ fn tls_with_client_certificates_from_flags_and_from_etcdctl_variables() {
         "--key",
         path(&pki.client_key),
     ];
-    let first = run_within(
-        leaderrun(&etcd.endpoint()).args(with_command(&flags)),
-        Duration::from_secs(20),
-    );
+    let first = run(leaderrun(&etcd.endpoint()).args(with_command(&flags)));
     let first = ran_with_token(&first);
 
     // Bare host:port becomes https once any TLS option is given, as with
     // etcdctl; here the options come from ETCDCTL_* alone.
     let bare = format!("127.0.0.1:{}", etcd.client_port());
-    let second = run_within(
-        leaderrun(&bare)
-            .args(with_command(&[]))
-            .env("ETCDCTL_CACERT", &pki.ca)
-            .env("ETCDCTL_CERT", &pki.client_cert)
-            .env("ETCDCTL_KEY", &pki.client_key),
-        Duration::from_secs(20),
-    );
+    let second = run(job(&bare, &[])
+        .env("ETCDCTL_CACERT", &pki.ca)
+        .env("ETCDCTL_CERT", &pki.client_cert)
+        .env("ETCDCTL_KEY", &pki.client_key));
     assert!(
         ran_with_token(&second) > first,
         "a later leader, a larger token"
     );
 
-    let status = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--name", "jobs/secure"]),
-        Duration::from_secs(20),
-    );
+    let status = run(leaderrun(&etcd.endpoint()).args(["status", "--name", "jobs/secure"]));
     assert_eq!(
         status.code,
         Some(125),
         "no certificates, no status: {}",
         status.stderr
     );
-    let status = run_within(
-        leaderrun(&etcd.endpoint())
-            .args(["status", "--json", "--name", "jobs/secure"])
-            .args(flags),
-        Duration::from_secs(20),
-    );
+    let status = run(leaderrun(&etcd.endpoint())
+        .args(["status", "--json", "--name", "jobs/secure"])
+        .args(flags));
     assert_eq!(status.code, Some(3), "nobody leads now: {}", status.stderr);
 }
 
@@ -103,50 +103,47 @@ fn an_untrusted_server_or_a_missing_client_certificate_is_one_line_and_125() {
     let pki = etcd.pki.as_ref().unwrap();
 
     // The system's roots do not know the test CA.
-    let untrusted = run_within(
-        leaderrun(&etcd.endpoint()).args(with_command(&[
+    let untrusted = run(&mut job(
+        &etcd.endpoint(),
+        &[
             "--cert",
             path(&pki.client_cert),
             "--key",
             path(&pki.client_key),
-        ])),
-        Duration::from_secs(20),
-    );
+        ],
+    ));
     one_error_line_125(&untrusted, "UnknownIssuer (is its CA in --cacert?)");
 
     // etcd requires a client certificate.
-    let anonymous = run_within(
-        leaderrun(&etcd.endpoint()).args(with_command(&["--cacert", path(&pki.ca)])),
-        Duration::from_secs(20),
-    );
+    let anonymous = run(&mut job(&etcd.endpoint(), &["--cacert", path(&pki.ca)]));
     one_error_line_125(&anonymous, "does etcd want a client certificate?");
 
     // A key where the certificate should be: a usage error, not an
     // unreachable etcd.
-    let swapped = run_within(
-        leaderrun(&etcd.endpoint()).args(with_command(&[
+    let swapped = run(&mut job(
+        &etcd.endpoint(),
+        &[
             "--cacert",
             path(&pki.ca),
             "--cert",
             path(&pki.client_key),
             "--key",
             path(&pki.client_cert),
-        ])),
-        Duration::from_secs(20),
-    );
+        ],
+    ));
     one_error_line_125(&swapped, "invalid TLS options");
 
     // --cert without --key is caught before any connection.
-    let half = run_within(
-        leaderrun(&etcd.endpoint()).args(with_command(&["--cert", path(&pki.client_cert)])),
-        Duration::from_secs(20),
-    );
+    let half = run(&mut job(
+        &etcd.endpoint(),
+        &["--cert", path(&pki.client_cert)],
+    ));
     one_error_line_125(&half, "--key");
 
-    let missing = run_within(
-        leaderrun(&etcd.endpoint()).args(with_command(&["--cacert", "/nonexistent/ca.pem"])),
-        Duration::from_secs(20),
-    );
+    let missing = run(&mut job(
+        &etcd.endpoint(),
+        &["--cacert", "/nonexistent/ca.pem"],
+    ));
     one_error_line_125(&missing, "cannot read --cacert /nonexistent/ca.pem");
 }
 
@@ -154,17 +151,16 @@ fn an_untrusted_server_or_a_missing_client_certificate_is_one_line_and_125() {
 fn insecure_skip_tls_verify_accepts_an_unknown_server_certificate() {
     let etcd = tls_etcd();
     let pki = etcd.pki.as_ref().unwrap();
-    let done = run_within(
-        leaderrun(&etcd.endpoint())
-            .args(with_command(&[
-                "--cert",
-                path(&pki.client_cert),
-                "--key",
-                path(&pki.client_key),
-            ]))
-            .env("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "true"),
-        Duration::from_secs(20),
-    );
+    let done = run(job(
+        &etcd.endpoint(),
+        &[
+            "--cert",
+            path(&pki.client_cert),
+            "--key",
+            path(&pki.client_key),
+        ],
+    )
+    .env("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "true"));
     ran_with_token(&done);
 }
 
@@ -173,33 +169,23 @@ fn authentication_from_flags_and_variables() {
     let mut etcd = Etcd::start();
     etcd.enable_auth(PASSWORD);
     let inline = format!("root:{PASSWORD}");
-    let first = run_within(
-        leaderrun(&etcd.endpoint()).args(with_command(&["--user", &inline])),
-        Duration::from_secs(20),
-    );
+    let first = run(&mut job(&etcd.endpoint(), &["--user", &inline]));
     let first = ran_with_token(&first);
-    let second = run_within(
-        leaderrun(&etcd.endpoint()).args(with_command(&["--user", "root", "--password", PASSWORD])),
-        Duration::from_secs(20),
-    );
+    let second = run(&mut job(
+        &etcd.endpoint(),
+        &["--user", "root", "--password", PASSWORD],
+    ));
     let second = ran_with_token(&second);
-    let third = run_within(
-        leaderrun(&etcd.endpoint())
-            .args(with_command(&[]))
-            .env("ETCDCTL_USER", "root")
-            .env("ETCDCTL_PASSWORD", PASSWORD),
-        Duration::from_secs(20),
-    );
+    let third = run(job(&etcd.endpoint(), &[])
+        .env("ETCDCTL_USER", "root")
+        .env("ETCDCTL_PASSWORD", PASSWORD));
     let third = ran_with_token(&third);
     assert!(first < second && second < third, "{first} {second} {third}");
 
     // status authenticates the same way.
-    let status = run_within(
-        leaderrun(&etcd.endpoint())
-            .args(["status", "--name", "jobs/secure"])
-            .env("ETCDCTL_USER", &inline),
-        Duration::from_secs(20),
-    );
+    let status = run(leaderrun(&etcd.endpoint())
+        .args(["status", "--name", "jobs/secure"])
+        .env("ETCDCTL_USER", &inline));
     assert_eq!(status.code, Some(3), "{}", status.stderr);
 }
 
@@ -221,23 +207,17 @@ fn wrong_or_missing_credentials_are_one_line_and_125_without_the_password() {
         (vec!["--user", "root"], "no password for etcd user 'root'"),
         (vec!["--password", wrong.as_str()], "--user"),
     ] {
-        let done = run_within(
-            leaderrun(&etcd.endpoint())
-                .args(with_command(&args))
-                .env("LEADERRUN_LOG", "warn"),
-            Duration::from_secs(20),
-        );
+        let done = run(leaderrun(&etcd.endpoint())
+            .args(with_command(&args))
+            .env("LEADERRUN_LOG", "warn"));
         one_error_line_125(&done, mentions);
         assert!(!done.stderr.contains(PASSWORD), "{}", done.stderr);
         // Nothing logged at any level, by leaderrun or its libraries, may
         // carry it either.
-        let traced = run_within(
-            leaderrun(&etcd.endpoint())
-                .args(with_command(&args))
-                .arg("-vv")
-                .env("LEADERRUN_LOG", "trace"),
-            Duration::from_secs(20),
-        );
+        let traced = run(leaderrun(&etcd.endpoint())
+            .args(with_command(&args))
+            .arg("-vv")
+            .env("LEADERRUN_LOG", "trace"));
         assert_eq!(traced.code, Some(125), "{}", traced.stderr);
         assert!(!traced.stderr.contains(PASSWORD), "{}", traced.stderr);
     }
@@ -246,13 +226,10 @@ fn wrong_or_missing_credentials_are_one_line_and_125_without_the_password() {
 #[test]
 fn secrets_from_the_environment_never_show_in_help() {
     for args in [vec!["--help"], vec!["status", "--help"], vec!["-h"]] {
-        let done = run_within(
-            leaderrun("http://127.0.0.1:1")
-                .args(&args)
-                .env("ETCDCTL_USER", format!("root:{PASSWORD}"))
-                .env("ETCDCTL_PASSWORD", PASSWORD),
-            Duration::from_secs(10),
-        );
+        let done = run(leaderrun("http://127.0.0.1:1")
+            .args(&args)
+            .env("ETCDCTL_USER", format!("root:{PASSWORD}"))
+            .env("ETCDCTL_PASSWORD", PASSWORD));
         assert_eq!(done.code, Some(0), "{}", done.stderr);
         assert!(done.stdout.contains("--password"), "{}", done.stdout);
         assert!(
