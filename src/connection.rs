@@ -201,28 +201,33 @@ impl Connection {
         let last_error = last_error.unwrap_or_else(|| anyhow!("no endpoint"));
         let endpoints = settings.endpoints.join(",");
         let text = format!("{last_error:#}");
-        let https = settings
-            .endpoints
-            .iter()
-            .any(|url| url.starts_with("https://"));
-        // etcd drops a TLS connection without a word when it wants a client
-        // certificate that was not given.
-        let hint = if text.contains("UnknownIssuer") {
-            " (is its CA in --cacert?)"
-        } else if text.contains("CertificateRequired")
-            || (https
-                && !settings.credentials.has_client_certificate()
-                && ["connection closed", "broken pipe"]
-                    .iter()
-                    .any(|symptom| text.contains(symptom)))
-        {
-            " (does etcd want a client certificate? see --cert, --key)"
-        } else {
-            ""
-        };
+        let hint = tls_hint(settings, &text);
         Err(anyhow!(
             "etcd unreachable at {endpoints} ({what}): {text}{hint}"
         ))
+    }
+}
+
+/// What to check when a TLS connection failed the way `error` says.
+fn tls_hint(settings: &Settings, error: &str) -> &'static str {
+    let https = settings
+        .endpoints
+        .iter()
+        .any(|url| url.starts_with("https://"));
+    // etcd drops a TLS connection without a word (or with an alert, if the
+    // timing lets it) when it wants a client certificate not given.
+    let no_client_certificate = error.contains("CertificateRequired")
+        || (https
+            && !settings.credentials.has_client_certificate()
+            && ["connection closed", "broken pipe"]
+                .iter()
+                .any(|symptom| error.contains(symptom)));
+    if error.contains("UnknownIssuer") {
+        " (is its CA in --cacert?)"
+    } else if no_client_certificate {
+        " (does etcd want a client certificate? see --cert, --key)"
+    } else {
+        ""
     }
 }
 

@@ -43,13 +43,12 @@ impl fmt::Debug for Credentials {
 
 impl Credentials {
     pub fn from_args(args: &ConnectionArgs) -> Result<Self> {
-        let ca = args
-            .cacert
-            .as_deref()
-            .map(read_pem("--cacert"))
-            .transpose()?;
+        let ca = match &args.cacert {
+            Some(path) => Some(read_pem("--cacert", path)?),
+            None => None,
+        };
         let identity = match (&args.cert, &args.key) {
-            (Some(cert), Some(key)) => Some((read_pem("--cert")(cert)?, read_pem("--key")(key)?)),
+            (Some(cert), Some(key)) => Some((read_pem("--cert", cert)?, read_pem("--key", key)?)),
             (None, None) => None,
             // clap enforces the pair; this is for callers that build args by hand.
             _ => bail!("--cert and --key go together"),
@@ -137,15 +136,13 @@ fn split_user(user: &str, password: Option<&str>) -> Result<(String, String)> {
     Ok((name.to_string(), password.to_string()))
 }
 
-fn read_pem(flag: &'static str) -> impl Fn(&Path) -> Result<Vec<u8>> {
-    move |path| {
-        let bytes = std::fs::read(path)
-            .with_context(|| format!("cannot read {flag} {}", path.display()))?;
-        if !bytes.windows(11).any(|window| window == b"-----BEGIN ") {
-            bail!("{flag} {} is not a PEM file", path.display());
-        }
-        Ok(bytes)
+fn read_pem(flag: &str, path: &Path) -> Result<Vec<u8>> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read {flag} {}", path.display()))?;
+    if !bytes.windows(11).any(|window| window == b"-----BEGIN ") {
+        bail!("{flag} {} is not a PEM file", path.display());
     }
+    Ok(bytes)
 }
 
 /// `--insecure-skip-tls-verify`: any server certificate is accepted, as
