@@ -43,7 +43,7 @@ elvish\t''
 fish\t''
 powershell\t''
 zsh\t''"
-complete -c leaderrun -n "__fish_leaderrun_needs_command" -l insecure-skip-tls-verify -d 'Accept any server certificate: still encrypted, but whom to is not checked. For testing only'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s w -l wait -d 'Queue for leadership instead of exiting when another replica leads'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l manual -d 'Print the man page (roff) and exit'
@@ -59,7 +59,7 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l key -d 'P
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l user -d 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l password -d 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s n -l name -d 'Election name, as for running a command' -r
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l insecure-skip-tls-verify -d 'Accept any server certificate: still encrypted, but whom to is not checked. For testing only'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l json -d 'Print one JSON object instead of text'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l watch -d 'Keep watching, printing a line each time the leader changes'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'

@@ -18,9 +18,10 @@ const OUTPUT: &str = "Output";
 pub const AFTER_HELP: &str = "\
 Exit status:
   N         the command's own exit status, or 128+N if signal N ended it
-  75        another replica leads, or --wait-timeout ran out (see --conflict-exit-code)
+  75        another replica leads, --wait-timeout ran out, or this --once-per window
+            already had its run (see --conflict-exit-code)
   124       leadership was lost while the command ran; it was stopped
-  125       leaderrun itself failed (usage, configuration, etcd unreachable)
+  125       leaderrun itself failed (usage, configuration, etcd unreachable or refusing us)
   126       the command was found but could not be executed
   127       the command was not found
 
@@ -175,8 +176,8 @@ pub struct ConnectionArgs {
           requires = "cert", value_hint = clap::ValueHint::FilePath, help_heading = SECURITY)]
     pub key: Option<PathBuf>,
 
-    /// Accept any server certificate: still encrypted, but whom to is not
-    /// checked. For testing only.
+    /// Accept any server certificate: the connection is encrypted, but the
+    /// server's identity is not checked. For testing only.
     #[arg(long, env = "ETCDCTL_INSECURE_SKIP_TLS_VERIFY", hide_env_values = true,
           value_parser = clap::builder::BoolishValueParser::new(), help_heading = SECURITY)]
     pub insecure_skip_tls_verify: bool,

@@ -84,9 +84,9 @@ pub fn man_page() -> Vec<u8> {
         "EXIT STATUS",
         &[
             ("N", "The command's own exit status, or 128+N if signal N ended it. Also 128+N when leaderrun itself got signal N while queued."),
-            ("75", "Another replica leads (without --wait), or --wait-timeout ran out. --conflict-exit-code changes it."),
+            ("75", "Another replica leads (without --wait), --wait-timeout ran out, or this --once-per window already had its run. --conflict-exit-code changes it."),
             ("124", "Leadership was lost while the command ran; its process group was stopped."),
-            ("125", "leaderrun itself failed: usage, configuration, etcd unreachable."),
+            ("125", "leaderrun itself failed: usage, configuration, etcd unreachable, TLS or authentication refused."),
             ("126", "The command was found but could not be executed."),
             ("127", "The command was not found."),
             ("3", "leaderrun status: nobody leads the election."),
