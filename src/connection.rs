@@ -214,18 +214,21 @@ fn tls_hint(settings: &Settings, error: &str) -> &'static str {
         .endpoints
         .iter()
         .any(|url| url.starts_with("https://"));
-    // etcd drops a TLS connection without a word (or with an alert, if the
-    // timing lets it) when it wants a client certificate not given.
-    let no_client_certificate = error.contains("CertificateRequired")
-        || (https
-            && !settings.credentials.has_client_certificate()
-            && ["connection closed", "broken pipe"]
-                .iter()
-                .any(|symptom| error.contains(symptom)));
+    let client_certificate = settings.credentials.has_client_certificate();
+    // etcd refuses a missing client certificate with an alert (which one
+    // depends on its Go version), or drops the connection without a word.
+    let alert = ["CertificateRequired", "BadCertificate", "UnknownCA"]
+        .iter()
+        .any(|alert| error.contains(alert));
+    let dropped = ["connection closed", "broken pipe"]
+        .iter()
+        .any(|symptom| error.contains(symptom));
     if error.contains("UnknownIssuer") {
         " (is its CA in --cacert?)"
-    } else if no_client_certificate {
+    } else if !client_certificate && (alert || (https && dropped)) {
         " (does etcd want a client certificate? see --cert, --key)"
+    } else if client_certificate && alert {
+        " (etcd refused the client certificate: is it signed by a CA etcd trusts?)"
     } else {
         ""
     }

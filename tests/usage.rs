@@ -45,8 +45,16 @@ fn bad_arguments() {
     );
     one_line_125(&["--key", "k.pem", "--", "true"], nowhere, "--cert");
     let not_pem = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-    one_line_125(&["--cacert", not_pem, "--", "true"], nowhere, "is not a PEM file");
-    one_line_125(&["--user", ":pw", "--", "true"], nowhere, "needs a user name");
+    one_line_125(
+        &["--cacert", not_pem, "--", "true"],
+        nowhere,
+        "is not a PEM file",
+    );
+    one_line_125(
+        &["--user", ":pw", "--", "true"],
+        nowhere,
+        "needs a user name",
+    );
     one_line_125(&["--wait-timeout", "1s", "--", "true"], nowhere, "--wait");
     one_line_125(&[], nowhere, "COMMAND");
     one_line_125(&["--name", "", "--", "true"], nowhere, "--name");

@@ -13,10 +13,10 @@ use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, Tls
 
 pub mod pki;
 
-/// Which etcd to run: LEADERRUN_TEST_ETCD, else the one the
+/// Which etcd to run: LEADERRUN_TEST_ETCD if set and not empty, else the one the
 /// etcd-bin-vendored crate ships.
 pub fn etcd_binary() -> PathBuf {
-    match std::env::var_os("LEADERRUN_TEST_ETCD") {
+    match std::env::var_os("LEADERRUN_TEST_ETCD").filter(|path| !path.is_empty()) {
         Some(path) => PathBuf::from(path),
         None => etcd_bin_vendored::etcd_bin_path()
             .expect("no vendored etcd for this platform: set LEADERRUN_TEST_ETCD")
