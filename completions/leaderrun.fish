@@ -58,7 +58,7 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l cert -d '
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l key -d 'Private key (PEM) of --cert' -r -F
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l user -d 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l password -d 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD' -r
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s n -l name -d 'Election name, as for running a command' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l json -d 'Print one JSON object instead of text'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l watch -d 'Keep watching, printing a line each time the leader changes'

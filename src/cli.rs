@@ -115,15 +115,8 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub connection: ConnectionArgs,
 
-    /// Election name, as for running a command.
-    #[arg(
-        short,
-        long,
-        env = "LEADERRUN_NAME",
-        hide_env_values = true,
-        value_name = "NAME"
-    )]
-    pub name: Option<String>,
+    #[command(flatten)]
+    pub name: NameArg,
 
     /// Print one JSON object instead of text.
     #[arg(long)]
@@ -196,9 +189,9 @@ pub struct ConnectionArgs {
     pub password: Option<String>,
 }
 
+/// The election's name, shared by running and `status`.
 #[derive(Debug, Args)]
-#[command(next_help_heading = ELECTION)]
-pub struct ElectionArgs {
+pub struct NameArg {
     /// Election name, exactly as `etcdctl elect NAME` uses it. Default:
     /// derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`),
     /// so the same command line on every replica joins the same election;
@@ -211,6 +204,13 @@ pub struct ElectionArgs {
         value_name = "NAME"
     )]
     pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = ELECTION)]
+pub struct ElectionArgs {
+    #[command(flatten)]
+    pub name: NameArg,
 
     /// Lease time to live. etcd may grant a longer one (it raises TTLs below
     /// its minimum); the granted TTL is the one used. Renewed every third of

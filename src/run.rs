@@ -75,7 +75,7 @@ enum Elected {
 pub async fn run(cli: Cli) -> Result<i32> {
     let command = cli.command;
     child::resolve(&command[0])?;
-    let election = match cli.election.name {
+    let election = match cli.election.name.name {
         Some(name) if name.is_empty() => anyhow::bail!("--name must not be empty"),
         Some(name) => name,
         None => name::derive(&command),

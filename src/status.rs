@@ -16,7 +16,7 @@ use crate::run::connection_for;
 use crate::signals::Signals;
 
 pub async fn status(args: StatusArgs) -> Result<i32> {
-    let election = match (&args.name, args.command.is_empty()) {
+    let election = match (&args.name.name, args.command.is_empty()) {
         (Some(name), _) if !name.is_empty() => name.clone(),
         (None, false) => name::derive(&args.command),
         _ => anyhow::bail!("name the election with --name, or give the command line after --"),
