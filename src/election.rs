@@ -456,7 +456,12 @@ pub async fn next_change(connection: &Connection, election: &str, revision: i64)
     let options = WatchOptions::new()
         .with_prefix()
         .with_start_revision(revision + 1);
-    if let Ok(mut stream) = client.watch(name::prefix(election), Some(options)).await {
+    let opened = tokio::time::timeout(
+        connection.attempt_timeout(),
+        client.watch(name::prefix(election), Some(options)),
+    )
+    .await;
+    if let Ok(Ok(mut stream)) = opened {
         loop {
             match stream.message().await {
                 Ok(Some(response)) if response.events().is_empty() && !response.canceled() => {
