@@ -10,6 +10,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use nix::sys::signal::{killpg, SigSet, SigmaskHow, Signal};
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpgrp, getpid, getppid, isatty, setpgid, tcgetpgrp, tcsetpgrp, Pid};
 
 use crate::exit::{self, CodedError};
@@ -28,6 +29,8 @@ pub struct Child {
     pub group: Pid,
     /// Whether the child holds the terminal's foreground, to take back.
     owns_terminal: bool,
+    /// Whether the child was given the terminal: job control applies.
+    interactive: bool,
 }
 
 /// Finds COMMAND the way `execvp` will, so that "not found" and "not
@@ -132,13 +135,55 @@ impl Child {
         let group = Pid::from_raw(process.id().expect("a just-spawned child has a pid") as i32);
         if take_terminal {
             // Also from this side, so the order of the two does not matter.
-            let _ = tcsetpgrp(io::stdin().as_fd(), group);
+            // The child may already have taken the foreground: then
+            // leaderrun is in the background, where an unblocked SIGTTOU
+            // would stop it under a job-control shell.
+            set_foreground(group);
         }
         Ok(Child {
             process,
             group,
             owns_terminal: take_terminal,
+            interactive: take_terminal,
         })
+    }
+
+    /// Whether the child runs in leaderrun's terminal, under a shell's job
+    /// control.
+    pub fn interactive(&self) -> bool {
+        self.interactive
+    }
+
+    /// Job control, called on SIGCHLD. When the child stops for the
+    /// terminal (Ctrl-Z, or reading it from the background), leaderrun
+    /// takes the terminal back and stops the same way, so that the shell
+    /// sees its job stopped and gives the prompt back. On `fg` it hands the
+    /// terminal to the child again and continues it. While stopped,
+    /// leaderrun renews nothing: a stop longer than the lease allows ends
+    /// with the child killed on resume, as after any pause.
+    pub fn follow_stop(&mut self) {
+        // WSTOPPED without WEXITED: only reads a stop, never reaps an exit.
+        let flags = WaitPidFlag::WSTOPPED | WaitPidFlag::WNOHANG;
+        let signal = match waitid(Id::Pid(self.group), flags) {
+            Ok(WaitStatus::Stopped(_, signal)) => signal,
+            _ => return,
+        };
+        if !matches!(signal, Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU) {
+            // A SIGSTOP from someone else is not job control: not ours to follow.
+            return;
+        }
+        tracing::debug!(
+            ?signal,
+            "the command stopped for the terminal; stopping too"
+        );
+        self.take_back_terminal();
+        let _ = nix::sys::signal::raise(signal);
+        // Continued: by `fg` (we are the foreground again) or by `bg`.
+        if terminal_is_ours() {
+            set_foreground(self.group);
+            self.owns_terminal = true;
+        }
+        self.signal_group(Signal::SIGCONT);
     }
 
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
@@ -199,18 +244,22 @@ impl Child {
 
     /// Puts leaderrun's own group back in the terminal's foreground.
     fn take_back_terminal(&mut self) {
-        if !std::mem::take(&mut self.owns_terminal) {
-            return;
+        if std::mem::take(&mut self.owns_terminal) {
+            set_foreground(getpgrp());
         }
-        let mut ttou = SigSet::empty();
-        ttou.add(Signal::SIGTTOU);
-        let mut old = SigSet::empty();
-        if nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old))
-            .is_ok()
-        {
-            let _ = tcsetpgrp(io::stdin().as_fd(), getpgrp());
-            let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
-        }
+    }
+}
+
+/// Makes `group` the terminal's foreground group. From a background group,
+/// tcsetpgrp raises SIGTTOU unless it is blocked.
+fn set_foreground(group: Pid) {
+    let mut ttou = SigSet::empty();
+    ttou.add(Signal::SIGTTOU);
+    let mut old = SigSet::empty();
+    if nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old)).is_ok()
+    {
+        let _ = tcsetpgrp(io::stdin().as_fd(), group);
+        let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
     }
 }
 

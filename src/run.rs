@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use nix::sys::signal::Signal;
+use tokio::signal::unix::SignalKind;
 
 use crate::child::{self, Child, ChildEnv};
 use crate::cli::Cli;
@@ -262,6 +263,9 @@ async fn supervise(
 ) -> Result<i32> {
     let margin = safety_margin(lease.ttl);
     let grace = config.kill_after.min(max_grace(lease.ttl));
+    // Before the spawn, so that no stop of the child goes unseen.
+    let mut child_changes = tokio::signal::unix::signal(SignalKind::child())
+        .context("installing the SIGCHLD handler")?;
     let mut guard = Guard::start().context("starting the guardian process")?;
     let env = ChildEnv {
         token: leadership.token,
@@ -306,6 +310,7 @@ async fn supervise(
                 child.signal_group(signal);
             }
             status = child.wait() => break Ending::Exited(status),
+            _ = child_changes.recv(), if child.interactive() => child.follow_stop(),
         }
     };
 

@@ -1,13 +1,14 @@
-//! Run by hand in a terminal: the command can read the terminal, and Ctrl-C
-//! reaches it. Driven through a real pseudo-terminal, with leaderrun as the
-//! session leader the way a shell would start it.
+//! Run by hand in a terminal: the command can read the terminal, Ctrl-C
+//! reaches it, and Ctrl-Z and `fg` work in a shell. Driven through a real
+//! pseudo-terminal: leaderrun as the session leader, or a real bash with job
+//! control.
 
 mod common;
 use common::*;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn read_until(master: &mut std::fs::File, needle: &str, limit: Duration) -> String {
@@ -31,22 +32,13 @@ fn read_until(master: &mut std::fs::File, needle: &str, limit: Duration) -> Stri
     seen
 }
 
-#[test]
-fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
-    let etcd = Etcd::start();
+/// Starts `command` as a session leader with a fresh pseudo-terminal as its
+/// controlling terminal and stdio, the way a terminal emulator starts a
+/// shell. Returns the process and the terminal's master side.
+fn spawn_on_pty(command: &mut Command) -> (std::process::Child, std::fs::File) {
     let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
     let slave: OwnedFd = pty.slave;
-    let slave_fd = slave.as_raw_fd();
-    let mut command = leaderrun(&etcd.endpoint());
     command
-        .args([
-            "--name",
-            "jobs/tty",
-            "--",
-            "sh",
-            "-c",
-            "read line; echo \"got $line\"; sleep 100",
-        ])
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave));
@@ -60,14 +52,27 @@ fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
             Ok(())
         });
     }
-    let mut replica = command.spawn().expect("leaderrun starts");
-    let _ = slave_fd;
-    let mut master = std::fs::File::from(pty.master);
+    let process = command.spawn().expect("starts on the terminal");
+    let master = std::fs::File::from(pty.master);
     nix::fcntl::fcntl(
         &master,
         nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
     )
     .unwrap();
+    (process, master)
+}
+
+#[test]
+fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
+    let etcd = Etcd::start();
+    let (mut replica, mut master) = spawn_on_pty(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        "jobs/tty",
+        "--",
+        "sh",
+        "-c",
+        "read line; echo \"got $line\"; sleep 100",
+    ]));
 
     // Wait until the command runs (it holds the key), then type a line.
     await_condition(Duration::from_secs(10), "the command to start", || {
@@ -94,4 +99,58 @@ fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
         Some(128 + 2),
         "the command's status: killed by SIGINT"
     );
+}
+
+/// In an interactive shell, Ctrl-Z stops the job and gives the prompt back,
+/// and `fg` continues it with the terminal, as for any other command.
+#[test]
+fn ctrl_z_stops_the_job_in_a_shell_and_fg_continues_it() {
+    let etcd = Etcd::start();
+    let (mut bash, mut master) = spawn_on_pty(
+        Command::new("bash")
+            .args(["--norc", "--noprofile", "-i"])
+            .env("PS1", "$ ")
+            .env("TERM", "dumb")
+            .env("LR", env!("CARGO_BIN_EXE_leaderrun"))
+            .env("LEADERRUN_ENDPOINTS", etcd.endpoint()),
+    );
+    let limit = Duration::from_secs(10);
+    read_until(&mut master, "$ ", limit);
+    master
+        .write_all(b"\"$LR\" --name jobs/tstp -- sh -c 'read a; echo \"first $a\"; read b; echo \"second $b\"'\n")
+        .unwrap();
+    await_condition(limit, "the command to start", || {
+        etcd.candidates("jobs/tstp").len() == 1
+    });
+    let token = etcd.candidates("jobs/tstp")[0].1;
+    master.write_all(b"one\n").unwrap();
+    read_until(&mut master, "first one", limit);
+
+    // Ctrl-Z: the shell reports the job stopped and answers again.
+    master.write_all(&[0x1a]).unwrap();
+    read_until(&mut master, "Stopped", limit);
+    master.write_all(b"echo shell-$((6 * 7))\n").unwrap();
+    read_until(&mut master, "shell-42", limit);
+
+    // fg: the command has the terminal again, under the same leadership.
+    master.write_all(b"fg\n").unwrap();
+    master.write_all(b"two\n").unwrap();
+    read_until(&mut master, "second two", limit);
+    master.write_all(b"echo exit-$?\n").unwrap();
+    read_until(&mut master, "exit-0", limit);
+    assert!(
+        etcd.candidates("jobs/tstp").is_empty(),
+        "resigned after the job"
+    );
+    assert!(token > 0);
+
+    master.write_all(b"exit\n").unwrap();
+    let started = Instant::now();
+    while bash.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = bash.kill();
+            panic!("the shell did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
