@@ -79,18 +79,32 @@ impl Lease {
         if self.state.borrow().gone.is_some() {
             return;
         }
-        let id = self.id;
-        let revoked = self
-            .connection
-            .call("revoking the lease", |mut client| async move {
-                client.lease_revoke(id).await
-            })
-            .await;
-        match revoked {
-            Ok(_) => tracing::debug!(lease = format!("{id:x}"), "lease revoked"),
+        match revoke(&self.connection, self.id).await {
+            Ok(()) => tracing::debug!(lease = format!("{:x}", self.id), "lease revoked"),
             Err(err) => tracing::info!("{err:#} (it expires by itself within its TTL)"),
         }
     }
+}
+
+/// Revokes a lease by id, deleting every key attached to it.
+pub async fn revoke(connection: &Connection, id: i64) -> Result<()> {
+    connection
+        .call("revoking the lease", |mut client| async move {
+            client.lease_revoke(id).await
+        })
+        .await
+        .map(drop)
+}
+
+/// What a lease has left on the server, or None if it is gone.
+pub async fn time_left(connection: &Connection, id: i64) -> Result<Option<Duration>> {
+    let response = connection
+        .call("reading the lease", |mut client| async move {
+            client.lease_time_to_live(id, None).await
+        })
+        .await?;
+    // etcd answers -1 for a lease that has expired or never was.
+    Ok(u64::try_from(response.ttl()).ok().map(Duration::from_secs))
 }
 
 impl Drop for Lease {

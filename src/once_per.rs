@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::connection::Connection;
 use crate::election::Leadership;
 use crate::holder::Holder;
+use crate::lease;
 
 /// The key of an election's marker.
 pub fn marker_key(election: &str) -> String {
@@ -92,10 +93,7 @@ pub async fn claim(
             value,
             Some(PutOptions::new().with_lease(window_lease)),
         )])
-        .or_else([
-            TxnOp::get(key.as_str(), None),
-            TxnOp::get(leadership.key.as_str(), None),
-        ]);
+        .or_else([TxnOp::get(key.as_str(), None)]);
     let response = connection
         .call("claiming the --once-per window", |mut client| {
             let txn = txn.clone();
@@ -110,11 +108,10 @@ pub async fn claim(
             return Err(err);
         }
     };
-    let mut found = response.op_responses().into_iter().map(|op| match op {
+    let marker = response.op_responses().into_iter().find_map(|op| match op {
         TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next(),
         _ => None,
     });
-    let marker = found.next().flatten();
     // A put that went through, but whose answer was lost and the request
     // retried on another endpoint, finds our own marker.
     if marker.as_ref().is_some_and(|kv| kv.lease() == window_lease) {
@@ -152,27 +149,14 @@ async fn read_marker(connection: &Connection, value: &[u8], lease: i64) -> Marke
         holder: Holder::decode(value),
         token: 0,
     });
-    let left = connection
-        .call("reading the --once-per lease", |mut client| async move {
-            client.lease_time_to_live(lease, None).await
-        })
-        .await
-        .ok()
-        .and_then(|response| u64::try_from(response.ttl()).ok())
-        .map(Duration::from_secs);
+    let left = lease::time_left(connection, lease).await.ok().flatten();
     Marker { last, left }
 }
 
 /// The window lease of a claim that lost: not needed, and left alone it
 /// would linger for a whole window.
-async fn revoke(connection: &Connection, lease: i64) {
-    let revoked = connection
-        .call(
-            "revoking the unused --once-per lease",
-            |mut client| async move { client.lease_revoke(lease).await },
-        )
-        .await;
-    if let Err(err) = revoked {
+async fn revoke(connection: &Connection, window_lease: i64) {
+    if let Err(err) = lease::revoke(connection, window_lease).await {
         tracing::debug!("{err:#} (it expires by itself)");
     }
 }

@@ -10,6 +10,7 @@ use crate::cli::StatusArgs;
 use crate::connection::Connection;
 use crate::election::{self, Leader};
 use crate::exit;
+use crate::lease;
 use crate::name;
 use crate::once_per;
 use crate::run::connection_for;
@@ -29,7 +30,9 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
         leader, candidates, ..
     } = election::read_leader(&connection, &election).await?;
     let ttl = match &leader {
-        Some(leader) => remaining_ttl(&connection, leader.lease).await?,
+        Some(leader) => lease::time_left(&connection, leader.lease)
+            .await?
+            .map(|left| left.as_secs()),
         None => None,
     };
     let waiters = (candidates - i64::from(leader.is_some())).max(0);
@@ -100,15 +103,6 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
     } else {
         exit::NO_LEADER
     })
-}
-
-async fn remaining_ttl(connection: &Connection, lease: i64) -> Result<Option<i64>> {
-    let response = connection
-        .call("reading the lease", |mut client| async move {
-            client.lease_time_to_live(lease, None).await
-        })
-        .await?;
-    Ok(Some(response.ttl()).filter(|ttl| *ttl >= 0))
 }
 
 /// Prints a line per change of leader until interrupted.
