@@ -46,17 +46,6 @@ fn with_command<'a>(options: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
-fn one_error_line_125(done: &Finished, mentions: &str) {
-    assert_eq!(done.code, Some(125), "{}", done.stderr);
-    assert_eq!(done.stderr.lines().count(), 1, "one line: {}", done.stderr);
-    assert!(
-        done.stderr.starts_with("leaderrun: error: ") && done.stderr.contains(mentions),
-        "should mention {mentions}: {}",
-        done.stderr
-    );
-    assert!(done.stdout.is_empty(), "the command must not run");
-}
-
 #[test]
 fn tls_with_client_certificates_from_flags_and_from_etcdctl_variables() {
     let etcd = tls_etcd();
@@ -112,11 +101,19 @@ fn an_untrusted_server_or_a_missing_client_certificate_is_one_line_and_125() {
             path(&pki.client_key),
         ],
     ));
-    one_error_line_125(&untrusted, "UnknownIssuer (is its CA in --cacert?)");
+    assert_one_error_line(
+        &untrusted,
+        "UnknownIssuer (is its CA in --cacert?)",
+        "untrusted",
+    );
 
     // etcd requires a client certificate.
     let anonymous = run(&mut job(&etcd.endpoint(), &["--cacert", path(&pki.ca)]));
-    one_error_line_125(&anonymous, "does etcd want a client certificate?");
+    assert_one_error_line(
+        &anonymous,
+        "does etcd want a client certificate?",
+        "anonymous",
+    );
 
     // A key where the certificate should be: a usage error, not an
     // unreachable etcd.
@@ -131,20 +128,24 @@ fn an_untrusted_server_or_a_missing_client_certificate_is_one_line_and_125() {
             path(&pki.client_cert),
         ],
     ));
-    one_error_line_125(&swapped, "invalid TLS options");
+    assert_one_error_line(&swapped, "invalid TLS options", "swapped");
 
     // --cert without --key is caught before any connection.
     let half = run(&mut job(
         &etcd.endpoint(),
         &["--cert", path(&pki.client_cert)],
     ));
-    one_error_line_125(&half, "--key");
+    assert_one_error_line(&half, "--key", "half");
 
     let missing = run(&mut job(
         &etcd.endpoint(),
         &["--cacert", "/nonexistent/ca.pem"],
     ));
-    one_error_line_125(&missing, "cannot read --cacert /nonexistent/ca.pem");
+    assert_one_error_line(
+        &missing,
+        "cannot read --cacert /nonexistent/ca.pem",
+        "missing",
+    );
 }
 
 #[test]
@@ -210,7 +211,7 @@ fn wrong_or_missing_credentials_are_one_line_and_125_without_the_password() {
         let done = run(leaderrun(&etcd.endpoint())
             .args(with_command(&args))
             .env("LEADERRUN_LOG", "warn"));
-        one_error_line_125(&done, mentions);
+        assert_one_error_line(&done, mentions, mentions);
         assert!(!done.stderr.contains(PASSWORD), "{}", done.stderr);
         // Nothing logged at any level, by leaderrun or its libraries, may
         // carry it either.

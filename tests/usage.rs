@@ -6,24 +6,7 @@ use std::time::Duration;
 
 fn one_line_125(args: &[&str], endpoints: &str, mentions: &str) {
     let done = run_within(leaderrun(endpoints).args(args), Duration::from_secs(10));
-    assert_eq!(done.code, Some(125), "{args:?}: {}", done.stderr);
-    assert_eq!(
-        done.stderr.lines().count(),
-        1,
-        "{args:?}: one line: {}",
-        done.stderr
-    );
-    assert!(
-        done.stderr.starts_with("leaderrun: error: "),
-        "{}",
-        done.stderr
-    );
-    assert!(
-        done.stderr.contains(mentions),
-        "{args:?}: should mention {mentions}: {}",
-        done.stderr
-    );
-    assert!(done.stdout.is_empty());
+    assert_one_error_line(&done, mentions, &format!("{args:?}"));
 }
 
 #[test]

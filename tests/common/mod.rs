@@ -478,23 +478,58 @@ pub fn run_within(command: &mut Command, limit: Duration) -> Finished {
     };
     let out = collect(Box::new(child.stdout.take().unwrap()));
     let err = collect(Box::new(child.stderr.take().unwrap()));
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("leaderrun did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = wait_within(&mut child, limit, "leaderrun");
     Finished {
         code: status.code(),
         took: started.elapsed(),
         stdout: out.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
         stderr: err.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
     }
+}
+
+/// Waits for `child` to exit, polling every 10 ms; kills it and panics,
+/// naming it `what`, if that takes over `limit`.
+pub fn wait_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// leaderrun's answer to bad input or a refusal: exit 125, one line on
+/// stderr, `leaderrun: error: ` and then something that mentions
+/// `mentions`, and nothing on stdout (the command did not run). `context`
+/// says which case failed.
+pub fn assert_one_error_line(done: &Finished, mentions: &str, context: &str) {
+    assert_eq!(done.code, Some(125), "{context}: {}", done.stderr);
+    assert_eq!(
+        done.stderr.lines().count(),
+        1,
+        "{context}: one line: {}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.starts_with("leaderrun: error: "),
+        "{context}: {}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.contains(mentions),
+        "{context}: should mention {mentions}: {}",
+        done.stderr
+    );
+    assert!(
+        done.stdout.is_empty(),
+        "{context}: the command must not run"
+    );
 }
 
 /// Polls `condition` every 10 ms until it holds; panics with `what` after
@@ -587,17 +622,7 @@ impl Replica {
 
     /// Waits for exit within `limit`; returns the code and stderr.
     pub fn finish(&mut self, limit: Duration) -> (Option<i32>, String) {
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = self.process.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                started.elapsed() < limit,
-                "replica did not exit within {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let status = wait_within(&mut self.process, limit, "the replica");
         let _ = self.stderr_closed.recv_timeout(Duration::from_secs(1));
         let stderr = self.stderr.lock().unwrap().clone();
         (status.code(), stderr)
