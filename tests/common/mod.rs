@@ -199,29 +199,51 @@ impl Etcd {
 
     /// Waits until a write goes through some member.
     fn wait_ready(&self) {
-        let ready = self.runtime.block_on(async {
+        let all = self.all_members();
+        self.await_answer(&all, "etcd to take a write", async |mut client| {
+            client.put("ready", "", None).await.ok().map(drop)
+        });
+    }
+
+    fn all_members(&self) -> Vec<usize> {
+        (0..self.members.len()).collect()
+    }
+
+    /// Asks the live members among `members` in turn, each given a second to
+    /// connect and answer; the first answer wins.
+    async fn ask<T>(&self, members: &[usize], ask: impl AsyncFn(Client) -> Option<T>) -> Option<T> {
+        for &index in members {
+            if self.members[index].process.is_none() {
+                continue;
+            }
+            let asked = tokio::time::timeout(Duration::from_secs(1), async {
+                ask(self.connect(index).await.ok()?).await
+            })
+            .await;
+            if let Ok(Some(answer)) = asked {
+                return Some(answer);
+            }
+        }
+        None
+    }
+
+    /// Asks until one of `members` answers; panics naming `what` after 30 s.
+    fn await_answer(&self, members: &[usize], what: &str, ask: impl AsyncFn(Client) -> Option<()>) {
+        let answered = self.runtime.block_on(async {
             let deadline = Instant::now() + Duration::from_secs(30);
             while Instant::now() < deadline {
-                for index in 0..self.members.len() {
-                    if self.members[index].process.is_none() {
-                        continue;
-                    }
-                    if let Ok(mut client) = self.connect(index).await {
-                        let put = tokio::time::timeout(
-                            Duration::from_secs(1),
-                            client.put("ready", "", None),
-                        )
-                        .await;
-                        if matches!(put, Ok(Ok(_))) {
-                            return true;
-                        }
-                    }
+                if self.ask(members, &ask).await.is_some() {
+                    return true;
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             false
         });
-        assert!(ready, "etcd did not become ready at {}", self.endpoints());
+        assert!(
+            answered,
+            "timed out waiting for {what} at {}",
+            self.endpoints()
+        );
     }
 
     pub fn pid(&self) -> i32 {
@@ -258,41 +280,21 @@ impl Etcd {
 
     /// Waits until one member answers a linearizable read itself.
     pub fn wait_member_ready(&self, index: usize) {
-        let ready = self.runtime.block_on(async {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while Instant::now() < deadline {
-                if let Ok(mut client) = self.connect(index).await {
-                    let get = client.get("ready", None);
-                    if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(1), get).await {
-                        return true;
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            false
+        let what = format!("member {index} to answer a read");
+        self.await_answer(&[index], &what, async |mut client| {
+            client.get("ready", None).await.ok().map(drop)
         });
-        assert!(ready, "member {index} did not become ready");
     }
 
     /// What a lease has left, as the first live member that answers within
     /// a second says; None if it is gone or nobody answers.
     pub fn lease_left(&self, lease: i64) -> Option<Duration> {
-        self.runtime.block_on(async {
-            for index in 0..self.members.len() {
-                if self.members[index].process.is_none() {
-                    continue;
-                }
-                let asked = tokio::time::timeout(Duration::from_secs(1), async {
-                    let mut client = self.connect(index).await.ok()?;
-                    client.lease_time_to_live(lease, None).await.ok()
-                })
-                .await;
-                if let Ok(Some(response)) = asked {
-                    return u64::try_from(response.ttl()).ok().map(Duration::from_secs);
-                }
-            }
-            None
-        })
+        let all = self.all_members();
+        let ttl = self.runtime.block_on(self.ask(&all, async |mut client| {
+            let response = client.lease_time_to_live(lease, None).await.ok()?;
+            Some(response.ttl())
+        }))?;
+        u64::try_from(ttl).ok().map(Duration::from_secs)
     }
 
     /// Starts etcd (member 0) again on the same ports and data.
@@ -333,36 +335,17 @@ impl Etcd {
     /// The id of the member that is raft leader now, as an index, if any
     /// live member knows one.
     pub fn raft_leader(&self) -> Option<usize> {
-        self.runtime.block_on(async {
-            for index in 0..self.members.len() {
-                if self.members[index].process.is_none() {
-                    continue;
-                }
-                let Ok(mut client) = self.connect(index).await else {
-                    continue;
-                };
-                let Ok(Ok(status)) =
-                    tokio::time::timeout(Duration::from_secs(1), client.status()).await
-                else {
-                    continue;
-                };
-                let leader = status.leader();
-                let Ok(Ok(members)) =
-                    tokio::time::timeout(Duration::from_secs(1), client.member_list()).await
-                else {
-                    continue;
-                };
-                let name = members
-                    .members()
-                    .iter()
-                    .find(|member| member.id() == leader && leader != 0)
-                    .map(|member| member.name().to_string());
-                if let Some(name) = name {
-                    return self.members.iter().position(|member| member.name == name);
-                }
-            }
-            None
-        })
+        let all = self.all_members();
+        let name = self.runtime.block_on(self.ask(&all, async |mut client| {
+            let leader = client.status().await.ok()?.leader();
+            let members = client.member_list().await.ok()?;
+            members
+                .members()
+                .iter()
+                .find(|member| member.id() == leader && leader != 0)
+                .map(|member| member.name().to_string())
+        }))?;
+        self.members.iter().position(|member| member.name == name)
     }
 
     /// Asks the raft leader to hand leadership to another member.
