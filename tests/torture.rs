@@ -289,15 +289,8 @@ fn no_two_children_write_at_once_under_random_faults() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    for (_, undo) in pending {
-        if let Undo::Resume(slot, pid) = undo {
-            if slots[slot].replica.as_ref().map(Replica::pid) == Some(pid) {
-                send(pid, Signal::SIGCONT);
-            }
-            tally.pause_ended(pid);
-        }
-    }
-    // Dropping a replica SIGKILLs it; its guardian takes the child along.
+    // Dropping a replica SIGKILLs it, paused or not; its guardian takes the
+    // child along. That ends any pause still pending.
     for slot in slots.iter_mut() {
         if let Some(replica) = slot.replica.take() {
             tally.pause_ended(replica.pid());
