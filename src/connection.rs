@@ -177,11 +177,10 @@ impl Connection {
             match tokio::time::timeout(self.attempt_timeout(), request(endpoint.client)).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(err)) if !is_transient(&err) => {
-                    let mut message = describe(&err);
-                    if message.ends_with("user name is empty") {
-                        message.push_str(" (etcd has authentication on: give --user)");
-                    }
-                    return Err(anyhow!(message).context(format!("{what} failed at {url}")));
+                    let message = describe(&err);
+                    let hint = hint(&self.inner.settings, &message);
+                    let err = anyhow!("{message}{hint}");
+                    return Err(err.context(format!("{what} failed at {url}")));
                 }
                 Ok(Err(err)) => {
                     tracing::debug!(%url, error = %err, "{what} failed");
@@ -201,15 +200,16 @@ impl Connection {
         let last_error = last_error.unwrap_or_else(|| anyhow!("no endpoint"));
         let endpoints = settings.endpoints.join(",");
         let text = format!("{last_error:#}");
-        let hint = tls_hint(settings, &text);
+        let hint = hint(settings, &text);
         Err(anyhow!(
             "etcd unreachable at {endpoints} ({what}): {text}{hint}"
         ))
     }
 }
 
-/// What to check when a TLS connection failed the way `error` says.
-fn tls_hint(settings: &Settings, error: &str) -> &'static str {
+/// What to check, for errors whose cause is in leaderrun's own options:
+/// credentials and TLS.
+fn hint(settings: &Settings, error: &str) -> &'static str {
     let https = settings
         .endpoints
         .iter()
@@ -223,7 +223,9 @@ fn tls_hint(settings: &Settings, error: &str) -> &'static str {
     let dropped = ["connection closed", "broken pipe"]
         .iter()
         .any(|symptom| error.contains(symptom));
-    if error.contains("UnknownIssuer") {
+    if error.ends_with("user name is empty") {
+        " (etcd has authentication on: give --user)"
+    } else if error.contains("UnknownIssuer") {
         " (is its CA in --cacert?)"
     } else if !client_certificate && (alert || (https && dropped)) {
         " (does etcd want a client certificate? see --cert, --key)"
