@@ -88,7 +88,8 @@ fn first_in_line(name: &str) -> TxnOp {
     )
 }
 
-fn ranges(response: &TxnResponse) -> Vec<Vec<KeyValue>> {
+/// The key-values of each range read in a transaction, in order.
+pub(crate) fn ranges(response: &TxnResponse) -> Vec<Vec<KeyValue>> {
     response
         .op_responses()
         .into_iter()

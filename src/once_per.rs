@@ -14,11 +14,11 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, Result};
-use etcd_client::{Compare, CompareOp, PutOptions, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, PutOptions, TxnOp};
 use serde::{Deserialize, Serialize};
 
 use crate::connection::Connection;
-use crate::election::Leadership;
+use crate::election::{self, Leadership};
 use crate::holder::Holder;
 use crate::lease;
 
@@ -108,10 +108,7 @@ pub async fn claim(
             return Err(err);
         }
     };
-    let marker = response.op_responses().into_iter().find_map(|op| match op {
-        TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next(),
-        _ => None,
-    });
+    let marker = election::ranges(&response).into_iter().flatten().next();
     // A put that went through, but whose answer was lost and the request
     // retried on another endpoint, finds our own marker.
     if marker.as_ref().is_some_and(|kv| kv.lease() == window_lease) {
