@@ -116,14 +116,8 @@ impl Child {
                 }
                 setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
                 if take_terminal {
-                    // From a background group, tcsetpgrp raises SIGTTOU
-                    // unless it is blocked; the mask is inherited by exec,
-                    // so unblock it again.
-                    let mut ttou = SigSet::empty();
-                    ttou.add(Signal::SIGTTOU);
-                    ttou.thread_block()?;
-                    let _ = tcsetpgrp(io::stdin().as_fd(), getpid());
-                    ttou.thread_unblock()?;
+                    // Restores the signal mask, which exec inherits.
+                    set_foreground(getpid());
                 }
                 Ok(())
             });
