@@ -1,10 +1,22 @@
-//! The clock for lease deadlines: CLOCK_BOOTTIME. It is monotonic like
-//! CLOCK_MONOTONIC but keeps counting while the machine is suspended, so a
-//! deadline that passed during a suspend is seen as passed on resume.
+//! The clock for every timer that guards safety: CLOCK_BOOTTIME. It is
+//! monotonic like CLOCK_MONOTONIC but keeps counting while the machine is
+//! suspended, so a deadline that passed during a suspend is seen as passed on
+//! resume, and a renewal due during a suspend goes out at once on resume.
+//!
+//! Tokio's timers run on CLOCK_MONOTONIC, which stops during a suspend, so
+//! leaderrun's renewal schedule, its kill deadline and the TERM-to-KILL grace
+//! all sleep here instead, on a `timerfd` armed on CLOCK_BOOTTIME.
 
+use std::future::Future;
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{
+    ClockId as TimerClock, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags,
+};
 use nix::time::{clock_gettime, ClockId};
+use tokio::io::unix::AsyncFd;
 
 /// A point on the boot-time clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -46,10 +58,72 @@ impl std::ops::Sub<Duration> for Instant {
     }
 }
 
-/// Sleeps until `deadline` on the boot-time clock. Tokio's timers run on
-/// CLOCK_MONOTONIC, which stops during a suspend, so sleep in short steps and
-/// re-read the clock: a passed deadline is noticed within `STEP` of resuming.
+/// Sleeps until `deadline` on the boot-time clock.
 pub async fn sleep_until(deadline: Instant) {
+    if deadline.has_passed() {
+        return;
+    }
+    match boot_timer(deadline) {
+        Ok(timer) => {
+            // Readable once the timer has expired. A spurious wake-up is
+            // told apart by reading the clock again.
+            while !deadline.has_passed() {
+                match timer.readable().await {
+                    Ok(mut ready) => ready.clear_ready(),
+                    Err(_) => return step_until(deadline).await,
+                }
+            }
+        }
+        // No timerfd (out of file descriptors): short steps on tokio's clock,
+        // re-reading the boot-time clock after each.
+        Err(_) => step_until(deadline).await,
+    }
+}
+
+/// Sleeps for `duration` on the boot-time clock.
+pub async fn sleep(duration: Duration) {
+    sleep_until(Instant::now() + duration).await;
+}
+
+/// Sleeps until `deadline`, or for ever when there is none.
+pub async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs `future` until `deadline`; None if the deadline came first.
+pub async fn deadline<T>(deadline: Instant, future: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        value = future => Some(value),
+        _ = sleep_until(deadline) => None,
+    }
+}
+
+/// Runs `future` for at most `limit`; None if the limit came first.
+pub async fn timeout<T>(limit: Duration, future: impl Future<Output = T>) -> Option<T> {
+    deadline(Instant::now() + limit, future).await
+}
+
+fn boot_timer(deadline: Instant) -> std::io::Result<AsyncFd<OwnedFd>> {
+    let timer = TimerFd::new(
+        TimerClock::CLOCK_BOOTTIME,
+        TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+    )?;
+    // An absolute expiry of zero would disarm the timer; deadlines are
+    // always later than boot.
+    let at = TimeSpec::from_duration(deadline.0.max(Duration::from_nanos(1)));
+    timer.set(
+        Expiration::OneShot(at),
+        TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+    )?;
+    // SAFETY: the descriptor is owned, so it stays open for as long as the
+    // registration lives.
+    Ok(unsafe { AsyncFd::register(OwnedFd::from(timer)) }?)
+}
+
+async fn step_until(deadline: Instant) {
     const STEP: Duration = Duration::from_millis(250);
     loop {
         let left = deadline.remaining();
@@ -57,5 +131,32 @@ pub async fn sleep_until(deadline: Instant) {
             return;
         }
         tokio::time::sleep(left.min(STEP)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sleeps_until_the_deadline_and_no_longer() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let start = Instant::now();
+            sleep(Duration::from_millis(30)).await;
+            let took = start.elapsed();
+            assert!(took >= Duration::from_millis(30), "{took:?}");
+            assert!(took < Duration::from_secs(2), "{took:?}");
+            assert_eq!(
+                timeout(Duration::from_millis(10), std::future::pending::<()>()).await,
+                None
+            );
+            assert_eq!(timeout(Duration::from_secs(5), async { 7 }).await, Some(7));
+            // A passed deadline returns at once.
+            sleep_until(start).await;
+        });
     }
 }

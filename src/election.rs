@@ -20,6 +20,7 @@ use crate::connection::Connection;
 use crate::holder::Holder;
 use crate::lease::LeaseState;
 use crate::name;
+use crate::retry::{self, Backoff};
 
 /// Proof that we lead: our key existed, first in line, with this create
 /// revision, at `revision`.
@@ -27,6 +28,8 @@ use crate::name;
 pub struct Leadership {
     pub name: String,
     pub key: String,
+    /// The lease our key is attached to.
+    pub lease: i64,
     /// The key's create revision: the fencing token.
     pub token: i64,
     /// The store revision at which ownership was proven; watch from after it.
@@ -72,8 +75,58 @@ pub struct Candidate {
 
 pub enum Turn {
     Ours,
-    /// Our key is gone while we queued (our lease died): start again.
-    KeyLost(String),
+    /// Our place is gone while we queued: start again.
+    Lost(PlaceLost),
+}
+
+/// Why a place in the queue is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaceLost {
+    /// etcd said our lease is gone (revoked, or expired while we waited).
+    LeaseGone,
+    /// Our key is not there any more, or not ours.
+    Key(KeyLoss),
+}
+
+/// What happened to a key we hold, as seen by reading or watching it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyLoss {
+    Deleted,
+    /// Another key of the same name, created later.
+    Replaced,
+    /// Same create revision, but written by someone else: a plain `put`
+    /// keeps the create revision and drops (or changes) the lease.
+    Overwritten,
+}
+
+impl std::fmt::Display for KeyLoss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KeyLoss::Deleted => "the leader key was deleted",
+            KeyLoss::Replaced => "the leader key was replaced",
+            KeyLoss::Overwritten => "the leader key was overwritten by another writer",
+        })
+    }
+}
+
+impl std::fmt::Display for PlaceLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlaceLost::LeaseGone => f.write_str("etcd says our lease is gone"),
+            PlaceLost::Key(_) => f.write_str("our key disappeared while queued"),
+        }
+    }
+}
+
+/// What a key we hold has become, judged from its latest version (None:
+/// deleted): still ours, or lost and how.
+fn judge(kv: Option<&KeyValue>, token: i64, lease: i64) -> Option<KeyLoss> {
+    match kv {
+        None => Some(KeyLoss::Deleted),
+        Some(kv) if kv.create_revision() != token => Some(KeyLoss::Replaced),
+        Some(kv) if kv.lease() != lease => Some(KeyLoss::Overwritten),
+        Some(_) => None,
+    }
 }
 
 fn first_in_line(name: &str) -> TxnOp {
@@ -139,6 +192,7 @@ pub async fn try_acquire(
         return Ok(Attempt::Won(Leadership {
             name: election.to_string(),
             key,
+            lease,
             token: kv.create_revision(),
             revision: revision_of(&response),
         }));
@@ -195,8 +249,9 @@ pub async fn wait_for_turn(
     connection: &Connection,
     election: &str,
     candidate: &Candidate,
+    lease_id: i64,
     lease: &mut watch::Receiver<LeaseState>,
-) -> Result<Turn> {
+) -> Turn {
     let predecessor = GetOptions::new()
         .with_prefix()
         .with_max_create_revision(candidate.revision - 1)
@@ -206,9 +261,11 @@ pub async fn wait_for_turn(
         TxnOp::get(candidate.key.as_str(), None),
         TxnOp::get(name::prefix(election), Some(predecessor)),
     ]);
+    let mut backoff = Backoff::new(retry::KEEPING);
+    let mut broken_watches = Backoff::new(retry::KEEPING);
     loop {
-        if let Some(reason) = lease.borrow().gone.clone() {
-            return Ok(Turn::KeyLost(reason));
+        if lease.borrow().gone {
+            return Turn::Lost(PlaceLost::LeaseGone);
         }
         let response = connection
             .call("reading the queue", |mut client| {
@@ -223,27 +280,33 @@ pub async fn wait_for_turn(
                 // our place survives it.
                 tracing::info!("{err:#}; retrying");
                 tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
+                    _ = backoff.wait() => continue,
                     _ = lease_gone(lease) => continue,
                 }
             }
         };
+        backoff.reset();
         let kvs = ranges(&response);
         let ours = kvs.first().and_then(|kvs| kvs.first());
-        if ours.map(KeyValue::create_revision) != Some(candidate.revision) {
-            return Ok(Turn::KeyLost("our key disappeared while queued".into()));
+        if let Some(loss) = judge(ours, candidate.revision, lease_id) {
+            return Turn::Lost(PlaceLost::Key(loss));
         }
         let Some(ahead) = kvs.get(1).and_then(|kvs| kvs.first()) else {
-            return Ok(Turn::Ours);
+            return Turn::Ours;
         };
         let ahead_key = ahead.key().to_vec();
         tracing::debug!(ahead = %String::from_utf8_lossy(&ahead_key), "queued; watching the key ahead");
         let mut from = revision_of(&response) + 1;
-        tokio::select! {
-            _ = watch_key(connection, &ahead_key, &mut from, |event| {
+        let moved = tokio::select! {
+            seen = watch_key(connection, &ahead_key, &mut from, |event| {
                 (event.event_type() == EventType::Delete).then_some(())
-            }) => {}
-            _ = lease_gone(lease) => {}
+            }) => seen.is_some(),
+            _ = lease_gone(lease) => true,
+        };
+        if moved {
+            broken_watches.reset();
+        } else {
+            broken_watches.wait().await;
         }
     }
 }
@@ -252,7 +315,7 @@ pub async fn wait_for_turn(
 /// and must not wake a waiter: it would re-read the queue every renewal.
 async fn lease_gone(lease: &mut watch::Receiver<LeaseState>) {
     loop {
-        if lease.borrow_and_update().gone.is_some() {
+        if lease.borrow_and_update().gone {
             return;
         }
         if lease.changed().await.is_err() {
@@ -304,31 +367,30 @@ pub async fn prove(
     Ok(Some(Leadership {
         name: election.to_string(),
         key: candidate.key.clone(),
+        lease,
         token: candidate.revision,
         revision: revision_of(&response),
     }))
 }
 
-/// Resolves when our key is deleted or replaced by another's, which means
-/// leadership is lost; returns why. Survives broken watches and endpoint
-/// changes by re-reading the key and watching again from where it stopped.
-pub async fn watch_for_loss(connection: &Connection, leadership: &Leadership) -> String {
+/// Resolves when our key is deleted, replaced or overwritten, which means
+/// leadership is lost. Survives broken watches and endpoint changes by
+/// re-reading the key and watching again from where it stopped.
+pub async fn watch_for_loss(connection: &Connection, leadership: &Leadership) -> KeyLoss {
     let key = leadership.key.as_bytes();
-    let token = leadership.token;
+    let (token, lease) = (leadership.token, leadership.lease);
     let mut from = leadership.revision + 1;
+    let mut backoff = Backoff::new(retry::KEEPING);
     loop {
         let lost = watch_key(connection, key, &mut from, |event| {
             match event.event_type() {
-                EventType::Delete => Some("the leader key was deleted".to_string()),
-                EventType::Put => event
-                    .kv()
-                    .filter(|kv| kv.create_revision() != token)
-                    .map(|_| "the leader key was replaced".to_string()),
+                EventType::Delete => Some(KeyLoss::Deleted),
+                EventType::Put => judge(event.kv(), token, lease),
             }
         })
         .await;
-        if let Some(reason) = lost {
-            return reason;
+        if let Some(loss) = lost {
+            return loss;
         }
         // The watch broke: make sure nothing was missed, then watch again.
         let read = connection
@@ -338,23 +400,17 @@ pub async fn watch_for_loss(connection: &Connection, leadership: &Leadership) ->
             .await;
         match read {
             Ok(response) => {
-                match response.kvs().first() {
-                    None => return "the leader key was deleted".into(),
-                    Some(kv) if kv.create_revision() != token => {
-                        return "the leader key was replaced".into()
-                    }
-                    Some(_) => {}
+                if let Some(loss) = judge(response.kvs().first(), token, lease) {
+                    return loss;
                 }
                 from = response
                     .header()
                     .map_or(from, |header| header.revision() + 1);
             }
             // Unreachable etcd is the lease deadline's business, not ours.
-            Err(err) => {
-                tracing::debug!("{err:#}");
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
+            Err(err) => tracing::debug!("{err:#}"),
         }
+        backoff.wait().await;
     }
 }
 
@@ -379,7 +435,6 @@ async fn watch_key<T>(
         Ok(Ok(stream)) => stream,
         _ => {
             connection.failed(endpoint.index);
-            tokio::time::sleep(Duration::from_millis(100)).await;
             return None;
         }
     };
@@ -400,7 +455,6 @@ async fn watch_key<T>(
             }
             Ok(None) | Err(_) => {
                 connection.failed(endpoint.index);
-                tokio::time::sleep(Duration::from_millis(100)).await;
                 return None;
             }
         }

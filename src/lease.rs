@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock;
 use crate::connection::{describe, is_lease_not_found, Connection};
+use crate::retry::{self, Backoff};
 
 /// What the keep-alive task has learnt, published to whoever depends on it.
 #[derive(Debug, Clone)]
@@ -23,7 +24,7 @@ pub struct LeaseState {
     /// The lease cannot expire on the server before this instant.
     pub expires: clock::Instant,
     /// Set once etcd said the lease is gone (revoked or expired).
-    pub gone: Option<String>,
+    pub gone: bool,
 }
 
 pub struct Lease {
@@ -48,7 +49,7 @@ impl Lease {
         let ttl = Duration::from_secs(granted.ttl().max(1) as u64);
         let (publish, state) = watch::channel(LeaseState {
             expires: sent + ttl,
-            gone: None,
+            gone: false,
         });
         let keeper = tokio::spawn(keep_alive(connection.clone(), id, ttl, publish));
         tracing::debug!(lease = format!("{id:x}"), ttl = ?ttl, "lease granted");
@@ -72,17 +73,26 @@ impl Lease {
 
     /// Stops renewing and revokes the lease, which deletes every key attached
     /// to it: our candidate key goes, and the next in line takes over now
-    /// rather than after the TTL. Failure only costs that wait, so it is
-    /// logged, not returned.
-    pub async fn revoke(self) {
+    /// rather than after the TTL. Best effort, within `limit`: failure only
+    /// costs that wait, so it is logged, not returned.
+    pub async fn revoke(self, limit: Duration) {
         self.keeper.abort();
-        if self.state.borrow().gone.is_some() {
+        if self.state.borrow().gone {
             return;
         }
-        match revoke(&self.connection, self.id).await {
-            Ok(()) => tracing::debug!(lease = format!("{:x}", self.id), "lease revoked"),
-            Err(err) => tracing::info!("{err:#} (it expires by itself within its TTL)"),
-        }
+        revoke_within(&self.connection, self.id, limit).await;
+    }
+}
+
+/// Revokes a lease by id, best effort, giving up after `limit`.
+pub async fn revoke_within(connection: &Connection, id: i64, limit: Duration) {
+    match clock::timeout(limit, revoke(connection, id)).await {
+        Some(Ok(())) => tracing::debug!(lease = format!("{id:x}"), "lease revoked"),
+        Some(Err(err)) => tracing::info!("{err:#} (it expires by itself within its TTL)"),
+        None => tracing::info!(
+            "revoking lease {id:x}: no answer within {} (it expires by itself within its TTL)",
+            humantime::format_duration(limit)
+        ),
     }
 }
 
@@ -127,19 +137,18 @@ async fn keep_alive(
     // before trying another endpoint leaves time to fail over well within
     // the TTL.
     let ack_timeout = (ttl / 6).max(Duration::from_millis(300));
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = Backoff::new(retry::KEEPING.min(interval / 2));
     loop {
         let broken =
             match renew_on_current(&connection, id, ttl, interval, ack_timeout, &publish).await {
                 Ok(()) => return,
                 Err(err) => err,
             };
-        if publish.borrow().gone.is_some() {
+        if publish.borrow().gone {
             return;
         }
         tracing::info!("lease keep-alive interrupted: {broken:#}; reconnecting");
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(interval / 2);
+        backoff.wait().await;
     }
 }
 
@@ -164,28 +173,28 @@ async fn renew_on_current(
             }
         });
     };
-    let gone = |reason: String| {
-        publish.send_modify(|state| state.gone = Some(reason));
+    let gone = || {
+        publish.send_modify(|state| state.gone = true);
     };
 
     // Opening the stream sends the first renewal and waits for its answer.
     let sent = clock::Instant::now();
-    let opened = tokio::time::timeout(
+    let opened = clock::timeout(
         ack_timeout.max(connection.attempt_timeout()),
         client.lease_keep_alive(id),
     )
     .await;
     let (mut keeper, mut stream) = match opened {
-        Ok(Ok(pair)) => pair,
-        Ok(Err(err)) if is_lease_not_found(&err) => {
-            gone("etcd says the lease no longer exists (revoked or expired)".into());
+        Some(Ok(pair)) => pair,
+        Some(Err(err)) if is_lease_not_found(&err) => {
+            gone();
             return Ok(());
         }
-        Ok(Err(err)) => {
+        Some(Err(err)) => {
             connection.failed(index);
             return Err(anyhow::anyhow!(describe(&err))).context("opening the keep-alive stream");
         }
-        Err(_) => {
+        None => {
             connection.failed(index);
             anyhow::bail!("opening the keep-alive stream timed out");
         }
@@ -194,21 +203,19 @@ async fn renew_on_current(
 
     // Send times of renewals not yet acknowledged: answers come in order.
     let mut unacknowledged: VecDeque<clock::Instant> = VecDeque::new();
-    let mut next_renewal = tokio::time::Instant::now() + interval;
+    let mut next_renewal = clock::Instant::now() + interval;
     loop {
-        let ack_due = unacknowledged
-            .front()
-            .map(|sent| tokio::time::Instant::now() + ack_timeout.saturating_sub(sent.elapsed()));
+        let ack_due = unacknowledged.front().map(|sent| *sent + ack_timeout);
         tokio::select! {
-            _ = tokio::time::sleep_until(next_renewal) => {
+            _ = clock::sleep_until(next_renewal) => {
                 unacknowledged.push_back(clock::Instant::now());
                 if keeper.keep_alive().await.is_err() {
                     connection.failed(index);
                     anyhow::bail!("keep-alive stream closed");
                 }
-                next_renewal = tokio::time::Instant::now() + interval;
+                next_renewal = clock::Instant::now() + interval;
             }
-            _ = sleep_until_opt(ack_due) => {
+            _ = clock::sleep_until_opt(ack_due) => {
                 connection.failed(index);
                 anyhow::bail!(
                     "renewal not acknowledged within {}",
@@ -219,7 +226,7 @@ async fn renew_on_current(
                 Ok(Some(response)) => {
                     let Some(sent) = unacknowledged.pop_front() else { continue };
                     if response.ttl() <= 0 {
-                        gone("etcd says the lease expired or was revoked".into());
+                        gone();
                         return Ok(());
                     }
                     acknowledge(sent, response.ttl());
@@ -234,12 +241,5 @@ async fn renew_on_current(
                 }
             }
         }
-    }
-}
-
-async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }

@@ -2,9 +2,11 @@
 //! etcd, hand it a fencing token, and stop it when leadership is lost.
 //!
 //! Modules follow the data's path: command line ([`cli`]) → connection
-//! ([`endpoints`], [`connection`]) → election ([`name`], [`holder`],
-//! [`election`]) → lease ([`lease`], [`clock`]) → child supervision
-//! ([`child`], [`guard`], [`signals`], [`run`]) → exit status ([`exit`]).
+//! ([`endpoints`], [`connection`], [`retry`]) → election ([`name`],
+//! [`holder`], [`election`]) → lease ([`lease`], [`clock`]) → a run's
+//! phases ([`run`]: campaign, supervision, the kill schedule) → the child
+//! process ([`child`]: its job, the terminal, the guardian; [`signals`]) →
+//! exit status ([`exit`]).
 
 pub mod child;
 pub mod cli;
@@ -15,12 +17,12 @@ pub mod docs;
 pub mod election;
 pub mod endpoints;
 pub mod exit;
-pub mod guard;
 pub mod holder;
 pub mod lease;
 pub mod logging;
 pub mod name;
 pub mod once_per;
+pub mod retry;
 pub mod run;
 pub mod signals;
 pub mod status;
@@ -31,9 +33,10 @@ use clap::Parser;
 
 /// The whole program; returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
-    if args.get(1).is_some_and(|arg| arg == guard::GUARD_ARG) {
-        return guard::run();
+    if child::guard::is_guardian(&args) {
+        return child::guard::run();
     }
+    install_panic_hook();
     let cli = match cli::Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
@@ -54,6 +57,10 @@ pub fn main(args: Vec<OsString>) -> i32 {
         None => cli.output.verbose,
     };
     logging::init(verbose);
+    if let Err(message) = enough_file_descriptors() {
+        eprintln!("leaderrun: error: {message}");
+        return exit::INTERNAL;
+    }
     // One thread: the child must be spawned from a thread that lives as long
     // as leaderrun (PR_SET_PDEATHSIG), and one is all a supervisor needs.
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -76,6 +83,43 @@ pub fn main(args: Vec<OsString>) -> i32 {
             eprintln!("leaderrun: error: {err:#}");
             exit::code_of(&err)
         }
+    }
+}
+
+/// Whatever goes wrong inside, leaderrun says so in one line and exits 125,
+/// as for any other failure of its own. (If the command is running, the
+/// guardian sees leaderrun go and stops the command's group.)
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|text| text.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        let place = info
+            .location()
+            .map(|at| format!(" at {}:{}", at.file(), at.line()))
+            .unwrap_or_default();
+        eprintln!("leaderrun: error: internal error: {message}{place}");
+        std::process::exit(exit::INTERNAL);
+    }));
+}
+
+/// The file descriptors leaderrun needs at most at once, the three standard
+/// ones included: the runtime (epoll, its waker), the signal pipe, a socket
+/// per etcd endpoint, timers, the guardian's pipe and the spawn's.
+const FILE_DESCRIPTORS_NEEDED: u64 = 24;
+
+/// Refuses a limit too low to run safely (`ulimit -n 6`), before anything
+/// fails half-way: tokio panics when its signal pipe cannot be made.
+fn enough_file_descriptors() -> Result<(), String> {
+    use nix::sys::resource::{getrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, _)) if soft < FILE_DESCRIPTORS_NEEDED => Err(format!(
+            "too few file descriptors: the limit is {soft} (ulimit -n), leaderrun needs {FILE_DESCRIPTORS_NEEDED}"
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use etcd_client::{Compare, CompareOp, PutOptions, TxnOp};
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +21,7 @@ use crate::connection::Connection;
 use crate::election::{self, Leadership};
 use crate::holder::Holder;
 use crate::lease;
+use crate::run::phase::CLEANUP;
 
 /// The key of an election's marker.
 pub fn marker_key(election: &str) -> String {
@@ -59,25 +60,35 @@ pub enum Claim {
     Ours,
     /// This window already had its run.
     Taken(Marker),
+    /// Our leader key is gone: nothing was written.
+    LeadershipLost,
 }
 
 /// Claims the current window for our run, atomically with still leading.
+///
+/// `window_lease` receives the marker's lease as soon as it is granted, so
+/// that the caller can give the window back (revoking the lease deletes the
+/// marker) if the command never starts, however this call ends, even if it
+/// is cancelled half-way. It is None again when the window was not ours.
 pub async fn claim(
     connection: &Connection,
     leadership: &Leadership,
     window: Duration,
     holder: &Holder,
+    window_lease: &mut Option<i64>,
 ) -> Result<Claim> {
     let key = marker_key(&leadership.name);
     // etcd counts leases in whole seconds; round up, never shorten.
     let seconds = window.as_secs() + u64::from(window.subsec_nanos() > 0);
     let seconds = i64::try_from(seconds).unwrap_or(i64::MAX);
-    let window_lease = connection
+    let granted = connection
         .call("granting the --once-per lease", |mut client| async move {
             client.lease_grant(seconds, None).await
         })
         .await?
         .id();
+    *window_lease = Some(granted);
+    let window_lease_id = granted;
     let value = serde_json::to_string(&LastRun {
         holder: holder.clone(),
         token: leadership.token,
@@ -91,7 +102,7 @@ pub async fn claim(
         .and_then([TxnOp::put(
             key.as_str(),
             value,
-            Some(PutOptions::new().with_lease(window_lease)),
+            Some(PutOptions::new().with_lease(window_lease_id)),
         )])
         .or_else([TxnOp::get(key.as_str(), None)]);
     let response = connection
@@ -100,29 +111,28 @@ pub async fn claim(
             async move { client.txn(txn).await }
         })
         .await;
-    let response = match response {
-        Ok(response) if response.succeeded() => return Ok(Claim::Ours),
-        Ok(response) => response,
-        Err(err) => {
-            revoke(connection, window_lease).await;
-            return Err(err);
-        }
-    };
+    // On an error the caller gives the window lease back with the rest.
+    let response = response?;
+    if response.succeeded() {
+        return Ok(Claim::Ours);
+    }
     let marker = election::ranges(&response).into_iter().flatten().next();
     // A put that went through, but whose answer was lost and the request
     // retried on another endpoint, finds our own marker.
-    if marker.as_ref().is_some_and(|kv| kv.lease() == window_lease) {
+    if marker
+        .as_ref()
+        .is_some_and(|kv| kv.lease() == window_lease_id)
+    {
         return Ok(Claim::Ours);
     }
-    revoke(connection, window_lease).await;
+    // Not needed, and left alone it would linger for a whole window.
+    lease::revoke_within(connection, window_lease_id, CLEANUP).await;
+    *window_lease = None;
     match marker {
         Some(marker) => Ok(Claim::Taken(
             read_marker(connection, marker.value(), marker.lease()).await,
         )),
-        None => Err(anyhow!(
-            "leadership of {} was lost before the command started",
-            leadership.name
-        )),
+        None => Ok(Claim::LeadershipLost),
     }
 }
 
@@ -148,12 +158,4 @@ async fn read_marker(connection: &Connection, value: &[u8], lease: i64) -> Marke
     });
     let left = lease::time_left(connection, lease).await.ok().flatten();
     Marker { last, left }
-}
-
-/// The window lease of a claim that lost: not needed, and left alone it
-/// would linger for a whole window.
-async fn revoke(connection: &Connection, window_lease: i64) {
-    if let Err(err) = lease::revoke(connection, window_lease).await {
-        tracing::debug!("{err:#} (it expires by itself)");
-    }
 }

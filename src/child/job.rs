@@ -1,0 +1,229 @@
+//! The command's job: everything the command started, whether or not it
+//! stayed in the command's process group.
+//!
+//! Signalling the group alone misses a daemon that the command started with
+//! `setsid` (it leaves the group and the session), and counting the group
+//! alone counts zombies: `kill(-pgid, 0)` succeeds while any member is a
+//! zombie, and an orphan whose shell already exited stays a zombie until its
+//! new parent reaps it (in many containers PID 1 reaps slowly, or never).
+//!
+//! So leaderrun makes itself a child subreaper
+//! (`prctl(PR_SET_CHILD_SUBREAPER)`): orphaned descendants are reparented to
+//! leaderrun rather than to PID 1. Then the job is exactly the command's
+//! group plus every descendant of leaderrun but the guardian, leaderrun can
+//! find each of them by walking `/proc`, and it reaps the orphans itself, so
+//! a zombie never counts as a live job.
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag};
+use nix::unistd::{getpid, Pid};
+
+/// Makes orphaned descendants leaderrun's children (see the module doc).
+/// Not inherited across fork, so the command is not one.
+pub fn become_subreaper() {
+    if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::debug!(%err, "cannot become a child subreaper");
+    }
+}
+
+/// One process as `/proc/PID/stat` shows it.
+#[derive(Debug, Clone, Copy)]
+struct Process {
+    pid: i32,
+    parent: i32,
+    group: i32,
+    zombie: bool,
+}
+
+/// Every process on the machine that could be read.
+fn process_table() -> Vec<Process> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name();
+            let pid: i32 = name.to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            parse_stat(pid, &stat)
+        })
+        .collect()
+}
+
+/// `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses,
+/// so the fields are counted from the last ')'.
+fn parse_stat(pid: i32, stat: &str) -> Option<Process> {
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?;
+    let parent = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    Some(Process {
+        pid,
+        parent,
+        group,
+        zombie: matches!(state, "Z" | "X"),
+    })
+}
+
+/// The command's job, as seen from leaderrun.
+pub struct Job {
+    /// The command's process group (its pid).
+    group: Pid,
+    /// Not part of the job: the guardian, which leaderrun started itself.
+    spared: Option<Pid>,
+}
+
+impl Job {
+    pub fn new(group: Pid, spared: Option<Pid>) -> Job {
+        Job { group, spared }
+    }
+
+    /// The job's processes that are alive (zombies do not count): members
+    /// of the group and leaderrun's descendants, the guardian excepted.
+    pub fn live(&self) -> Vec<Pid> {
+        self.members(&process_table())
+            .into_iter()
+            .filter(|process| !process.zombie)
+            .map(|process| Pid::from_raw(process.pid))
+            .collect()
+    }
+
+    fn members(&self, table: &[Process]) -> Vec<Process> {
+        let me = getpid().as_raw();
+        let spared = self.spared.map(Pid::as_raw);
+        let mut members: Vec<Process> = Vec::new();
+        let mut parents = vec![me];
+        // Breadth first down from leaderrun; the table is small, and a
+        // process's parent is always found before it.
+        while let Some(parent) = parents.pop() {
+            for process in table.iter().filter(|process| process.parent == parent) {
+                if Some(process.pid) == spared || process.pid == me {
+                    continue;
+                }
+                members.push(*process);
+                parents.push(process.pid);
+            }
+        }
+        let group = self.group.as_raw();
+        for process in table.iter().filter(|process| process.group == group) {
+            if !members.iter().any(|member| member.pid == process.pid) {
+                members.push(*process);
+            }
+        }
+        members
+    }
+
+    /// Sends `signal` to the group and to every live descendant outside it,
+    /// then SIGCONT the same way: a stopped process acts on a signal only
+    /// once it runs again (as `timeout(1)` does).
+    pub fn signal(&self, signal: Signal) {
+        self.send(signal);
+        if !matches!(signal, Signal::SIGKILL | Signal::SIGCONT) {
+            self.send(Signal::SIGCONT);
+        }
+    }
+
+    fn send(&self, signal: Signal) {
+        match killpg(self.group, signal) {
+            Ok(()) => tracing::debug!(group = self.group.as_raw(), ?signal, "signalled the group"),
+            Err(err) => {
+                tracing::trace!(group = self.group.as_raw(), ?signal, %err, "group not signalled")
+            }
+        }
+        let group = self.group.as_raw();
+        for process in self.members(&process_table()) {
+            if process.group != group && !process.zombie {
+                tracing::debug!(
+                    pid = process.pid,
+                    ?signal,
+                    "signalled a descendant outside the group"
+                );
+                let _ = kill(Pid::from_raw(process.pid), signal);
+            }
+        }
+    }
+
+    /// Reaps leaderrun's zombie children other than `command` (whose status
+    /// tokio collects) and the guardian (whose status its owner collects):
+    /// the orphans adopted as subreaper.
+    pub fn reap_orphans(&self, command: Pid) {
+        let me = getpid().as_raw();
+        for process in process_table() {
+            let ours = process.parent == me && process.zombie;
+            let reserved = process.pid == command.as_raw()
+                || Some(process.pid) == self.spared.map(Pid::as_raw);
+            if ours && !reserved {
+                let _ = waitpid(Pid::from_raw(process.pid), Some(WaitPidFlag::WNOHANG));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_stat_lines_with_odd_command_names() {
+        let process = parse_stat(42, "42 (a) b (c) S 7 42 42 0 -1").unwrap();
+        assert_eq!(
+            (process.parent, process.group, process.zombie),
+            (7, 42, false)
+        );
+        assert!(parse_stat(9, "9 (x) Z 1 9 9").unwrap().zombie);
+        assert!(parse_stat(9, "garbage").is_none());
+    }
+
+    #[test]
+    fn finds_descendants_outside_the_group_and_spares_the_guardian() {
+        let me = getpid().as_raw();
+        let table = [
+            Process {
+                pid: 100,
+                parent: me,
+                group: 100,
+                zombie: false,
+            },
+            Process {
+                pid: 101,
+                parent: 100,
+                group: 100,
+                zombie: false,
+            },
+            Process {
+                pid: 102,
+                parent: 101,
+                group: 102,
+                zombie: false,
+            },
+            Process {
+                pid: 103,
+                parent: 102,
+                group: 102,
+                zombie: false,
+            },
+            Process {
+                pid: 200,
+                parent: me,
+                group: 200,
+                zombie: false,
+            },
+            Process {
+                pid: 201,
+                parent: 200,
+                group: 200,
+                zombie: false,
+            },
+            Process {
+                pid: 300,
+                parent: 1,
+                group: 300,
+                zombie: false,
+            },
+        ];
+        let job = Job::new(Pid::from_raw(100), Some(Pid::from_raw(200)));
+        let mut pids: Vec<i32> = job.members(&table).iter().map(|p| p.pid).collect();
+        pids.sort();
+        assert_eq!(pids, [100, 101, 102, 103]);
+    }
+}

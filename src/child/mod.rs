@@ -1,0 +1,296 @@
+//! The child process: the command, spawned in a process group of its own,
+//! its whole job (group and descendants), the terminal it may borrow, and
+//! the guardian that outlives leaderrun.
+//!
+//! This folder owns every process leaderrun creates and every signal it
+//! sends to them; it knows nothing of etcd. What to do when (forward a
+//! signal, stop the job, follow a Ctrl-Z) is decided in `run::phase`.
+
+pub mod guard;
+pub mod job;
+pub mod terminal;
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::{getpid, getppid, Pid};
+use tokio::signal::unix::{Signal as SignalStream, SignalKind};
+
+use crate::clock;
+use crate::exit::{self, CodedError};
+use job::Job;
+use terminal::Lent;
+
+/// The variables the child gets, overriding any inherited value.
+pub struct ChildEnv {
+    pub token: i64,
+    pub key: String,
+    pub lease: i64,
+    pub name: String,
+}
+
+/// Something that happened to the running command.
+pub enum ChildEvent {
+    /// The command itself exited; its job may live on.
+    Exited(io::Result<ExitStatus>),
+    /// The command stopped for the terminal (Ctrl-Z, or reading it from the
+    /// background), with this signal.
+    Stopped(Signal),
+}
+
+pub struct Child {
+    process: tokio::process::Child,
+    /// The child's pid, which is also its process group id.
+    pub group: Pid,
+    job: Job,
+    terminal: Lent,
+    /// SIGCHLD: stops of the command, exits of adopted orphans.
+    child_changes: SignalStream,
+    status: Option<ExitStatus>,
+}
+
+/// Finds COMMAND the way `execvp` will, so that "not found" and "not
+/// executable" are reported (127, 126) before campaigning, not after winning.
+pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
+    let path = Path::new(program);
+    let shown = path.display();
+    let check = |candidate: &Path| -> Option<Result<PathBuf, i32>> {
+        let meta = std::fs::metadata(candidate).ok()?;
+        let executable = meta.is_file()
+            && nix::unistd::access(candidate, nix::unistd::AccessFlags::X_OK).is_ok();
+        Some(if executable {
+            Ok(candidate.to_path_buf())
+        } else {
+            Err(exit::NOT_EXECUTABLE)
+        })
+    };
+    let found = if program.as_encoded_bytes().contains(&b'/') {
+        check(path)
+    } else {
+        let search =
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+        let mut found = None;
+        for dir in std::env::split_paths(&search) {
+            match check(&dir.join(path)) {
+                Some(Ok(full)) => {
+                    found = Some(Ok(full));
+                    break;
+                }
+                // Keep looking past a non-executable match, as execvp does.
+                Some(Err(code)) => found = found.or(Some(Err(code))),
+                None => {}
+            }
+        }
+        found
+    };
+    match found {
+        Some(Ok(full)) => Ok(full),
+        Some(Err(code)) => Err(CodedError::error(
+            code,
+            format!("cannot execute '{shown}': permission denied"),
+        )),
+        None => Err(CodedError::error(
+            exit::NOT_FOUND,
+            format!("command not found: '{shown}'"),
+        )),
+    }
+}
+
+impl Child {
+    /// Spawns the child. Must run on the main thread: PR_SET_PDEATHSIG fires
+    /// when the spawning *thread* exits, and the main thread lives as long as
+    /// leaderrun does. `spared` is the guardian, which is not part of the job.
+    pub fn spawn(command: &[OsString], env: &ChildEnv, spared: Pid) -> anyhow::Result<Child> {
+        // Before the spawn, so that no stop of the child goes unseen.
+        let child_changes = tokio::signal::unix::signal(SignalKind::child())
+            .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
+        let take_terminal = terminal::in_foreground();
+        let parent = getpid();
+        let mut builder = std::process::Command::new(&command[0]);
+        builder
+            .args(&command[1..])
+            .env("LEADERRUN_TOKEN", env.token.to_string())
+            .env("LEADERRUN_KEY", &env.key)
+            .env("LEADERRUN_LEASE", format!("{:x}", env.lease))
+            .env("LEADERRUN_NAME", &env.name)
+            .process_group(0);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            builder.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                // leaderrun may have died before the line above took effect.
+                if getppid() != parent {
+                    return Err(io::Error::other("leaderrun exited"));
+                }
+                if take_terminal {
+                    // Restores the signal mask, which exec inherits.
+                    terminal::set_foreground(getpid());
+                }
+                Ok(())
+            });
+        }
+        let process = tokio::process::Command::from(builder)
+            .kill_on_drop(false)
+            .spawn()
+            .map_err(|err| spawn_error(&command[0], err))?;
+        let group = Pid::from_raw(process.id().expect("a just-spawned child has a pid") as i32);
+        let mut lent = Lent::default();
+        if take_terminal {
+            lent.hand_over(group);
+        }
+        Ok(Child {
+            process,
+            group,
+            job: Job::new(group, Some(spared)),
+            terminal: lent,
+            child_changes,
+            status: None,
+        })
+    }
+
+    /// The next thing that happens to the command. Adopted orphans are
+    /// reaped on the way.
+    pub async fn event(&mut self) -> ChildEvent {
+        loop {
+            tokio::select! {
+                status = self.process.wait() => {
+                    self.terminal.take_back(false);
+                    if let Ok(status) = &status {
+                        self.status = Some(*status);
+                    }
+                    return ChildEvent::Exited(status);
+                }
+                _ = self.child_changes.recv() => {
+                    self.job.reap_orphans(self.group);
+                    if let Some(signal) = self.job_control_stop() {
+                        return ChildEvent::Stopped(signal);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A stop of the command by SIGTSTP, SIGTTIN or SIGTTOU, if it has one.
+    /// A SIGSTOP from someone else is not job control: not ours to follow.
+    fn job_control_stop(&self) -> Option<Signal> {
+        if !terminal::is_terminal() {
+            return None;
+        }
+        // WSTOPPED without WEXITED: only reads a stop, never reaps an exit.
+        let flags = WaitPidFlag::WSTOPPED | WaitPidFlag::WNOHANG;
+        match waitid(Id::Pid(self.group), flags) {
+            Ok(WaitStatus::Stopped(_, signal))
+                if matches!(signal, Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU) =>
+            {
+                Some(signal)
+            }
+            _ => None,
+        }
+    }
+
+    /// Job control: the command stopped for the terminal, so leaderrun
+    /// takes the terminal back and stops the same way, and the shell sees
+    /// its job stopped and gives the prompt back. On `fg` (leaderrun is in
+    /// the foreground again) it hands the terminal back; on `fg` or `bg` it
+    /// continues the job. While stopped, leaderrun renews nothing: a stop
+    /// longer than the lease allows ends with the job killed on resume.
+    pub fn follow_stop(&mut self, signal: Signal) {
+        tracing::debug!(
+            ?signal,
+            "the command stopped for the terminal; stopping too"
+        );
+        self.terminal.take_back(false);
+        if !terminal::stop_like(signal) {
+            tracing::info!(
+                ?signal,
+                "the command stopped for the terminal, and no shell controls leaderrun's job to continue it"
+            );
+            return;
+        }
+        self.terminal.hand_over(self.group);
+        self.job.signal(Signal::SIGCONT);
+    }
+
+    /// Sends `signal` to the whole job (then SIGCONT, so that a stopped job
+    /// acts on it). A job that is already gone is fine.
+    pub fn signal_job(&self, signal: Signal) {
+        self.job.signal(signal);
+    }
+
+    /// Waits until nothing of the job is left alive, or `until`; true if the
+    /// job is gone. Wakes on SIGCHLD, and polls for descendants that are
+    /// not leaderrun's children (their exits send leaderrun nothing).
+    pub async fn wait_job_gone(&mut self, until: clock::Instant) -> bool {
+        let mut pause = Duration::from_millis(2);
+        loop {
+            self.job.reap_orphans(self.group);
+            if self.status.is_none() {
+                if let Ok(Some(status)) = self.process.try_wait() {
+                    self.status = Some(status);
+                }
+            }
+            if self.job.live().is_empty() {
+                return true;
+            }
+            if until.has_passed() {
+                return false;
+            }
+            let wake = (clock::Instant::now() + pause).min(until);
+            tokio::select! {
+                _ = clock::sleep_until(wake) => {}
+                _ = self.child_changes.recv() => {}
+            }
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    /// Whether anything of the job is alive (background jobs and daemons
+    /// can outlive the command itself).
+    pub fn job_alive(&self) -> bool {
+        self.job.reap_orphans(self.group);
+        !self.job.live().is_empty()
+    }
+
+    /// SIGKILLs the job until nothing of it is left, within `limit`.
+    pub async fn kill_job(&mut self, limit: Duration) {
+        let until = clock::Instant::now() + limit;
+        loop {
+            self.job.signal(Signal::SIGKILL);
+            let soon = (clock::Instant::now() + Duration::from_millis(100)).min(until);
+            if self.wait_job_gone(soon).await || until.has_passed() {
+                return;
+            }
+        }
+    }
+
+    /// After a kill: the terminal back in leaderrun's hands, with the modes
+    /// it had before the command ran.
+    pub fn restore_terminal(&mut self) {
+        self.terminal.take_back(true);
+    }
+
+    /// The command's exit status, once it has exited.
+    pub async fn status(&mut self) -> io::Result<ExitStatus> {
+        match self.status {
+            Some(status) => Ok(status),
+            None => self.process.wait().await,
+        }
+    }
+}
+
+fn spawn_error(program: &OsString, err: io::Error) -> anyhow::Error {
+    let shown = Path::new(program).display();
+    let code = match err.kind() {
+        io::ErrorKind::NotFound => exit::NOT_FOUND,
+        io::ErrorKind::PermissionDenied => exit::NOT_EXECUTABLE,
+        _ if err.raw_os_error() == Some(nix::libc::ENOEXEC) => exit::NOT_EXECUTABLE,
+        _ => exit::INTERNAL,
+    };
+    CodedError::error(code, format!("cannot run '{shown}': {err}"))
+}

@@ -1,0 +1,287 @@
+//! Campaigning: every phase before the command exists, from dialling to a
+//! proven win with the guardian started and the `--once-per` window
+//! claimed.
+//!
+//! [`Session`] owns what a run holds in etcd: at most one election lease
+//! and at most one unspent window lease. Every way out of a run ends with
+//! [`Session::give_back`], so nothing is left behind by forgetting a path:
+//! a lease (and with it our queue key) is revoked on every path where we do
+//! not lead, and a window is given back on every path where the command did
+//! not start.
+//!
+//! The campaign itself never looks at signals or the user's deadline: the
+//! caller races it against them and drops it, which cancels whatever request
+//! is in flight. The session is outside the campaign, so it still knows what
+//! to give back.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::phase::{decide, Action, Event, Phase, Policy, CLEANUP};
+use super::Config;
+use crate::child::guard::Guard;
+use crate::connection::{Connection, Refused};
+use crate::election::{self, Attempt, KeyLoss, Leader, Leadership, PlaceLost, Turn};
+use crate::holder::{self, Holder};
+use crate::lease::{self, Lease};
+use crate::once_per::{self, Claim, Marker};
+use crate::retry::{self, Backoff};
+
+/// What a run holds in etcd.
+pub struct Session {
+    connection: Connection,
+    lease: Option<Lease>,
+    /// A claimed `--once-per` window whose command has not started.
+    window: Option<i64>,
+}
+
+impl Session {
+    pub fn new(connection: Connection) -> Session {
+        Session {
+            connection,
+            lease: None,
+            window: None,
+        }
+    }
+
+    /// The election lease. Only called once we lead, which needs one.
+    pub fn lease(&self) -> &Lease {
+        self.lease.as_ref().expect("a leader holds a lease")
+    }
+
+    /// The command started: its window stays used up.
+    pub fn spend_window(&mut self) {
+        self.window = None;
+    }
+
+    /// Revokes what is held: the lease (deleting our candidate key, so the
+    /// next in line takes over at once) and an unspent window (deleting its
+    /// marker). Best effort, each within [`CLEANUP`]: what is left expires
+    /// by itself.
+    pub async fn give_back(&mut self) {
+        let lease = self.lease.take().map(|lease| lease.revoke(CLEANUP));
+        let window = self
+            .window
+            .take()
+            .map(|id| lease::revoke_within(&self.connection, id, CLEANUP));
+        tokio::join!(
+            async {
+                if let Some(revoke) = lease {
+                    revoke.await;
+                }
+            },
+            async {
+                if let Some(revoke) = window {
+                    revoke.await;
+                }
+            }
+        );
+    }
+
+    async fn grant(&mut self, ttl: Duration) -> Result<&Lease> {
+        self.give_back().await;
+        let lease = Lease::grant(&self.connection, ttl).await?;
+        Ok(self.lease.insert(lease))
+    }
+}
+
+/// How a campaign ended, short of a signal or the user's deadline.
+pub enum Outcome {
+    /// We lead, proven, with the guardian ready and the window (if any)
+    /// claimed.
+    Won(Leadership, Guard),
+    /// Someone else leads (without --wait).
+    Held(Option<Leader>),
+    /// This `--once-per` window already had its run.
+    WindowTaken(Marker),
+    /// leaderrun's own failure.
+    Failed(anyhow::Error),
+}
+
+/// One pass from granting a lease to a proven win, or why it stopped.
+enum Step {
+    Done(Outcome),
+    /// An event for [`decide`], with the error behind it, if any.
+    Event(Event, Option<anyhow::Error>),
+}
+
+impl From<anyhow::Error> for Step {
+    fn from(err: anyhow::Error) -> Step {
+        let refused = err.is::<Refused>();
+        Step::Event(Event::Etcd { refused }, Some(err))
+    }
+}
+
+pub struct Campaign<'a> {
+    config: &'a Config,
+    connection: &'a Connection,
+    phase: &'a Cell<Phase>,
+    queued_before: bool,
+}
+
+impl<'a> Campaign<'a> {
+    pub fn new(config: &'a Config, connection: &'a Connection, phase: &'a Cell<Phase>) -> Self {
+        Campaign {
+            config,
+            connection,
+            phase,
+            queued_before: false,
+        }
+    }
+
+    pub fn policy(&self) -> Policy {
+        Policy {
+            wait: self.config.wait,
+            queued_before: self.queued_before,
+        }
+    }
+
+    /// Campaigns until we lead or must not: each setback goes through
+    /// [`decide`].
+    pub async fn run(&mut self, session: &mut Session) -> Outcome {
+        let mut backoff = Backoff::new(retry::WAITING);
+        loop {
+            let (event, error) = match self.attempt(session).await {
+                Step::Done(outcome) => return outcome,
+                Step::Event(event, error) => (event, error),
+            };
+            let phase = self.phase.get();
+            match decide(phase, &event, self.policy()) {
+                Action::CampaignAgain => {
+                    tracing::info!("{}; campaigning again", describe(&event, error.as_ref()));
+                }
+                Action::Retry => {
+                    tracing::info!("{}; retrying", describe(&event, error.as_ref()));
+                    backoff.wait().await;
+                }
+                Action::GiveUp => return Outcome::Held(None),
+                action => {
+                    let err = error.unwrap_or_else(|| {
+                        anyhow::anyhow!("{event:?} in {phase:?} led to {action:?}")
+                    });
+                    return Outcome::Failed(err);
+                }
+            }
+            self.phase.set(Phase::Granting);
+        }
+    }
+
+    async fn attempt(&mut self, session: &mut Session) -> Step {
+        let config = self.config;
+        let connection = self.connection;
+        let holder = Holder::for_this_process(&config.command);
+        let lease = match session.grant(config.ttl).await {
+            Ok(lease) => lease,
+            Err(err) => return err.into(),
+        };
+        let lease_id = lease.id;
+        let mut lease_state = lease.watch();
+        tracing::debug!(ttl = ?lease.ttl, "granted TTL");
+        self.phase.set(Phase::Joining);
+        let leadership = if !config.wait {
+            match election::try_acquire(connection, &config.election, lease_id, &holder).await {
+                Ok(Attempt::Won(leadership)) => leadership,
+                Ok(Attempt::Lost(leader)) => return Step::Done(Outcome::Held(leader)),
+                Err(err) => return err.into(),
+            }
+        } else {
+            let (candidate, leader) =
+                match election::enqueue(connection, &config.election, lease_id, &holder).await {
+                    Ok(queued) => queued,
+                    Err(err) => return err.into(),
+                };
+            self.queued_before = true;
+            if let Some(leader) = leader.filter(|leader| leader.key != candidate.key) {
+                tracing::info!("waiting: {} leads", leader.describe());
+            }
+            self.phase.set(Phase::Waiting);
+            let turn = election::wait_for_turn(
+                connection,
+                &config.election,
+                &candidate,
+                lease_id,
+                &mut lease_state,
+            )
+            .await;
+            if let Turn::Lost(lost) = turn {
+                return Step::Event(Event::PlaceLost(lost), None);
+            }
+            self.phase.set(Phase::Proving);
+            let holder = Holder {
+                started: holder::now_rfc3339(),
+                ..holder.clone()
+            };
+            match election::prove(connection, &config.election, &candidate, lease_id, &holder).await
+            {
+                Ok(Some(leadership)) => leadership,
+                // A phantom win: our key is gone.
+                Ok(None) => {
+                    return Step::Event(Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted)), None)
+                }
+                Err(err) => return err.into(),
+            }
+        };
+        tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+        self.phase.set(Phase::Claiming);
+        self.claim(session, leadership, &holder).await
+    }
+
+    /// Starts the guardian, then claims the window: in that order, so that
+    /// a guardian that cannot start never uses up a window.
+    async fn claim(
+        &mut self,
+        session: &mut Session,
+        leadership: Leadership,
+        holder: &Holder,
+    ) -> Step {
+        let guard = match Guard::start() {
+            Ok(guard) => guard,
+            Err(err) => {
+                let err = anyhow::anyhow!("starting the guardian process: {err}");
+                return Step::Done(Outcome::Failed(err));
+            }
+        };
+        let Some(window) = self.config.once_per else {
+            return Step::Done(Outcome::Won(leadership, guard));
+        };
+        let claim = once_per::claim(
+            self.connection,
+            &leadership,
+            window,
+            holder,
+            &mut session.window,
+        )
+        .await;
+        match claim {
+            Ok(Claim::Ours) => {
+                tracing::info!(
+                    "this run opens a --once-per {} window",
+                    humantime::format_duration(window)
+                );
+                Step::Done(Outcome::Won(leadership, guard))
+            }
+            Ok(Claim::Taken(marker)) => {
+                guard.release();
+                Step::Done(Outcome::WindowTaken(marker))
+            }
+            Ok(Claim::LeadershipLost) => {
+                guard.release();
+                Step::Event(Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted)), None)
+            }
+            Err(err) => {
+                guard.release();
+                err.into()
+            }
+        }
+    }
+}
+
+fn describe(event: &Event, error: Option<&anyhow::Error>) -> String {
+    match (event, error) {
+        (_, Some(err)) => format!("{err:#}"),
+        (Event::PlaceLost(lost), None) => lost.to_string(),
+        (event, None) => format!("{event:?}"),
+    }
+}

@@ -1,0 +1,204 @@
+//! Running a command as leader: campaign, prove, claim, spawn, supervise,
+//! stop, resign.
+//!
+//! The phases and what every event does in each are in [`phase`], the only
+//! place that decides. [`campaign`] owns everything before the command
+//! exists, [`supervise`] everything after, [`schedule`] when a job is
+//! killed. This file wires them: the campaign raced against signals and
+//! the user's deadline, then supervision, then giving everything back.
+
+pub mod campaign;
+pub mod phase;
+pub mod schedule;
+pub mod supervise;
+
+use std::cell::Cell;
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use nix::sys::signal::Signal;
+
+use crate::child::{self, job, terminal};
+use crate::cli::Cli;
+use crate::clock;
+use crate::connection::{Connection, Settings};
+use crate::credentials::Credentials;
+use crate::election::{self, Leader};
+use crate::endpoints;
+use crate::exit;
+use crate::name;
+use crate::once_per::Marker;
+use crate::signals::Signals;
+use campaign::{Campaign, Outcome, Session};
+use phase::{decide, Action, Event, Phase, CLEANUP};
+use supervise::Supervision;
+
+/// Connection settings shared by `run` and `status`.
+pub fn connection_for(args: &crate::cli::ConnectionArgs, ttl: Duration) -> Result<Connection> {
+    let credentials = Credentials::from_args(args)?;
+    let endpoints = endpoints::resolve(args.endpoints.as_deref(), credentials.tls_requested())?;
+    Ok(Connection::new(Settings {
+        endpoints,
+        dial_timeout: args.dial_timeout,
+        ping_interval: (ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10)),
+        credentials,
+    }))
+}
+
+pub struct Config {
+    pub command: Vec<OsString>,
+    pub election: String,
+    pub ttl: Duration,
+    pub wait: bool,
+    pub wait_timeout: Option<Duration>,
+    pub conflict_code: i32,
+    pub once_per: Option<Duration>,
+    pub kill_signal: Signal,
+    pub kill_after: Duration,
+    /// Say why we did not run (cron mails whatever is printed, so only when
+    /// someone is watching: a terminal, or -v).
+    pub explain: bool,
+}
+
+impl Config {
+    fn from_cli(cli: Cli) -> Result<Config> {
+        let command = cli.command;
+        child::resolve(&command[0])?;
+        let election = match cli.election.name.name {
+            Some(name) if name.is_empty() => anyhow::bail!("--name must not be empty"),
+            Some(name) => name,
+            None => name::derive(&command),
+        };
+        Ok(Config {
+            election,
+            ttl: cli.election.ttl,
+            wait: cli.election.wait,
+            wait_timeout: cli.election.wait_timeout,
+            conflict_code: cli.election.conflict_exit_code,
+            once_per: cli.election.once_per,
+            kill_signal: cli.child.kill_signal,
+            kill_after: cli.child.kill_after,
+            explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
+            command,
+        })
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<i32> {
+    // First: from here on a signal is ours to answer, in every phase.
+    let mut signals = Signals::install().context("installing signal handlers")?;
+    let connection_args = cli.connection.clone();
+    let config = Config::from_cli(cli)?;
+    tracing::info!("election {}", config.election);
+    let connection = connection_for(&connection_args, config.ttl)?;
+    job::become_subreaper();
+    terminal::watch_continue();
+
+    let mut session = Session::new(connection.clone());
+    let result = lead(&config, &connection, &mut signals, &mut session).await;
+    // Resigning: every way out passes here.
+    session.give_back().await;
+    result
+}
+
+/// Campaigns, then runs the command if we lead; returns the exit code.
+async fn lead(
+    config: &Config,
+    connection: &Connection,
+    signals: &mut Signals,
+    session: &mut Session,
+) -> Result<i32> {
+    let phase = Cell::new(Phase::Dialling);
+    let give_up_at = config
+        .wait_timeout
+        .map(|timeout| clock::Instant::now() + timeout);
+    let mut campaign = Campaign::new(config, connection, &phase);
+    let raced = tokio::select! {
+        biased;
+        signal = signals.recv() => Err(Event::Signal(signal)),
+        _ = clock::sleep_until_opt(give_up_at) => Err(Event::WaitTimeout),
+        outcome = campaign.run(session) => Ok(outcome),
+    };
+    let policy = campaign.policy();
+    let outcome = match raced {
+        Ok(outcome) => outcome,
+        Err(event) => {
+            return match (decide(phase.get(), &event, policy), event) {
+                (Action::ExitSignalled, Event::Signal(signal)) => {
+                    tracing::info!(?signal, phase = ?phase.get(), "signalled before the command ran");
+                    Ok(exit::SIGNAL_BASE + signal as i32)
+                }
+                _ => {
+                    if config.explain {
+                        let leader = clock::timeout(
+                            CLEANUP,
+                            election::read_leader(connection, &config.election),
+                        )
+                        .await;
+                        let leader = leader
+                            .and_then(Result::ok)
+                            .and_then(|snapshot| snapshot.leader);
+                        explain_conflict(config, leader.as_ref(), " after waiting");
+                    }
+                    Ok(config.conflict_code)
+                }
+            };
+        }
+    };
+    let (leadership, guard) = match outcome {
+        Outcome::Won(leadership, guard) => (leadership, guard),
+        Outcome::Held(leader) => {
+            explain_conflict(config, leader.as_ref(), "");
+            return Ok(config.conflict_code);
+        }
+        Outcome::WindowTaken(marker) => {
+            explain_window(config, &marker);
+            return Ok(config.conflict_code);
+        }
+        Outcome::Failed(err) => return Err(err),
+    };
+    phase.set(Phase::Running);
+    let supervision = Supervision {
+        config,
+        connection,
+        lease: session.lease(),
+        leadership: &leadership,
+        policy,
+    };
+    let mut started = false;
+    let code = supervision.run(signals, guard, || started = true).await;
+    if started {
+        session.spend_window();
+    }
+    code
+}
+
+fn explain_conflict(config: &Config, leader: Option<&Leader>, after: &str) {
+    if !config.explain {
+        return;
+    }
+    let holder = leader.map_or_else(|| "another replica".to_string(), Leader::describe);
+    eprintln!(
+        "leaderrun: not running{after}: {} is held by {holder}",
+        config.election
+    );
+}
+
+fn explain_window(config: &Config, marker: &Marker) {
+    if !config.explain {
+        return;
+    }
+    let left = marker.left.map_or_else(String::new, |left| {
+        format!(
+            "; the window closes in {}",
+            humantime::format_duration(left)
+        )
+    });
+    eprintln!(
+        "leaderrun: not running: {} already started in this --once-per window, {}{left}",
+        config.election,
+        marker.last.describe()
+    );
+}

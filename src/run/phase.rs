@@ -1,0 +1,280 @@
+//! The one place that decides what each event does in each phase of a run.
+//!
+//! A run passes through these phases, in order (campaigning again goes back
+//! to granting):
+//!
+//! | phase      | what leaderrun does                                             |
+//! |------------|-----------------------------------------------------------------|
+//! | Dialling   | connects to etcd                                                |
+//! | Granting   | asks for a lease                                                |
+//! | Joining    | writes its candidate key (or, without --wait, tries to lead)    |
+//! | Waiting    | watches the key ahead of it in the queue                        |
+//! | Proving    | proves in one transaction that its key is alive and first       |
+//! | Claiming   | starts the guardian; claims the --once-per window               |
+//! | Running    | the command runs                                                |
+//! | Stopping   | the kill schedule: --kill-signal, the grace, SIGKILL            |
+//! | Resigning  | revokes its lease (and an unspent window), within a short bound |
+//!
+//! The events, and what each does ([`decide`] is this table, as code):
+//!
+//! | event \ phase            | Dialling … Claiming                        | Running              | Stopping    | Resigning |
+//! |--------------------------|--------------------------------------------|----------------------|-------------|-----------|
+//! | SIGINT/TERM/HUP/QUIT     | give back, exit 128+N: nothing ran         | forward to the job   | forward     | ignore    |
+//! | --wait-timeout           | give back, exit the conflict code          | –                    | –           | –         |
+//! | lease gone               | campaign again (--wait), else conflict     | stop the job, 124    | ignore      | ignore    |
+//! | local deadline passed    | –  (a waiter's lease guards no command)    | stop the job, 124    | ignore      | ignore    |
+//! | key deleted/replaced     | campaign again (--wait), else conflict     | stop the job, 124    | ignore      | ignore    |
+//! | the command exited       | –                                          | stop its leftovers, resign, its status | – | – |
+//! | the command stopped (tty)| –                                          | stop like it; continue with it | – | – |
+//! | etcd error               | first attempt: fail (125); once queued: retry with backoff | (the lease deadline decides) | ignore | ignore |
+//! | etcd refused credentials | fail (125)                                 | –                    | –           | –         |
+//!
+//! Every clean-up on the way out (giving back a lease, a queue place or an
+//! unspent window) is best effort and bounded by [`CLEANUP`]: what is not
+//! revoked expires by itself within its TTL. The lease deadline, the grace
+//! and every retry wait run on the boot-time clock (`clock`).
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::election::{KeyLoss, PlaceLost};
+
+/// The bound on best-effort clean-up (revoking a lease, reading who leads
+/// for a message) on every way out: a user's deadline or signal is honoured
+/// within this of its time, whatever etcd does.
+pub const CLEANUP: Duration = Duration::from_millis(500);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Dialling,
+    Granting,
+    Joining,
+    Waiting,
+    Proving,
+    Claiming,
+    Running,
+    Stopping,
+    Resigning,
+}
+
+impl Phase {
+    /// Before the command exists.
+    pub fn before_command(self) -> bool {
+        !matches!(self, Phase::Running | Phase::Stopping | Phase::Resigning)
+    }
+}
+
+/// Why leadership ended while the command ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loss {
+    /// etcd said the lease no longer exists (revoked, or expired).
+    LeaseGone,
+    /// Renewals went unacknowledged so long that the lease could be about
+    /// to expire on the server.
+    Unacknowledged {
+        silent_for: Duration,
+        ttl: Duration,
+    },
+    Key(KeyLoss),
+}
+
+impl std::fmt::Display for Loss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Loss::LeaseGone => {
+                f.write_str("etcd says the lease no longer exists (revoked or expired)")
+            }
+            Loss::Unacknowledged { silent_for, ttl } => write!(
+                f,
+                "etcd has not acknowledged a lease renewal for {} (TTL {})",
+                humantime::format_duration(Duration::from_millis(silent_for.as_millis() as u64)),
+                humantime::format_duration(*ttl)
+            ),
+            Loss::Key(loss) => loss.fmt(f),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Event {
+    Signal(Signal),
+    WaitTimeout,
+    /// Our place in the queue, or our win, is gone before the command ran.
+    PlaceLost(PlaceLost),
+    /// Leadership is gone while the command runs.
+    Lost(Loss),
+    CommandExited,
+    /// The command stopped for the terminal.
+    CommandStopped(Signal),
+    /// An etcd request failed; `refused` when etcd turned our credentials
+    /// down (every endpoint and every retry would say the same).
+    Etcd {
+        refused: bool,
+    },
+}
+
+/// What the policy of a run needs to know beyond the phase.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    /// --wait: queue rather than exit when someone else leads.
+    pub wait: bool,
+    /// This run has already been in the queue once: etcd worked, so a
+    /// failure now is an outage to ride out, not a wrong endpoint.
+    pub queued_before: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing ran: give back what is held, exit 128+N.
+    ExitSignalled,
+    /// Give back what is held, exit the conflict code.
+    GiveUp,
+    /// New lease, back of the queue.
+    CampaignAgain,
+    /// The same step again, after a backoff.
+    Retry,
+    /// leaderrun's own failure: give back what is held, exit 125.
+    Fail,
+    /// Pass the signal on to the command's job.
+    Forward,
+    /// Stop the command's job on the kill schedule, resign, exit 124.
+    StopLost,
+    /// Stop what the command left behind, resign, exit with its status.
+    Finish,
+    /// Stop like the command, and continue it when continued.
+    FollowStop,
+    /// Nothing to do: what this phase is doing already answers it.
+    Ignore,
+}
+
+/// The table in the module doc, as code.
+pub fn decide(phase: Phase, event: &Event, policy: Policy) -> Action {
+    use Action::*;
+    use Phase::*;
+    match (phase, event) {
+        (Resigning, _) => Ignore,
+        (Stopping, Event::Signal(_)) => Forward,
+        (Stopping, _) => Ignore,
+        (Running, Event::Signal(_)) => Forward,
+        (Running, Event::Lost(_)) => StopLost,
+        (Running, Event::CommandExited) => Finish,
+        (Running, Event::CommandStopped(_)) => FollowStop,
+        (Running, _) => Ignore,
+        (_, Event::Signal(_)) => ExitSignalled,
+        (_, Event::WaitTimeout) => GiveUp,
+        (_, Event::PlaceLost(_)) if policy.wait => CampaignAgain,
+        (_, Event::PlaceLost(_)) => GiveUp,
+        (_, Event::Etcd { refused: true }) => Fail,
+        (_, Event::Etcd { .. }) if policy.wait && policy.queued_before => Retry,
+        (_, Event::Etcd { .. }) => Fail,
+        // Not events of the phases before the command.
+        (_, Event::Lost(_) | Event::CommandExited | Event::CommandStopped(_)) => Ignore,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Phase; 9] = [
+        Phase::Dialling,
+        Phase::Granting,
+        Phase::Joining,
+        Phase::Waiting,
+        Phase::Proving,
+        Phase::Claiming,
+        Phase::Running,
+        Phase::Stopping,
+        Phase::Resigning,
+    ];
+
+    fn policy(wait: bool, queued_before: bool) -> Policy {
+        Policy {
+            wait,
+            queued_before,
+        }
+    }
+
+    #[test]
+    fn a_signal_before_the_command_exits_and_after_it_is_forwarded() {
+        for phase in ALL {
+            let action = decide(phase, &Event::Signal(Signal::SIGINT), policy(true, true));
+            let expected = match phase {
+                Phase::Running | Phase::Stopping => Action::Forward,
+                Phase::Resigning => Action::Ignore,
+                _ => Action::ExitSignalled,
+            };
+            assert_eq!(action, expected, "{phase:?}");
+        }
+    }
+
+    #[test]
+    fn etcd_errors_fail_the_first_attempt_and_are_ridden_out_once_queued() {
+        let error = Event::Etcd { refused: false };
+        assert_eq!(
+            decide(Phase::Dialling, &error, policy(true, false)),
+            Action::Fail
+        );
+        assert_eq!(
+            decide(Phase::Granting, &error, policy(true, true)),
+            Action::Retry
+        );
+        assert_eq!(
+            decide(Phase::Granting, &error, policy(false, true)),
+            Action::Fail
+        );
+        let refused = Event::Etcd { refused: true };
+        assert_eq!(
+            decide(Phase::Granting, &refused, policy(true, true)),
+            Action::Fail
+        );
+        assert_eq!(
+            decide(Phase::Running, &error, policy(true, true)),
+            Action::Ignore
+        );
+    }
+
+    #[test]
+    fn losing_a_place_campaigns_again_only_when_waiting() {
+        let lost = Event::PlaceLost(PlaceLost::LeaseGone);
+        assert_eq!(
+            decide(Phase::Waiting, &lost, policy(true, true)),
+            Action::CampaignAgain
+        );
+        assert_eq!(
+            decide(Phase::Proving, &lost, policy(false, false)),
+            Action::GiveUp
+        );
+        let loss = Event::Lost(Loss::Key(KeyLoss::Overwritten));
+        assert_eq!(
+            decide(Phase::Running, &loss, policy(true, true)),
+            Action::StopLost
+        );
+        assert_eq!(
+            decide(Phase::Stopping, &loss, policy(true, true)),
+            Action::Ignore
+        );
+    }
+
+    #[test]
+    fn the_command_is_followed_only_while_it_runs() {
+        let stopped = Event::CommandStopped(Signal::SIGTSTP);
+        assert_eq!(
+            decide(Phase::Running, &stopped, policy(false, false)),
+            Action::FollowStop
+        );
+        assert_eq!(
+            decide(Phase::Running, &Event::CommandExited, policy(false, false)),
+            Action::Finish
+        );
+        assert_eq!(
+            decide(Phase::Stopping, &Event::CommandExited, policy(false, false)),
+            Action::Ignore
+        );
+        assert_eq!(
+            decide(Phase::Waiting, &Event::WaitTimeout, policy(true, true)),
+            Action::GiveUp
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! Supervision: the command runs while leadership lasts.
+//!
+//! A loop with three arms, each one future: leadership lost (the lease gone,
+//! the local deadline, or our key deleted, replaced or overwritten, folded
+//! into one), a child event (the command exited or stopped for the
+//! terminal; SIGCHLD and job control live there), and a signal. What each
+//! does is [`decide`]'s answer for [`Phase::Running`]. Then the kill sequence,
+//! [`stop`], the one place that stops a job.
+
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use anyhow::{Context, Result};
+use nix::sys::signal::Signal;
+
+use super::phase::{decide, Action, Event, Loss, Phase, Policy};
+use super::schedule::KillSchedule;
+use super::Config;
+use crate::child::guard::Guard;
+use crate::child::{Child, ChildEnv, ChildEvent};
+use crate::clock;
+use crate::connection::Connection;
+use crate::election::{self, Leadership};
+use crate::exit;
+use crate::lease::Lease;
+use crate::signals::Signals;
+
+enum Ending {
+    Exited(io::Result<ExitStatus>),
+    Lost(Loss),
+}
+
+/// What supervision needs from the run.
+pub struct Supervision<'a> {
+    pub config: &'a Config,
+    pub connection: &'a Connection,
+    pub lease: &'a Lease,
+    pub leadership: &'a Leadership,
+    pub policy: Policy,
+}
+
+impl Supervision<'_> {
+    /// Spawns the command and runs it while leadership lasts; returns the
+    /// exit code. `started` is called once the command exists.
+    pub async fn run(
+        &self,
+        signals: &mut Signals,
+        mut guard: Guard,
+        started: impl FnOnce(),
+    ) -> Result<i32> {
+        let config = self.config;
+        let schedule = KillSchedule::new(self.lease.ttl, config.kill_after);
+        let env = ChildEnv {
+            token: self.leadership.token,
+            key: self.leadership.key.clone(),
+            lease: self.lease.id,
+            name: config.election.clone(),
+        };
+        let mut child = match Child::spawn(&config.command, &env, guard.pid()) {
+            Ok(child) => child,
+            Err(err) => {
+                guard.release();
+                return Err(err);
+            }
+        };
+        guard.watch(child.group);
+        started();
+
+        let ending = self.while_leading(&mut child, signals, schedule).await;
+        let expires = self.lease.state().expires;
+        let code = match ending {
+            Ending::Exited(status) => {
+                let status = status.context("waiting for the command")?;
+                if child.job_alive() {
+                    tracing::info!("the command exited; stopping what it left running");
+                    stop(
+                        &mut child,
+                        signals,
+                        config.kill_signal,
+                        schedule.kill_at(expires),
+                        self.policy,
+                    )
+                    .await;
+                }
+                if status.signal().is_some() {
+                    child.restore_terminal();
+                }
+                exit::from_status(status)
+            }
+            Ending::Lost(loss) => {
+                eprintln!(
+                    "leaderrun: leadership of {} lost: {loss}; stopping the command",
+                    config.election
+                );
+                stop(
+                    &mut child,
+                    signals,
+                    config.kill_signal,
+                    schedule.kill_at(expires),
+                    self.policy,
+                )
+                .await;
+                child.restore_terminal();
+                exit::LEADERSHIP_LOST
+            }
+        };
+        guard.release();
+        Ok(code)
+    }
+
+    async fn while_leading(
+        &self,
+        child: &mut Child,
+        signals: &mut Signals,
+        schedule: KillSchedule,
+    ) -> Ending {
+        let lost = leadership_lost(self.connection, self.lease, self.leadership, schedule);
+        tokio::pin!(lost);
+        loop {
+            let mut status = None;
+            let event = tokio::select! {
+                biased;
+                // First, so that after a pause of leaderrun itself the job
+                // is stopped at once, whatever else is pending.
+                loss = &mut lost => Event::Lost(loss),
+                happened = child.event() => match happened {
+                    ChildEvent::Exited(exited) => {
+                        status = Some(exited);
+                        Event::CommandExited
+                    }
+                    ChildEvent::Stopped(signal) => Event::CommandStopped(signal),
+                },
+                signal = signals.recv() => Event::Signal(signal),
+            };
+            match (decide(Phase::Running, &event, self.policy), event) {
+                (Action::Forward, Event::Signal(signal)) => {
+                    tracing::info!(?signal, "passing the signal on to the command");
+                    child.signal_job(signal);
+                }
+                (Action::FollowStop, Event::CommandStopped(signal)) => child.follow_stop(signal),
+                (Action::StopLost, Event::Lost(loss)) => return Ending::Lost(loss),
+                (Action::Finish, _) => {
+                    return Ending::Exited(status.expect("an exit comes with its status"))
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Resolves when leadership is lost, and says how: etcd says the lease is
+/// gone, renewals went unacknowledged until the kill schedule must start, or
+/// our key was deleted, replaced or overwritten.
+async fn leadership_lost(
+    connection: &Connection,
+    lease: &Lease,
+    leadership: &Leadership,
+    schedule: KillSchedule,
+) -> Loss {
+    let mut state = lease.watch();
+    let key = election::watch_for_loss(connection, leadership);
+    tokio::pin!(key);
+    let mut keeper_alive = true;
+    loop {
+        let now = state.borrow_and_update().clone();
+        if now.gone {
+            return Loss::LeaseGone;
+        }
+        let stop_from = schedule.stop_from(now.expires);
+        if stop_from.has_passed() {
+            return Loss::Unacknowledged {
+                silent_for: (now.expires - lease.ttl).elapsed(),
+                ttl: lease.ttl,
+            };
+        }
+        tokio::select! {
+            biased;
+            _ = clock::sleep_until(stop_from) => {}
+            changed = state.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
+            loss = &mut key => return Loss::Key(loss),
+        }
+    }
+}
+
+/// The kill sequence, the one place a job is stopped: `signal` to the job
+/// (its group and every descendant, then SIGCONT), a grace until `kill_at`
+/// during which further signals are passed on, then SIGKILL until nothing
+/// is left.
+async fn stop(
+    child: &mut Child,
+    signals: &mut Signals,
+    signal: Signal,
+    kill_at: clock::Instant,
+    policy: Policy,
+) {
+    child.signal_job(signal);
+    let gone = loop {
+        tokio::select! {
+            biased;
+            gone = child.wait_job_gone(kill_at) => break gone,
+            received = signals.recv() => {
+                if decide(Phase::Stopping, &Event::Signal(received), policy) == Action::Forward {
+                    child.signal_job(received);
+                }
+            }
+        }
+    };
+    if !gone {
+        tracing::info!("the command's job outlived the grace; SIGKILL");
+        child.kill_job(std::time::Duration::from_secs(1)).await;
+    }
+}
