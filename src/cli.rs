@@ -20,10 +20,13 @@ Exit status:
   N         the command's own exit status, or 128+N if signal N ended it
   75        another replica leads, --wait-timeout ran out, or this --once-per window
             already had its run (see --conflict-exit-code)
-  124       leadership was lost while the command ran; it was stopped
+  124       leadership was lost while the command ran; its whole job was stopped
   125       leaderrun itself failed (usage, configuration, etcd unreachable or refusing us)
   126       the command was found but could not be executed
   127       the command was not found
+  128+N     leaderrun got signal N before the command started (nothing ran)
+leaderrun's own 75 (with -v), 124 and 125 come with a line on stderr that starts
+with 'leaderrun: '; the command's own codes do not.
 
 The command gets LEADERRUN_TOKEN (the fencing token: the leader key's create
 revision, larger for every new leader), LEADERRUN_KEY, LEADERRUN_LEASE and

@@ -83,10 +83,10 @@ pub fn man_page() -> Vec<u8> {
         &mut roff,
         "EXIT STATUS",
         &[
-            ("N", "The command's own exit status, or 128+N if signal N ended it. Also 128+N when leaderrun itself got signal N while queued."),
+            ("N", "The command's own exit status, or 128+N if signal N ended it. Also 128+N when leaderrun itself got signal N before the command started (while dialling, queued or proving its win): nothing ran."),
             ("75", "Another replica leads (without --wait), --wait-timeout ran out, or this --once-per window already had its run. --conflict-exit-code changes it."),
-            ("124", "Leadership was lost while the command ran; its process group was stopped."),
-            ("125", "leaderrun itself failed: usage, configuration, etcd unreachable, TLS or authentication refused."),
+            ("124", "Leadership was lost while the command ran; its whole job (its process group and every descendant) was stopped."),
+            ("125", "leaderrun itself failed: usage, configuration, etcd unreachable, TLS or authentication refused. leaderrun's own 75 (with -v), 124 and 125 each come with a line on stderr that starts with \"leaderrun: \"; the command's own codes do not."),
             ("126", "The command was found but could not be executed."),
             ("127", "The command was not found."),
             ("3", "leaderrun status: nobody leads the election."),
