@@ -28,7 +28,7 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
             cand -n 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
             cand --name 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
             cand --ttl 'Lease time to live. etcd may grant a longer one (it raises TTLs below its minimum); the granted TTL is the one used. Renewed every third of it. Shorter means faster takeover after a crash, and less tolerance for a slow etcd'
-            cand --wait-timeout 'Give up queueing after this long, with the conflict exit code'
+            cand --wait-timeout 'Give up queueing after this long, with the conflict exit code. The queue is always looked at once: `--wait-timeout 0` runs if nobody leads, as `flock -w 0` does'
             cand --once-per 'Start at most one run per DURATION, across all replicas: for cron jobs on machines whose clocks disagree. The first leader in a window runs; later leaders exit with the conflict code (-v says when, where and with which token the window''s run started). The window is an etcd lease, so etcd measures it and it ends by itself. Make it shorter than the schedule''s period and longer than the clocks'' skew, e.g. `--once-per 1h` for a nightly job'
             cand --conflict-exit-code 'Exit code when another replica leads or the wait timed out'
             cand --kill-signal 'Signal sent to the command''s process group when leadership is lost'

@@ -153,7 +153,7 @@ pub struct ConnectionArgs {
     pub endpoints: Option<String>,
 
     /// How long to wait for etcd to answer before giving up (exit 125).
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_dial_timeout, allow_hyphen_values = true)]
     pub dial_timeout: Duration,
 
     /// Trust the CAs in FILE (PEM) for etcd's server certificate, instead of
@@ -199,13 +199,11 @@ pub struct NameArg {
     /// derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`),
     /// so the same command line on every replica joins the same election;
     /// -v prints it.
-    #[arg(
-        short,
-        long,
-        env = "LEADERRUN_NAME",
-        hide_env_values = true,
-        value_name = "NAME"
-    )]
+    ///
+    /// Not read from LEADERRUN_NAME: leaderrun hands that to its command,
+    /// and a leaderrun inside that command must not join its parent's
+    /// election.
+    #[arg(short, long, value_name = "NAME")]
     pub name: Option<String>,
 }
 
@@ -219,15 +217,17 @@ pub struct ElectionArgs {
     /// its minimum); the granted TTL is the one used. Renewed every third of
     /// it. Shorter means faster takeover after a crash, and less tolerance
     /// for a slow etcd.
-    #[arg(long, env = "LEADERRUN_TTL", hide_env_values = true, value_name = "DURATION", default_value = "15s", value_parser = parse_ttl)]
+    #[arg(long, env = "LEADERRUN_TTL", hide_env_values = true, value_name = "DURATION", default_value = "15s", value_parser = parse_ttl, allow_hyphen_values = true)]
     pub ttl: Duration,
 
     /// Queue for leadership instead of exiting when another replica leads.
     #[arg(short, long)]
     pub wait: bool,
 
-    /// Give up queueing after this long, with the conflict exit code.
-    #[arg(long, value_name = "DURATION", requires = "wait", value_parser = parse_duration)]
+    /// Give up queueing after this long, with the conflict exit code. The
+    /// queue is always looked at once: `--wait-timeout 0` runs if nobody
+    /// leads, as `flock -w 0` does.
+    #[arg(long, value_name = "DURATION", requires = "wait", value_parser = parse_duration, allow_hyphen_values = true)]
     pub wait_timeout: Option<Duration>,
 
     /// Start at most one run per DURATION, across all replicas: for cron
@@ -237,7 +237,7 @@ pub struct ElectionArgs {
     /// lease, so etcd measures it and it ends by itself. Make it shorter than
     /// the schedule's period and longer than the clocks' skew, e.g.
     /// `--once-per 1h` for a nightly job.
-    #[arg(long, value_name = "DURATION", value_parser = parse_window)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_window, allow_hyphen_values = true)]
     pub once_per: Option<Duration>,
 
     /// Exit code when another replica leads or the wait timed out.
@@ -255,7 +255,7 @@ pub struct ChildArgs {
     /// Send SIGKILL this long after --kill-signal if the group is still
     /// there. Shortened automatically so that SIGKILL always lands before the
     /// lease could expire on the server.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub kill_after: Duration,
 }
 
@@ -272,10 +272,21 @@ pub struct OutputArgs {
 /// A duration as humantime spells it (`1m30s`, `500ms`), or bare seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!("'{text}' is negative: a duration is 0 or more"));
+    }
     if let Ok(seconds) = text.parse::<u64>() {
         return Ok(Duration::from_secs(seconds));
     }
     humantime::parse_duration(text).map_err(|err| format!("{err} (expected e.g. 15s, 500ms, 2m)"))
+}
+
+fn parse_dial_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(text)?;
+    if timeout < Duration::from_millis(10) {
+        return Err("the dial timeout must be at least 10ms".into());
+    }
+    Ok(timeout)
 }
 
 fn parse_ttl(text: &str) -> Result<Duration, String> {

@@ -44,11 +44,14 @@ impl fmt::Debug for Credentials {
 impl Credentials {
     pub fn from_args(args: &ConnectionArgs) -> Result<Self> {
         let ca = match &args.cacert {
-            Some(path) => Some(read_pem("--cacert", path)?),
+            Some(path) => Some(read_pem("--cacert", path, Pem::Certificate)?),
             None => None,
         };
         let identity = match (&args.cert, &args.key) {
-            (Some(cert), Some(key)) => Some((read_pem("--cert", cert)?, read_pem("--key", key)?)),
+            (Some(cert), Some(key)) => Some((
+                read_pem("--cert", cert, Pem::Certificate)?,
+                read_pem("--key", key, Pem::PrivateKey)?,
+            )),
             (None, None) => None,
             // clap enforces the pair; this is for callers that build args by hand.
             _ => bail!("--cert and --key go together"),
@@ -136,13 +139,49 @@ fn split_user(user: &str, password: Option<&str>) -> Result<(String, String)> {
     Ok((name.to_string(), password.to_string()))
 }
 
-fn read_pem(flag: &str, path: &Path) -> Result<Vec<u8>> {
+/// What a PEM file given to a flag must hold.
+#[derive(Clone, Copy, PartialEq)]
+enum Pem {
+    Certificate,
+    PrivateKey,
+}
+
+/// Reads a PEM file and checks, by its block labels (RFC 7468), that it
+/// holds what the flag wants: a certificate given as a key (or the other way
+/// round) is our fault, and is said so here rather than as a handshake
+/// failure later.
+fn read_pem(flag: &str, path: &Path, wanted: Pem) -> Result<Vec<u8>> {
     let bytes =
         std::fs::read(path).with_context(|| format!("cannot read {flag} {}", path.display()))?;
-    if !bytes.windows(11).any(|window| window == b"-----BEGIN ") {
-        bail!("{flag} {} is not a PEM file", path.display());
+    let text = String::from_utf8_lossy(&bytes);
+    let labels: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("-----BEGIN "))
+        .filter_map(|rest| rest.strip_suffix("-----"))
+        .collect();
+    let is_key = |label: &&str| label.ends_with("PRIVATE KEY");
+    let shown = path.display();
+    match (wanted, labels.is_empty()) {
+        (_, true) => bail!("{flag} {shown} is not a PEM file"),
+        (Pem::Certificate, false) if !labels.contains(&"CERTIFICATE") => {
+            if labels.iter().any(is_key) {
+                bail!(
+                    "{flag} {shown} holds a private key, not a certificate (the key goes to --key)"
+                );
+            }
+            bail!(
+                "{flag} {shown} holds no certificate (found {})",
+                labels.join(", ")
+            );
+        }
+        (Pem::PrivateKey, false) if !labels.iter().any(is_key) => {
+            bail!(
+                "{flag} {shown} holds no private key (found {})",
+                labels.join(", ")
+            );
+        }
+        _ => Ok(bytes),
     }
-    Ok(bytes)
 }
 
 /// `--insecure-skip-tls-verify`: any server certificate is accepted, as

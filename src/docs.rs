@@ -97,14 +97,14 @@ pub fn man_page() -> Vec<u8> {
         "ENVIRONMENT",
         &[
             ("LEADERRUN_ENDPOINTS, ETCDCTL_ENDPOINTS", "etcd endpoints, when --endpoints is not given; the first that is set wins."),
-            ("LEADERRUN_NAME, LEADERRUN_TTL", "Defaults for --name and --ttl."),
+            ("LEADERRUN_TTL", "Default for --ttl."),
             ("ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "Defaults for --cacert, --cert, --key and --insecure-skip-tls-verify, as etcdctl reads them."),
             ("ETCDCTL_USER, ETCDCTL_PASSWORD", "Defaults for --user and --password. Prefer ETCDCTL_PASSWORD to --password, which other users can read in the process list. leaderrun never prints either."),
             ("LEADERRUN_LOG", "A tracing filter for debug logs on stderr, e.g. leaderrun=debug."),
             ("LEADERRUN_TOKEN", "Given to the command: the fencing token, the leader key's create revision in decimal. Larger for every new leader of the election. Overrides any inherited value, as do the three below."),
             ("LEADERRUN_KEY", "Given to the command: the leader key, <name>/<lease id in hex>."),
             ("LEADERRUN_LEASE", "Given to the command: the lease id in hex, as etcdctl prints it."),
-            ("LEADERRUN_NAME", "Given to the command: the election name."),
+            ("LEADERRUN_NAME", "Given to the command: the election name. Never read as an option, so a leaderrun inside the command derives its own election."),
         ],
     );
     section(

@@ -12,6 +12,11 @@ pub const DEFAULT: &str = "127.0.0.1:2379";
 /// `host:port` means https when `tls` (any TLS option was given), as with
 /// etcdctl.
 pub fn resolve(flag: Option<&str>, tls: bool) -> Result<Vec<String>> {
+    // An empty variable is unset, as for ETCDCTL_ENDPOINTS; an empty
+    // --endpoints given on the command line is an error.
+    let from_variable = std::env::var("LEADERRUN_ENDPOINTS").ok();
+    let flag =
+        flag.filter(|text| !(text.trim().is_empty() && from_variable.as_deref() == Some(*text)));
     let etcdctl = std::env::var("ETCDCTL_ENDPOINTS").ok();
     let text = flag
         .or(etcdctl.as_deref().filter(|text| !text.trim().is_empty()))

@@ -60,6 +60,9 @@ pub struct Child {
 pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
     let path = Path::new(program);
     let shown = path.display();
+    if program.is_empty() {
+        return Err(CodedError::error(exit::NOT_FOUND, "command not found: ''"));
+    }
     let check = |candidate: &Path| -> Option<Result<PathBuf, i32>> {
         let meta = std::fs::metadata(candidate).ok()?;
         let executable = meta.is_file()

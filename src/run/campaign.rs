@@ -119,6 +119,10 @@ pub struct Campaign<'a> {
     connection: &'a Connection,
     phase: &'a Cell<Phase>,
     queued_before: bool,
+    /// Set once the campaign has had its first look at the queue (and found
+    /// someone ahead), or an attempt failed: --wait-timeout may end the wait
+    /// from then on, so that `--wait-timeout 0` tries once, as `flock -w 0`.
+    looked: tokio::sync::watch::Sender<bool>,
 }
 
 impl<'a> Campaign<'a> {
@@ -128,6 +132,15 @@ impl<'a> Campaign<'a> {
             connection,
             phase,
             queued_before: false,
+            looked: tokio::sync::watch::Sender::new(false),
+        }
+    }
+
+    /// Resolves once the campaign has looked at the queue at least once.
+    pub fn has_looked(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let mut looked = self.looked.subscribe();
+        async move {
+            let _ = looked.wait_for(|looked| *looked).await;
         }
     }
 
@@ -147,6 +160,7 @@ impl<'a> Campaign<'a> {
                 Step::Done(outcome) => return outcome,
                 Step::Event(event, error) => (event, error),
             };
+            self.looked.send_replace(true);
             let phase = self.phase.get();
             match decide(phase, &event, self.policy()) {
                 Action::CampaignAgain => {
@@ -195,6 +209,7 @@ impl<'a> Campaign<'a> {
             self.queued_before = true;
             if let Some(leader) = leader.filter(|leader| leader.key != candidate.key) {
                 tracing::info!("waiting: {} leads", leader.describe());
+                self.looked.send_replace(true);
             }
             self.phase.set(Phase::Waiting);
             let turn = election::wait_for_turn(

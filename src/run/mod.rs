@@ -115,10 +115,18 @@ async fn lead(
         .wait_timeout
         .map(|timeout| clock::Instant::now() + timeout);
     let mut campaign = Campaign::new(config, connection, &phase);
+    // --wait-timeout ends the wait, but never before the first look at the
+    // queue: `--wait-timeout 0` tries once. Reaching etcd at all is bounded
+    // by --dial-timeout.
+    let has_looked = campaign.has_looked();
+    let timed_out = async {
+        clock::sleep_until_opt(give_up_at).await;
+        has_looked.await;
+    };
     let raced = tokio::select! {
         biased;
         signal = signals.recv() => Err(Event::Signal(signal)),
-        _ = clock::sleep_until_opt(give_up_at) => Err(Event::WaitTimeout),
+        _ = timed_out => Err(Event::WaitTimeout),
         outcome = campaign.run(session) => Ok(outcome),
     };
     let policy = campaign.policy();
