@@ -177,10 +177,12 @@ impl Connection {
             match tokio::time::timeout(self.attempt_timeout(), request(endpoint.client)).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(err)) if !is_transient(&err) => {
+                    // etcd answered, and said no: another endpoint would say
+                    // the same (a full database, a request too large).
                     let message = describe(&err);
                     let hint = hint(&self.inner.settings, &message);
                     let err = anyhow!("{message}{hint}");
-                    return Err(err.context(format!("{what} failed at {url}")));
+                    return Err(err.context(format!("etcd at {url} refused {what}")));
                 }
                 Ok(Err(err)) => {
                     tracing::debug!(%url, error = %err, "{what} failed");
@@ -220,9 +222,9 @@ fn hint(settings: &Settings, error: &str) -> &'static str {
     let alert = ["CertificateRequired", "BadCertificate", "UnknownCA"]
         .iter()
         .any(|alert| error.contains(alert));
-    let dropped = ["connection closed", "broken pipe"]
+    let dropped = ["connection closed", "broken pipe", "connection reset"]
         .iter()
-        .any(|symptom| error.contains(symptom));
+        .any(|symptom| error.to_lowercase().contains(symptom));
     if error.ends_with("user name is empty") {
         " (etcd has authentication on: give --user)"
     } else if error.contains("UnknownIssuer") {
@@ -231,6 +233,8 @@ fn hint(settings: &Settings, error: &str) -> &'static str {
         " (does etcd want a client certificate? see --cert, --key)"
     } else if client_certificate && alert {
         " (etcd refused the client certificate: is it signed by a CA etcd trusts?)"
+    } else if !https && dropped {
+        " (does etcd serve TLS there? then use https:// or a TLS option)"
     } else {
         ""
     }
@@ -253,6 +257,9 @@ pub fn is_transient(err: &etcd_client::Error) -> bool {
     use etcd_client::Error;
     use tonic::Code;
     match err {
+        // ResourceExhausted is etcd's "database space exceeded" (a raised
+        // NOSPACE alarm, cluster-wide) or a gRPC message over its limit:
+        // an answer, the same from every member.
         Error::GRpcStatus(status) => matches!(
             status.code(),
             Code::Unavailable
@@ -261,7 +268,6 @@ pub fn is_transient(err: &etcd_client::Error) -> bool {
                 | Code::Internal
                 | Code::Aborted
                 | Code::Cancelled
-                | Code::ResourceExhausted
         ),
         Error::TransportError(_) | Error::IoError(_) | Error::WatchError(_) => true,
         _ => false,

@@ -53,6 +53,13 @@ fn normalise(item: &str, default_scheme: &str) -> Result<String> {
         Some((host, port)) => (host, port),
         None => bail!("malformed endpoint '{item}': expected host:port"),
     };
+    if host.chars().any(char::is_whitespace) {
+        bail!("malformed endpoint '{item}': endpoints are separated by commas");
+    }
+    let bracketed = host.starts_with('[') && host.ends_with(']');
+    if host.contains(':') && !bracketed {
+        bail!("malformed endpoint '{item}': an IPv6 address goes in brackets, e.g. [::1]:2379");
+    }
     let host_ok =
         !host.is_empty() && !host.contains('/') && (host.starts_with('[') == host.ends_with(']'));
     if !host_ok {
@@ -91,6 +98,8 @@ mod tests {
             ":2379",
             "a:b",
             "http://a/b:1",
+            "::1:2379",
+            "h:1 h:2",
         ] {
             assert!(parse(bad, "http").is_err(), "{bad} should be rejected");
         }

@@ -129,3 +129,42 @@ fn the_window_ends_by_itself_and_only_once_per_runs_look_at_it() {
         "{first:?} {other:?} {next:?}"
     );
 }
+
+/// A command that fails to start has not had its run: the window stays
+/// open for the next attempt.
+#[test]
+fn a_command_that_cannot_start_does_not_use_up_the_window() {
+    use std::os::unix::fs::PermissionsExt;
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("job");
+    std::fs::write(&script, "#!/nonexistent/interpreter\necho ran\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let name = "jobs/cannot-start";
+    let marker = format!("{name}.once-per");
+
+    let done = run_within(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--once-per", "1h", "--"])
+            .arg(&script),
+        Duration::from_secs(10),
+    );
+    assert_eq!(done.code, Some(127), "{}", done.stderr);
+    assert_eq!(
+        etcd.get(&marker),
+        None,
+        "a run that never started opened the window"
+    );
+
+    let done = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", name, "--once-per", "1h", "--", "true"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        done.code,
+        Some(0),
+        "the window is still free: {}",
+        done.stderr
+    );
+    assert!(etcd.get(&marker).is_some(), "this run opened the window");
+}

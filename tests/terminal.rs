@@ -5,62 +5,9 @@
 
 mod common;
 use common::*;
-use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn read_until(master: &mut std::fs::File, needle: &str, limit: Duration) -> String {
-    let started = Instant::now();
-    let mut seen = String::new();
-    let mut buffer = [0u8; 1024];
-    while !seen.contains(needle) {
-        assert!(
-            started.elapsed() < limit,
-            "no {needle:?} on the terminal; saw {seen:?}"
-        );
-        match master.read(&mut buffer) {
-            Ok(0) => std::thread::sleep(Duration::from_millis(10)),
-            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buffer[..n])),
-            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(10))
-            }
-            Err(err) => panic!("reading the terminal: {err}; saw {seen:?}"),
-        }
-    }
-    seen
-}
-
-/// Starts `command` as a session leader with a fresh pseudo-terminal as its
-/// controlling terminal and stdio, the way a terminal emulator starts a
-/// shell. Returns the process and the terminal's master side.
-fn spawn_on_pty(command: &mut Command) -> (std::process::Child, std::fs::File) {
-    let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
-    let slave: OwnedFd = pty.slave;
-    command
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    // SAFETY: setsid and ioctl are async-signal-safe.
-    unsafe {
-        command.pre_exec(move || {
-            nix::unistd::setsid()?;
-            if nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let process = command.spawn().expect("starts on the terminal");
-    let master = std::fs::File::from(pty.master);
-    nix::fcntl::fcntl(
-        &master,
-        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-    )
-    .unwrap();
-    (process, master)
-}
+use std::io::Write;
+use std::process::Command;
+use std::time::Duration;
 
 #[test]
 fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
@@ -145,4 +92,39 @@ fn ctrl_z_stops_the_job_in_a_shell_and_fg_continues_it() {
 
     master.write_all(b"exit\n").unwrap();
     wait_within(&mut bash, limit, "the shell");
+}
+
+/// A command that changed the terminal's modes and was killed cannot put
+/// them back: leaderrun does, as they were when it started the command.
+#[test]
+fn terminal_modes_are_restored_after_the_command_is_killed() {
+    use nix::sys::termios::{tcgetattr, LocalFlags};
+    let etcd = Etcd::start();
+    let pty = Pty::open();
+    let modes = LocalFlags::ECHO | LocalFlags::ICANON;
+    let before = tcgetattr(&pty.slave).unwrap();
+    assert!(before.local_flags.contains(modes), "{before:?}");
+    let mut replica = pty.spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        "jobs/tty-modes",
+        "--",
+        "sh",
+        "-c",
+        "stty raw -echo; echo ready; sleep 30",
+    ]));
+    let mut master = pty.master.try_clone().unwrap();
+    read_until(&mut master, "ready", Duration::from_secs(10));
+    let changed = tcgetattr(&pty.slave).unwrap();
+    assert!(!changed.local_flags.intersects(modes), "{changed:?}");
+
+    let (_, _, lease) = etcd.candidates("jobs/tty-modes")[0];
+    etcd.revoke(lease);
+    let status = wait_within(&mut replica, Duration::from_secs(10), "leaderrun");
+    assert_eq!(status.code(), Some(124));
+    let after = tcgetattr(&pty.slave).unwrap();
+    assert_eq!(
+        after.local_flags & modes,
+        before.local_flags & modes,
+        "echo and canonical mode not restored: {after:?}"
+    );
 }

@@ -94,3 +94,30 @@ fn etcdctl_endpoints_is_the_fallback() {
         done.stderr
     );
 }
+
+/// With too few file descriptors leaderrun says so, as any other error of
+/// its own; it never panics.
+#[test]
+fn low_file_descriptor_limits_never_panic() {
+    let etcd = Etcd::start();
+    for limit in 4..=24 {
+        let script = format!("ulimit -n {limit}; exec \"$LR\" --name jobs/fd-{limit} -- true");
+        let done = run_within(
+            leaderrun_env(&mut std::process::Command::new("sh"), &etcd.endpoint())
+                .env("LR", env!("CARGO_BIN_EXE_leaderrun"))
+                .args(["-c", &script]),
+            Duration::from_secs(20),
+        );
+        let context = format!("ulimit -n {limit}: exit {:?}: {}", done.code, done.stderr);
+        assert_ne!(done.code, Some(134), "{context}");
+        assert!(!done.stderr.contains("panicked"), "{context}");
+        match done.code {
+            Some(0) => {}
+            Some(125) => {
+                assert_eq!(done.stderr.lines().count(), 1, "{context}");
+                assert!(done.stderr.starts_with("leaderrun: error: "), "{context}");
+            }
+            _ => panic!("{context}"),
+        }
+    }
+}

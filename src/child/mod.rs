@@ -113,7 +113,8 @@ impl Child {
         // Before the spawn, so that no stop of the child goes unseen.
         let child_changes = tokio::signal::unix::signal(SignalKind::child())
             .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
-        let take_terminal = terminal::in_foreground();
+        let lent = Lent::prepare();
+        let take_terminal = lent.is_some();
         let parent = getpid();
         let mut builder = std::process::Command::new(&command[0]);
         builder
@@ -143,9 +144,9 @@ impl Child {
             .spawn()
             .map_err(|err| spawn_error(&command[0], err))?;
         let group = Pid::from_raw(process.id().expect("a just-spawned child has a pid") as i32);
-        let mut lent = Lent::default();
+        let mut lent = lent.unwrap_or_default();
         if take_terminal {
-            lent.hand_over(group);
+            lent.give(group);
         }
         Ok(Child {
             process,

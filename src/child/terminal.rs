@@ -56,18 +56,33 @@ pub struct Lent {
 }
 
 impl Lent {
-    /// Hands the foreground to `group` if leaderrun holds it, saving the
-    /// terminal's modes first. The child does the same from its side before
-    /// exec, so the order of the two does not matter.
-    pub fn hand_over(&mut self, group: Pid) {
-        if !in_foreground() {
-            return;
-        }
-        if self.modes.is_none() {
-            self.modes = tcgetattr(io::stdin().as_fd()).ok();
-        }
+    /// Before spawning: if leaderrun holds the foreground, saves the
+    /// terminal's modes and returns a loan to make; None otherwise. (Not
+    /// after: the child takes the foreground itself before exec, and
+    /// leaderrun would no longer see it as its own.)
+    pub fn prepare() -> Option<Lent> {
+        in_foreground().then(|| Lent {
+            given: false,
+            modes: tcgetattr(io::stdin().as_fd()).ok(),
+        })
+    }
+
+    /// Makes `group` the foreground group. The child does the same from
+    /// its side before exec, so the order of the two does not matter.
+    pub fn give(&mut self, group: Pid) {
         set_foreground(group);
         self.given = true;
+    }
+
+    /// After a job-control stop: hands the foreground back to `group` if
+    /// leaderrun holds it again (`fg`, not `bg`).
+    pub fn hand_over(&mut self, group: Pid) {
+        if in_foreground() {
+            if self.modes.is_none() {
+                self.modes = tcgetattr(io::stdin().as_fd()).ok();
+            }
+            self.give(group);
+        }
     }
 
     /// Puts leaderrun's own group back in the foreground; with

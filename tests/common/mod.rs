@@ -400,6 +400,48 @@ impl Etcd {
         })
     }
 
+    /// Freezes member 0 with SIGSTOP, as a hung etcd; it is continued when
+    /// the returned guard is thawed or dropped.
+    pub fn freeze(&self) -> Frozen {
+        let pid = self.pid();
+        send(pid, nix::sys::signal::Signal::SIGSTOP);
+        Frozen { pid }
+    }
+
+    /// Raises the NOSPACE alarm ("database space exceeded") on member 0
+    /// through the maintenance API: from then on etcd refuses every write
+    /// and every lease grant, while reads, deletes, revokes and renewals of
+    /// existing leases still go through.
+    pub fn raise_nospace_alarm(&self) {
+        use etcd_client::{AlarmAction, AlarmOptions, AlarmType};
+        self.with(async |mut client| {
+            let member = client
+                .status()
+                .await
+                .expect("status")
+                .header()
+                .unwrap()
+                .member_id();
+            let mut options = AlarmOptions::new();
+            options.with_member(member);
+            client
+                .alarm(AlarmAction::Activate, AlarmType::Nospace, Some(options))
+                .await
+                .expect("alarm activated");
+        });
+    }
+
+    /// Asks for a lease of `seconds`: its id, or etcd's refusal.
+    pub fn grant(&self, seconds: i64) -> Result<i64, String> {
+        self.with(async move |mut client| {
+            client
+                .lease_grant(seconds, None)
+                .await
+                .map(|granted| granted.id())
+                .map_err(|err| err.to_string())
+        })
+    }
+
     pub fn revoke(&self, lease: i64) {
         self.with(async move |mut client| client.lease_revoke(lease).await.expect("revoke"));
     }
@@ -407,6 +449,24 @@ impl Etcd {
     pub fn delete(&self, key: &str) {
         let key = key.to_string();
         self.with(async move |mut client| client.delete(key, None).await.expect("delete"));
+    }
+}
+
+/// A frozen etcd member (see [`Etcd::freeze`]).
+pub struct Frozen {
+    pid: i32,
+}
+
+impl Frozen {
+    pub fn thaw(self) {}
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid),
+            nix::sys::signal::Signal::SIGCONT,
+        );
     }
 }
 
@@ -421,15 +481,26 @@ impl Drop for Etcd {
 /// leaderrun, pointed at `endpoints`, with an environment cleaned of
 /// anything the developer's shell might carry.
 pub fn leaderrun(endpoints: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_leaderrun"));
+    leaderrun_at(Path::new(env!("CARGO_BIN_EXE_leaderrun")), endpoints)
+}
+
+/// [`leaderrun`], run from another copy of the binary.
+pub fn leaderrun_at(binary: &Path, endpoints: &str) -> Command {
+    let mut command = Command::new(binary);
+    leaderrun_env(&mut command, endpoints);
+    command
+}
+
+/// Gives `command` (leaderrun, or a shell that runs it) the environment
+/// [`leaderrun`] runs in.
+pub fn leaderrun_env<'a>(command: &'a mut Command, endpoints: &str) -> &'a mut Command {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
         if key.starts_with("LEADERRUN_") || key.starts_with("ETCDCTL_") {
             command.env_remove(key.as_ref());
         }
     }
-    command.env("LEADERRUN_ENDPOINTS", endpoints);
-    command
+    command.env("LEADERRUN_ENDPOINTS", endpoints)
 }
 
 /// Output of a finished run.
@@ -601,6 +672,11 @@ impl Replica {
 
     pub fn pid(&self) -> i32 {
         self.process.id() as i32
+    }
+
+    /// What it has written to stderr so far.
+    pub fn stderr_so_far(&self) -> String {
+        self.stderr.lock().unwrap().clone()
     }
 
     /// Waits for exit within `limit`; returns the code and stderr.
@@ -801,4 +877,200 @@ pub fn process_state(pid: i32) -> Option<String> {
         .split_whitespace()
         .next()
         .map(String::from)
+}
+
+/// The command name of `pid` (/proc/PID/comm), if it exists.
+pub fn comm(pid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|comm| comm.trim_end().to_string())
+}
+
+/// The command line of `pid`, arguments joined by spaces, if it exists.
+pub fn cmdline(pid: i32) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<String> = raw
+        .split(|byte| *byte == 0)
+        .filter(|arg| !arg.is_empty())
+        .map(|arg| String::from_utf8_lossy(arg).into_owned())
+        .collect();
+    Some(args.join(" "))
+}
+
+/// The processes whose parent is `parent`, zombies included.
+pub fn children_of(parent: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|pid| stat_field(*pid, 0) == Some(parent))
+        .collect()
+}
+
+/// Processes a test expects to be gone, SIGKILLed on drop if they are not,
+/// so that a failing test does not leave them behind. Each is named by its
+/// pid and a piece of its command line, checked before killing so that a
+/// reused pid is left alone.
+/// A whole session can be named too (a shell on a terminal and its jobs).
+#[derive(Default)]
+pub struct Strays {
+    processes: Vec<(i32, String)>,
+    sessions: Vec<i32>,
+}
+
+impl Strays {
+    pub fn new() -> Strays {
+        Strays::default()
+    }
+
+    pub fn add(&mut self, pid: i32, cmdline_contains: &str) {
+        self.processes.push((pid, cmdline_contains.to_string()));
+    }
+
+    /// Every process of the session `sid` (whose leader is `sid`).
+    pub fn add_session(&mut self, sid: i32) {
+        self.sessions.push(sid);
+    }
+}
+
+impl Drop for Strays {
+    fn drop(&mut self) {
+        let kill = |pid: i32| {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        };
+        for (pid, expected) in &self.processes {
+            if cmdline(*pid).is_some_and(|line| line.contains(expected.as_str())) {
+                kill(*pid);
+            }
+        }
+        for sid in &self.sessions {
+            all_pids()
+                .into_iter()
+                .filter(|pid| stat_field(*pid, 2) == Some(*sid))
+                .for_each(kill);
+        }
+    }
+}
+
+fn all_pids() -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .collect()
+}
+
+/// A numeric field of /proc/PID/stat, counted from the one after the state
+/// (0: ppid, 1: pgrp, 2: session).
+fn stat_field(pid: i32, index: usize) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let field = stat.rsplit(')').next()?.split_whitespace().nth(index + 1)?;
+    field.parse().ok()
+}
+
+/// An endpoint that accepts connections and never answers a byte: a hung
+/// etcd, or one behind a black hole. Holds every connection open.
+pub struct SilentEndpoint {
+    pub endpoint: String,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SilentEndpoint {
+    pub fn start() -> SilentEndpoint {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for connection in listener.incoming().map_while(Result::ok) {
+                held.push(connection);
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        SilentEndpoint { endpoint, accepted }
+    }
+
+    /// How many connections it has accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Reads the terminal's master side until `needle` shows up; panics after
+/// `limit`. Returns everything read.
+pub fn read_until(master: &mut std::fs::File, needle: &str, limit: Duration) -> String {
+    use std::io::Read;
+    let started = Instant::now();
+    let mut seen = String::new();
+    let mut buffer = [0u8; 1024];
+    while !seen.contains(needle) {
+        assert!(
+            started.elapsed() < limit,
+            "no {needle:?} on the terminal; saw {seen:?}"
+        );
+        match master.read(&mut buffer) {
+            Ok(0) => std::thread::sleep(Duration::from_millis(10)),
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buffer[..n])),
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(err) => panic!("reading the terminal: {err}; saw {seen:?}"),
+        }
+    }
+    seen
+}
+
+/// A fresh pseudo-terminal. The test keeps a descriptor of the slave side,
+/// to read its modes with `tcgetattr`; the master side does not block.
+pub struct Pty {
+    pub master: std::fs::File,
+    pub slave: std::os::fd::OwnedFd,
+}
+
+impl Pty {
+    pub fn open() -> Pty {
+        let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+        let master = std::fs::File::from(pty.master);
+        nix::fcntl::fcntl(
+            &master,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .unwrap();
+        Pty {
+            master,
+            slave: pty.slave,
+        }
+    }
+
+    /// Starts `command` as a session leader with this terminal as its
+    /// controlling terminal and stdio, the way a terminal emulator starts a
+    /// shell.
+    pub fn spawn(&self, command: &mut Command) -> Child {
+        use std::os::unix::process::CommandExt;
+        let slave = || Stdio::from(self.slave.try_clone().unwrap());
+        command.stdin(slave()).stdout(slave()).stderr(slave());
+        // SAFETY: setsid and ioctl are async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                nix::unistd::setsid()?;
+                if nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        command.spawn().expect("starts on the terminal")
+    }
+}
+
+/// Starts `command` on a fresh pseudo-terminal (see [`Pty::spawn`]).
+/// Returns the process and the terminal's master side.
+pub fn spawn_on_pty(command: &mut Command) -> (Child, std::fs::File) {
+    let pty = Pty::open();
+    let process = pty.spawn(command);
+    (process, pty.master)
 }

@@ -1,0 +1,105 @@
+//! Deadlines hold while etcd is frozen (SIGSTOPped: connections stay open
+//! and nothing answers): a signal, --wait-timeout, and the end of a run all
+//! end leaderrun on time, without waiting for etcd to answer a last
+//! request.
+
+mod common;
+use common::*;
+use nix::sys::signal::Signal;
+use std::time::{Duration, Instant};
+
+/// A leader that holds `name` until it is killed.
+fn leader(etcd: &Etcd, name: &str, dir: &std::path::Path) -> Replica {
+    let pidfile = dir.join("leader");
+    let leader = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, Duration::from_secs(10));
+    leader
+}
+
+#[test]
+fn sigint_to_a_queued_replica_exits_at_once() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let name = "jobs/frozen-queued";
+    let _leader = leader(&etcd, name, dir.path());
+    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        name,
+        "--wait",
+        "--dial-timeout",
+        "8s",
+        "--",
+        "true",
+    ]));
+    await_condition(Duration::from_secs(10), "the waiter queued", || {
+        etcd.candidates(name).len() == 2
+    });
+
+    let _frozen = etcd.freeze();
+    let signalled = Instant::now();
+    send(waiter.pid(), Signal::SIGINT);
+    let (code, stderr) = waiter.finish(Duration::from_secs(20));
+    let took = signalled.elapsed();
+    eprintln!("exited {took:?} after SIGINT");
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(took < Duration::from_secs(2), "{took:?}: {stderr}");
+}
+
+#[test]
+fn the_wait_timeout_holds() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let name = "jobs/frozen-timeout";
+    let _leader = leader(&etcd, name, dir.path());
+    let started = Instant::now();
+    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        name,
+        "--wait",
+        "--wait-timeout",
+        "4s",
+        "--",
+        "true",
+    ]));
+    await_condition(Duration::from_secs(3), "the waiter queued", || {
+        etcd.candidates(name).len() == 2
+    });
+
+    let _frozen = etcd.freeze();
+    let (code, stderr) = waiter.finish(Duration::from_secs(30));
+    let took = started.elapsed();
+    eprintln!("exited {took:?} after it started waiting");
+    assert_eq!(code, Some(75), "{stderr}");
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_millis(5500),
+        "--wait-timeout 4s, exited after {took:?}: {stderr}"
+    );
+}
+
+#[test]
+fn sigterm_to_a_running_leader_ends_the_run_at_once() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("child");
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/frozen-term", "--ttl", "30s"])
+            .args(["--dial-timeout", "8s", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let child = read_pid(&pidfile, Duration::from_secs(10));
+
+    let _frozen = etcd.freeze();
+    let signalled = Instant::now();
+    send(replica.pid(), Signal::SIGTERM);
+    let (code, stderr) = replica.finish(Duration::from_secs(20));
+    let took = signalled.elapsed();
+    eprintln!("exited {took:?} after SIGTERM");
+    assert!(!alive(child), "the command outlived leaderrun");
+    assert_eq!(code, Some(143), "{stderr}");
+    assert!(took < Duration::from_millis(2500), "{took:?}: {stderr}");
+}

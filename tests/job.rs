@@ -1,0 +1,114 @@
+//! The whole job stops, not only the command's process group: when
+//! leaderrun and everything named like it is SIGKILLed at once (`pkill -9
+//! leaderrun`), and when descendants escaped the group with `setsid`, on a
+//! loss of leadership or after the command exited.
+
+mod common;
+use common::*;
+use nix::sys::signal::Signal;
+use std::path::Path;
+use std::time::Duration;
+
+/// A command that starts a daemon in a session of its own (which writes
+/// its pid to `pidfile`) and then runs `then`.
+fn daemonizing(pidfile: &Path, then: &str) -> Vec<String> {
+    let script = format!(
+        "setsid sh -c \"echo \\$\\$ > '{}'; exec sleep 313\" & {then}",
+        pidfile.display()
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+#[test]
+fn pkill_9_leaderrun_leaves_nothing_of_the_job_running() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "sleep 301 & echo $! > '{d}/bg'; sleep 302 & echo $! > '{d}/fg'; wait",
+        d = dir.path().display()
+    );
+    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        "jobs/pkill",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let bg = read_pid(&dir.path().join("bg"), Duration::from_secs(10));
+    let fg = read_pid(&dir.path().join("fg"), Duration::from_secs(10));
+    let mut strays = Strays::new();
+    strays.add(bg, "sleep 301");
+    strays.add(fg, "sleep 302");
+
+    // `pkill -9 leaderrun` or `pkill -9 -f leaderrun`, kept to this test's
+    // replica and its own children so that parallel tests survive. Its
+    // helpers go first: a helper that outlived the replica by a few
+    // microseconds must not make the test pass by luck.
+    let named_leaderrun = |pid: i32| {
+        comm(pid).is_some_and(|name| name.contains("leaderrun"))
+            || cmdline(pid).is_some_and(|line| line.contains("leaderrun"))
+    };
+    let helpers: Vec<i32> = children_of(replica.pid())
+        .into_iter()
+        .filter(|pid| named_leaderrun(*pid))
+        .collect();
+    eprintln!("killing the replica and its helpers {helpers:?}");
+    for pid in helpers.iter().chain([replica.pid()].iter()) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    wait_within(&mut replica.process, Duration::from_secs(5), "the replica");
+
+    let took = await_condition(Duration::from_secs(5), "the job's sleeps to die", || {
+        !alive(bg) && !alive(fg)
+    });
+    eprintln!("job gone {took:?} after pkill -9");
+}
+
+#[test]
+fn a_daemon_that_left_the_group_is_stopped_when_leadership_is_lost() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("d");
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/setsid-loss", "--"])
+            .args(daemonizing(&pidfile, "sleep 60")),
+    );
+    let daemon = read_pid(&pidfile, Duration::from_secs(10));
+    let mut strays = Strays::new();
+    strays.add(daemon, "sleep 313");
+    assert!(alive(daemon));
+
+    let (_, _, lease) = etcd.candidates("jobs/setsid-loss")[0];
+    etcd.revoke(lease);
+    let (code, stderr) = replica.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(124), "{stderr}");
+    let took = await_condition(Duration::from_secs(5), "the daemon to die", || {
+        !alive(daemon)
+    });
+    eprintln!("daemon gone {took:?} after leaderrun exited");
+}
+
+#[test]
+fn a_daemon_that_left_the_group_is_stopped_when_the_command_exits() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("d");
+    // The command waits until the daemon has written its pid, then exits.
+    let wait_for_pid = format!("until [ -s '{}' ]; do sleep 0.01; done", pidfile.display());
+    let done = run_within(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/setsid-exit", "--"])
+            .args(daemonizing(&pidfile, &wait_for_pid)),
+        Duration::from_secs(20),
+    );
+    let daemon = read_pid(&pidfile, Duration::from_secs(1));
+    let mut strays = Strays::new();
+    strays.add(daemon, "sleep 313");
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let took = await_condition(Duration::from_secs(5), "the daemon to die", || {
+        !alive(daemon)
+    });
+    eprintln!("daemon gone {took:?} after leaderrun exited");
+}

@@ -1,0 +1,152 @@
+//! SIGINT, SIGTERM, SIGHUP and SIGQUIT at each stage of a run: while
+//! dialling etcd and while queued they end leaderrun at once with 128+N and
+//! the command never runs; while the command runs they are passed on to it,
+//! and its status is leaderrun's. A frozen etcd does not delay the exit.
+
+mod common;
+use common::*;
+use nix::sys::signal::Signal;
+use std::time::{Duration, Instant};
+
+const SIGNALS: [Signal; 4] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+];
+
+/// How soon leaderrun must exit after a signal that ends it.
+const PROMPTLY: Duration = Duration::from_secs(2);
+
+/// Signals `replica`, waits for it, and checks it exited 128+N promptly.
+fn signal_and_expect_exit(replica: &mut Replica, signal: Signal) -> String {
+    let signalled = Instant::now();
+    send(replica.pid(), signal);
+    let (code, stderr) = replica.finish(Duration::from_secs(20));
+    let took = signalled.elapsed();
+    eprintln!("{signal}: exited {code:?} {took:?} after the signal");
+    assert_eq!(code, Some(128 + signal as i32), "{signal}: {stderr}");
+    assert!(
+        took < PROMPTLY,
+        "{signal}: exited {took:?} after the signal: {stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn a_signal_while_dialling_ends_leaderrun_at_once() {
+    for signal in SIGNALS {
+        let silent = SilentEndpoint::start();
+        let name = format!("jobs/dialling-{signal}");
+        let mut replica = Replica::spawn(leaderrun(&silent.endpoint).args([
+            "--dial-timeout",
+            "9s",
+            "--name",
+            &name,
+            "--",
+            "true",
+        ]));
+        await_condition(Duration::from_secs(10), "leaderrun to dial", || {
+            silent.accepted() > 0
+        });
+        signal_and_expect_exit(&mut replica, signal);
+    }
+}
+
+#[test]
+fn a_signal_while_queued_ends_leaderrun_and_the_command_never_runs() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let name = "jobs/queued-signal";
+    let leader_pid = dir.path().join("leader");
+    let _leader = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--"])
+            .args(pid_job(&leader_pid)),
+    );
+    read_pid(&leader_pid, Duration::from_secs(10));
+    for signal in SIGNALS {
+        let ran = dir.path().join(format!("ran-{signal}"));
+        let script = format!("echo ran > '{}'", ran.display());
+        let mut waiter = Replica::spawn(
+            leaderrun(&etcd.endpoint()).args(["--name", name, "--wait", "--", "sh", "-c", &script]),
+        );
+        await_condition(Duration::from_secs(10), "the waiter queued", || {
+            etcd.candidates(name).len() == 2
+        });
+        signal_and_expect_exit(&mut waiter, signal);
+        assert_eq!(
+            etcd.candidates(name).len(),
+            1,
+            "{signal}: the waiter's key outlived it"
+        );
+        assert!(!ran.exists(), "{signal}: the command ran");
+    }
+}
+
+#[test]
+fn a_signal_while_the_command_runs_is_passed_on_to_it() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    for signal in SIGNALS {
+        let name = format!("jobs/running-{signal}");
+        let pidfile = dir.path().join(format!("{signal}"));
+        // No core file from SIGQUIT.
+        let script = format!(
+            "ulimit -c 0; echo $$ > '{}'; exec sleep 100",
+            pidfile.display()
+        );
+        let mut replica = Replica::spawn(
+            leaderrun(&etcd.endpoint())
+                .current_dir(dir.path())
+                .args(["--name", &name, "--", "sh", "-c", &script]),
+        );
+        let child = read_pid(&pidfile, Duration::from_secs(10));
+        signal_and_expect_exit(&mut replica, signal);
+        assert!(!alive(child), "{signal}: the command outlived leaderrun");
+        assert!(etcd.candidates(&name).is_empty(), "{signal}: resigned");
+    }
+}
+
+#[test]
+fn sigint_while_etcd_is_frozen_mid_campaign_exits_at_once_and_never_runs() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let name = "jobs/frozen-campaign";
+    let leader_pid = dir.path().join("leader");
+    let mut leader = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--"])
+            .args(pid_job(&leader_pid)),
+    );
+    read_pid(&leader_pid, Duration::from_secs(10));
+    let ran = dir.path().join("ran");
+    let script = format!("echo ran > '{}'", ran.display());
+    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        name,
+        "--wait",
+        "--dial-timeout",
+        "8s",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    await_condition(Duration::from_secs(10), "the waiter queued", || {
+        etcd.candidates(name).len() == 2
+    });
+
+    let frozen = etcd.freeze();
+    signal_and_expect_exit(&mut waiter, Signal::SIGINT);
+    frozen.thaw();
+
+    // The leader ends; the waiter's key goes (revoked, or with its lease),
+    // and nothing ever runs the waiter's command.
+    send(leader.pid(), Signal::SIGTERM);
+    leader.finish(Duration::from_secs(10));
+    await_condition(Duration::from_secs(30), "the election to empty", || {
+        etcd.candidates(name).is_empty()
+    });
+    assert!(!ran.exists(), "the signalled waiter's command ran");
+}

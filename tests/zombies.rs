@@ -1,0 +1,55 @@
+//! A zombie is not a running process: leaderrun does not wait out the
+//! TERM-to-KILL grace for members of the command's group that are already
+//! dead but not reaped (by a parent that is not leaderrun).
+//!
+//! A test binary of its own: the test process makes itself a child
+//! subreaper and never reaps orphans, so that a grandchild orphaned by the
+//! command's shell stays a zombie in the group whatever PID 1 does.
+
+mod common;
+use common::*;
+use nix::sys::signal::Signal;
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_zombie_in_the_group_does_not_hold_up_the_exit() {
+    nix::sys::prctl::set_child_subreaper(true).expect("a child subreaper");
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let shell = dir.path().join("sh");
+    let ttl = Duration::from_secs(15);
+    let script = format!("echo $$ > '{}'; sleep 60; echo after", shell.display());
+    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--ttl",
+        "15s",
+        "--name",
+        "jobs/zombie",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let shell = read_pid(&shell, Duration::from_secs(10));
+    let mut sleep = None;
+    await_condition(Duration::from_secs(10), "the shell's sleep", || {
+        sleep = children_of(shell)
+            .into_iter()
+            .find(|pid| comm(*pid).as_deref() == Some("sleep"));
+        sleep.is_some()
+    });
+    let mut strays = Strays::new();
+    strays.add(sleep.unwrap(), "sleep 60");
+
+    // Shell and sleep both die of the TERM passed on; the sleep, orphaned,
+    // becomes this process's zombie, still a member of the group.
+    let signalled = Instant::now();
+    send(replica.pid(), Signal::SIGTERM);
+    let (code, stderr) = replica.finish(Duration::from_secs(15));
+    let took = signalled.elapsed();
+    eprintln!("exited {took:?} after SIGTERM");
+    assert_eq!(code, Some(128 + 15), "{stderr}");
+    assert!(
+        took < ttl / 10,
+        "waited {took:?} for a group of zombies (TTL {ttl:?})"
+    );
+}
