@@ -17,7 +17,7 @@ use etcd_client::{
 use tokio::sync::watch;
 
 use crate::connection::Connection;
-use crate::holder::Holder;
+use crate::holder::{printable, Holder};
 use crate::lease::LeaseState;
 use crate::name;
 use crate::retry::{self, Backoff};
@@ -57,7 +57,19 @@ impl Leader {
 
     /// "pid 4242 on web-2 since 2026-11-29T07:00:00Z (token 42)".
     pub fn describe(&self) -> String {
+        if self.stale() {
+            let key = printable(&self.key);
+            return format!(
+                "a stale key with no lease, {key}, which never expires (remove it with: etcdctl del '{key}')"
+            );
+        }
         format!("{} (token {})", self.holder.describe(), self.token)
+    }
+
+    /// A key with no lease (written by hand, or overwritten by a plain
+    /// `put`): nothing will ever remove it, and it blocks the election.
+    pub fn stale(&self) -> bool {
+        self.lease == 0
     }
 }
 

@@ -21,11 +21,13 @@ impl Holder {
         let host = nix::unistd::gethostname()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_else(|_| "unknown".into());
-        let command = command
-            .iter()
-            .map(|arg| arg.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let command = bounded(
+            command
+                .iter()
+                .map(|arg| arg.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
         Holder {
             host,
             pid: std::process::id(),
@@ -52,8 +54,50 @@ impl Holder {
 
     /// "pid 4242 on web-2 since 2026-11-29T07:00:00Z".
     pub fn describe(&self) -> String {
-        format!("pid {} on {} since {}", self.pid, self.host, self.started)
+        format!(
+            "pid {} on {} since {}",
+            self.pid,
+            printable(&self.host),
+            printable(&self.started)
+        )
     }
+}
+
+/// The most of a command line a holder value keeps. The value is only for
+/// people (`status`, "held by"), and etcd refuses a request over 1.5 MiB
+/// while `exec` takes up to 2 MiB of arguments.
+const COMMAND_KEPT: usize = 4096;
+
+fn bounded(mut command: String) -> String {
+    if command.len() <= COMMAND_KEPT {
+        return command;
+    }
+    let total = command.len();
+    let mut end = COMMAND_KEPT;
+    while !command.is_char_boundary(end) {
+        end -= 1;
+    }
+    command.truncate(end);
+    command.push_str(&format!("... ({total} bytes in all)"));
+    command
+}
+
+/// A value another writer may have put in etcd, made safe for a terminal:
+/// control characters (escape sequences among them) are shown escaped.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
 }
 
 pub fn now_rfc3339() -> String {
@@ -63,6 +107,22 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_commands_are_cut_and_control_characters_escaped() {
+        let long = "x".repeat(COMMAND_KEPT * 3);
+        let holder = Holder::for_this_process(&[long.into()]);
+        assert!(
+            holder.command.len() < COMMAND_KEPT + 40,
+            "{}",
+            holder.command.len()
+        );
+        assert!(holder
+            .command
+            .ends_with(&format!("({} bytes in all)", COMMAND_KEPT * 3)));
+        assert_eq!(printable("a\x1b[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(printable("plain"), "plain");
+    }
 
     #[test]
     fn round_trips_and_tolerates_foreign_values() {

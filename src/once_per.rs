@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::connection::Connection;
 use crate::election::{self, Leadership};
-use crate::holder::Holder;
+use crate::exit::{self, CodedError};
+use crate::holder::{printable, Holder};
 use crate::lease;
 use crate::run::phase::CLEANUP;
 
@@ -34,6 +35,10 @@ pub struct LastRun {
     #[serde(flatten)]
     pub holder: Holder,
     pub token: i64,
+    /// The window's length in seconds, as the run that opened it asked.
+    /// Absent from markers of leaderrun 0.1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_s: Option<u64>,
 }
 
 impl LastRun {
@@ -42,7 +47,10 @@ impl LastRun {
         let holder = &self.holder;
         format!(
             "at {} on {} (pid {}, token {})",
-            holder.started, holder.host, holder.pid, self.token
+            printable(&holder.started),
+            printable(&holder.host),
+            holder.pid,
+            self.token
         )
     }
 }
@@ -53,6 +61,9 @@ impl LastRun {
 pub struct Marker {
     pub last: LastRun,
     pub left: Option<Duration>,
+    /// The marker's lease; 0 for a marker written by hand, which never
+    /// expires.
+    pub lease: i64,
 }
 
 pub enum Claim {
@@ -92,6 +103,7 @@ pub async fn claim(
     let value = serde_json::to_string(&LastRun {
         holder: holder.clone(),
         token: leadership.token,
+        window_s: u64::try_from(seconds).ok(),
     })
     .expect("a struct of strings and numbers serializes");
     let txn = etcd_client::Txn::new()
@@ -128,11 +140,24 @@ pub async fn claim(
     // Not needed, and left alone it would linger for a whole window.
     lease::revoke_within(connection, window_lease_id, CLEANUP).await;
     *window_lease = None;
-    match marker {
-        Some(marker) => Ok(Claim::Taken(
-            read_marker(connection, marker.value(), marker.lease()).await,
+    let Some(marker) = marker else {
+        return Ok(Claim::LeadershipLost);
+    };
+    let marker = read_marker(connection, marker.value(), marker.lease()).await;
+    // Replicas that disagree on the window would each get the length of
+    // whoever fires first: refuse rather than guess.
+    match marker.last.window_s {
+        Some(theirs) if i64::try_from(theirs).ok() != Some(seconds) => Err(CodedError::error(
+            exit::INTERNAL,
+            format!(
+                "--once-per {} disagrees with the window {} already has, {} (opened {}): give every replica the same --once-per",
+                humantime::format_duration(Duration::from_secs(seconds.unsigned_abs())),
+                leadership.name,
+                humantime::format_duration(Duration::from_secs(theirs)),
+                marker.last.describe()
+            ),
         )),
-        None => Ok(Claim::LeadershipLost),
+        _ => Ok(Claim::Taken(marker)),
     }
 }
 
@@ -155,7 +180,11 @@ async fn read_marker(connection: &Connection, value: &[u8], lease: i64) -> Marke
     let last = serde_json::from_slice(value).unwrap_or_else(|_| LastRun {
         holder: Holder::decode(value),
         token: 0,
+        window_s: None,
     });
-    let left = lease::time_left(connection, lease).await.ok().flatten();
-    Marker { last, left }
+    let left = match lease {
+        0 => None,
+        _ => lease::time_left(connection, lease).await.ok().flatten(),
+    };
+    Marker { last, left, lease }
 }

@@ -10,9 +10,11 @@ use crate::cli::StatusArgs;
 use crate::connection::Connection;
 use crate::election::{self, Leader};
 use crate::exit;
+use crate::holder::printable;
 use crate::lease;
 use crate::name;
 use crate::once_per;
+use crate::retry::{self, Backoff};
 use crate::run::connection_for;
 use crate::signals::Signals;
 
@@ -37,7 +39,14 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
     };
     let waiters = (candidates - i64::from(leader.is_some())).max(0);
     let marker = once_per::current(&connection, &election).await?;
-    let mut out = std::io::stdout().lock();
+    let code = if leader.is_some() {
+        exit::SUCCESS
+    } else {
+        exit::NO_LEADER
+    };
+    // Written in one go at the end: a reader that went away (`status |
+    // true`) is not an error.
+    let mut out = Vec::new();
     if args.json {
         let last_run = marker.as_ref().map(|marker| {
             let last = &marker.last;
@@ -76,8 +85,8 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
         writeln!(out, "election: {election}")?;
         match &leader {
             Some(leader) => {
-                writeln!(out, "leader:   {}", leader.holder.describe())?;
-                writeln!(out, "command:  {}", leader.holder.command)?;
+                writeln!(out, "leader:   {}", leader.describe())?;
+                writeln!(out, "command:  {}", printable(&leader.holder.command))?;
                 writeln!(out, "token:    {}", leader.token)?;
                 writeln!(out, "key:      {}", leader.key)?;
                 let left = ttl.map_or_else(|| "expired".into(), |ttl| format!("{ttl}s left"));
@@ -87,10 +96,14 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
         }
         writeln!(out, "waiting:  {waiters}")?;
         if let Some(marker) = &marker {
-            let left = marker.left.map_or_else(
-                || "closing".into(),
-                |left| format!("closes in {}", humantime::format_duration(left)),
-            );
+            let left = match (marker.lease, marker.left) {
+                (0, _) => format!(
+                    "never closes: the marker has no lease (remove it with: etcdctl del '{}')",
+                    printable(&once_per::marker_key(&election))
+                ),
+                (_, None) => "closing".into(),
+                (_, Some(left)) => format!("closes in {}", humantime::format_duration(left)),
+            };
             let last = marker.last.describe();
             writeln!(
                 out,
@@ -98,26 +111,48 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
             )?;
         }
     }
-    Ok(if leader.is_some() {
-        exit::SUCCESS
-    } else {
-        exit::NO_LEADER
-    })
+    write_out(&out)?;
+    Ok(code)
 }
 
-/// Prints a line per change of leader until interrupted.
+/// Writes to stdout; false if the reader went away (a closed pipe), which
+/// is how `status | head -1` ends, not an error.
+fn write_out(bytes: &[u8]) -> Result<bool> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(true),
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Prints a line per change of leader until interrupted. A failed read
+/// after the first (etcd restarting) is ridden out with backoff.
 async fn watch(connection: &Connection, election: &str) -> Result<i32> {
     let mut signals = Signals::install()?;
     let mut last: Option<String> = None;
     let mut first = true;
+    let mut backoff = Backoff::new(retry::WAITING);
     loop {
-        let snapshot = election::read_leader(connection, election).await?;
+        let snapshot = match election::read_leader(connection, election).await {
+            Ok(snapshot) => snapshot,
+            Err(err) if first => return Err(err),
+            Err(err) => {
+                tracing::info!("{err:#}; retrying");
+                tokio::select! {
+                    _ = backoff.wait() => continue,
+                    _ = signals.recv() => return Ok(exit::SUCCESS),
+                }
+            }
+        };
+        backoff.reset();
         let key = snapshot.leader.as_ref().map(|leader| leader.key.clone());
         if first || key != last {
             let line = describe(election, snapshot.leader.as_ref());
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{} {line}", crate::holder::now_rfc3339())?;
-            out.flush()?;
+            let line = format!("{} {line}\n", crate::holder::now_rfc3339());
+            if !write_out(line.as_bytes())? {
+                return Ok(exit::SUCCESS);
+            }
             first = false;
             last = key;
         }
@@ -128,9 +163,18 @@ async fn watch(connection: &Connection, election: &str) -> Result<i32> {
     }
 }
 
+/// A watch line. The line's own time is when the change was seen; the
+/// holder's "since" is left out, because a new leader's value still says
+/// when it joined the queue until it has proven its win.
 fn describe(election: &str, leader: Option<&Leader>) -> String {
     match leader {
-        Some(leader) => format!("{election}: led by {}", leader.describe()),
+        Some(leader) if leader.stale() => format!("{election}: blocked by {}", leader.describe()),
+        Some(leader) => format!(
+            "{election}: led by pid {} on {} (token {})",
+            leader.holder.pid,
+            printable(&leader.holder.host),
+            leader.token
+        ),
         None => format!("{election}: no leader"),
     }
 }

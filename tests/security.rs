@@ -115,8 +115,8 @@ fn an_untrusted_server_or_a_missing_client_certificate_is_one_line_and_125() {
         "anonymous",
     );
 
-    // A key where the certificate should be: a usage error, not an
-    // unreachable etcd.
+    // A key where the certificate should be: a usage error that names the
+    // file's fault, not an unreachable etcd or a failed handshake.
     let swapped = run(&mut job(
         &etcd.endpoint(),
         &[
@@ -128,7 +128,11 @@ fn an_untrusted_server_or_a_missing_client_certificate_is_one_line_and_125() {
             path(&pki.client_cert),
         ],
     ));
-    assert_one_error_line(&swapped, "invalid TLS options", "swapped");
+    assert_one_error_line(
+        &swapped,
+        "holds a private key, not a certificate",
+        "swapped",
+    );
 
     // --cert without --key is caught before any connection.
     let half = run(&mut job(

@@ -198,12 +198,17 @@ fn explain_window(config: &Config, marker: &Marker) {
     if !config.explain {
         return;
     }
-    let left = marker.left.map_or_else(String::new, |left| {
-        format!(
+    let left = match (marker.lease, marker.left) {
+        (0, _) => format!(
+            "; its marker has no lease, so the window never closes (remove it with: etcdctl del '{}')",
+            crate::holder::printable(&crate::once_per::marker_key(&config.election))
+        ),
+        (_, None) => String::new(),
+        (_, Some(left)) => format!(
             "; the window closes in {}",
             humantime::format_duration(left)
-        )
-    });
+        ),
+    };
     eprintln!(
         "leaderrun: not running: {} already started in this --once-per window, {}{left}",
         config.election,
