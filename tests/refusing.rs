@@ -62,7 +62,7 @@ fn the_wait_timeout_holds_while_leases_are_refused() {
         &["--wait-timeout", "8s"],
         dir.path(),
     );
-    let (code, stderr) = waiter.finish(Duration::from_secs(40));
+    let (code, stderr) = waiter.finish(Duration::from_secs(20));
     let took = started.elapsed();
     eprintln!("exited {took:?} after it started waiting");
     assert_eq!(code, Some(75), "{stderr}");
