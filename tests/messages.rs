@@ -65,7 +65,7 @@ fn wait_timeout_zero_runs_when_free_and_gives_up_when_held() {
     assert_eq!(held.code, Some(75), "{}", held.stderr);
     assert!(held.stdout.is_empty(), "ran beside the leader");
     assert!(
-        held.took < Duration::from_secs(5),
+        held.took < Duration::from_secs(10),
         "gave up after {:?}",
         held.took
     );

@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use nix::sys::signal::Signal;
 use std::io::Write;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -49,16 +48,8 @@ fn a_stopped_command_still_ends_on_sigterm() {
 #[test]
 fn a_background_job_reading_the_terminal_stops_and_fg_resumes_it() {
     let etcd = Etcd::start();
-    let (mut bash, mut master) = spawn_on_pty(
-        Command::new("bash")
-            .args(["--norc", "--noprofile", "-i"])
-            .env("PS1", "$ ")
-            .env("TERM", "dumb")
-            .env("LR", env!("CARGO_BIN_EXE_leaderrun"))
-            .env("LEADERRUN_ENDPOINTS", etcd.endpoint()),
-    );
+    let (mut bash, mut master) = interactive_bash(&etcd);
     let limit = Duration::from_secs(10);
-    read_until(&mut master, "$ ", limit);
     // Report job changes at once, not only before the next prompt.
     master.write_all(b"set -b\n").unwrap();
     read_until(&mut master, "$ ", limit);

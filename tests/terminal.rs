@@ -6,7 +6,6 @@
 mod common;
 use common::*;
 use std::io::Write;
-use std::process::Command;
 use std::time::Duration;
 
 #[test]
@@ -47,16 +46,8 @@ fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
 #[test]
 fn ctrl_z_stops_the_job_in_a_shell_and_fg_continues_it() {
     let etcd = Etcd::start();
-    let (mut bash, mut master) = spawn_on_pty(
-        Command::new("bash")
-            .args(["--norc", "--noprofile", "-i"])
-            .env("PS1", "$ ")
-            .env("TERM", "dumb")
-            .env("LR", env!("CARGO_BIN_EXE_leaderrun"))
-            .env("LEADERRUN_ENDPOINTS", etcd.endpoint()),
-    );
+    let (mut bash, mut master) = interactive_bash(&etcd);
     let limit = Duration::from_secs(10);
-    read_until(&mut master, "$ ", limit);
     master
         .write_all(b"\"$LR\" --name jobs/tstp -- sh -c 'read a; echo \"first $a\"; read b; echo \"second $b\"'\n")
         .unwrap();

@@ -5,7 +5,7 @@
 //! into one), a child event (the command exited or stopped for the
 //! terminal; SIGCHLD and job control live there), and a signal. What each
 //! does is [`decide`]'s answer for [`Phase::Running`]. Then the kill sequence,
-//! [`stop`], the one place that stops a job.
+//! [`KillSequence`], the one place that stops a job.
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
@@ -68,20 +68,17 @@ impl Supervision<'_> {
         started();
 
         let ending = self.while_leading(&mut child, signals, schedule).await;
-        let expires = self.lease.state().expires;
+        let kill = KillSequence {
+            signal: config.kill_signal,
+            kill_at: schedule.kill_at(self.lease.state().expires),
+            policy: self.policy,
+        };
         let code = match ending {
             Ending::Exited(status) => {
                 let status = status.context("waiting for the command")?;
                 if child.job_alive() {
                     tracing::info!("the command exited; stopping what it left running");
-                    stop(
-                        &mut child,
-                        signals,
-                        config.kill_signal,
-                        schedule.kill_at(expires),
-                        self.policy,
-                    )
-                    .await;
+                    kill.run(&mut child, signals).await;
                 }
                 if status.signal().is_some() {
                     child.restore_terminal();
@@ -93,14 +90,7 @@ impl Supervision<'_> {
                     "leaderrun: leadership of {} lost: {loss}; stopping the command",
                     config.election
                 );
-                stop(
-                    &mut child,
-                    signals,
-                    config.kill_signal,
-                    schedule.kill_at(expires),
-                    self.policy,
-                )
-                .await;
+                kill.run(&mut child, signals).await;
                 child.restore_terminal();
                 exit::LEADERSHIP_LOST
             }
@@ -187,27 +177,30 @@ async fn leadership_lost(
 /// (its group and every descendant, then SIGCONT), a grace until `kill_at`
 /// during which further signals are passed on, then SIGKILL until nothing
 /// is left.
-async fn stop(
-    child: &mut Child,
-    signals: &mut Signals,
+struct KillSequence {
     signal: Signal,
     kill_at: clock::Instant,
     policy: Policy,
-) {
-    child.signal_job(signal);
-    let gone = loop {
-        tokio::select! {
-            biased;
-            gone = child.wait_job_gone(kill_at) => break gone,
-            received = signals.recv() => {
-                if decide(Phase::Stopping, &Event::Signal(received), policy) == Action::Forward {
-                    child.signal_job(received);
+}
+
+impl KillSequence {
+    async fn run(&self, child: &mut Child, signals: &mut Signals) {
+        child.signal_job(self.signal);
+        let gone = loop {
+            tokio::select! {
+                biased;
+                gone = child.wait_job_gone(self.kill_at) => break gone,
+                received = signals.recv() => {
+                    let event = Event::Signal(received);
+                    if decide(Phase::Stopping, &event, self.policy) == Action::Forward {
+                        child.signal_job(received);
+                    }
                 }
             }
+        };
+        if !gone {
+            tracing::info!("the command's job outlived the grace; SIGKILL");
+            child.kill_job(std::time::Duration::from_secs(1)).await;
         }
-    };
-    if !gone {
-        tracing::info!("the command's job outlived the grace; SIGKILL");
-        child.kill_job(std::time::Duration::from_secs(1)).await;
     }
 }

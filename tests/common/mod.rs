@@ -1069,6 +1069,22 @@ impl Pty {
 
 /// Starts `command` on a fresh pseudo-terminal (see [`Pty::spawn`]).
 /// Returns the process and the terminal's master side.
+/// A real interactive bash (job control on) on a fresh pseudo-terminal,
+/// with `$LR` naming leaderrun and its endpoints set to `etcd`, at its
+/// first prompt (`$ `).
+pub fn interactive_bash(etcd: &Etcd) -> (Child, std::fs::File) {
+    let (bash, mut master) = spawn_on_pty(
+        Command::new("bash")
+            .args(["--norc", "--noprofile", "-i"])
+            .env("PS1", "$ ")
+            .env("TERM", "dumb")
+            .env("LR", env!("CARGO_BIN_EXE_leaderrun"))
+            .env("LEADERRUN_ENDPOINTS", etcd.endpoint()),
+    );
+    read_until(&mut master, "$ ", Duration::from_secs(10));
+    (bash, master)
+}
+
 pub fn spawn_on_pty(command: &mut Command) -> (Child, std::fs::File) {
     let pty = Pty::open();
     let process = pty.spawn(command);
