@@ -78,10 +78,14 @@ impl Job {
         Job { group, spared }
     }
 
-    /// The job's processes that are alive (zombies do not count): members
-    /// of the group and leaderrun's descendants, the guardian excepted.
-    pub fn live(&self) -> Vec<Pid> {
-        self.members(&process_table())
+    /// Reaps the orphans leaderrun adopted (see [`Self::reap_orphans`]),
+    /// then the job's processes that are alive (zombies do not count):
+    /// members of the group and leaderrun's descendants, the guardian
+    /// excepted. One walk of `/proc` serves both.
+    pub fn reap_and_list(&self, command: Pid) -> Vec<Pid> {
+        let table = process_table();
+        self.reap(&table, command);
+        self.members(&table)
             .into_iter()
             .filter(|process| !process.zombie)
             .map(|process| Pid::from_raw(process.pid))
@@ -147,8 +151,12 @@ impl Job {
     /// tokio collects) and the guardian (whose status its owner collects):
     /// the orphans adopted as subreaper.
     pub fn reap_orphans(&self, command: Pid) {
+        self.reap(&process_table(), command);
+    }
+
+    fn reap(&self, table: &[Process], command: Pid) {
         let me = getpid().as_raw();
-        for process in process_table() {
+        for process in table {
             let ours = process.parent == me && process.zombie;
             let reserved = process.pid == command.as_raw()
                 || Some(process.pid) == self.spared.map(Pid::as_raw);

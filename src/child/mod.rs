@@ -233,13 +233,13 @@ impl Child {
     pub async fn wait_job_gone(&mut self, until: clock::Instant) -> bool {
         let mut pause = Duration::from_millis(2);
         loop {
-            self.job.reap_orphans(self.group);
+            let live = self.job.reap_and_list(self.group);
             if self.status.is_none() {
                 if let Ok(Some(status)) = self.process.try_wait() {
                     self.status = Some(status);
                 }
             }
-            if self.job.live().is_empty() {
+            if live.is_empty() {
                 return true;
             }
             if until.has_passed() {
@@ -257,8 +257,7 @@ impl Child {
     /// Whether anything of the job is alive (background jobs and daemons
     /// can outlive the command itself).
     pub fn job_alive(&self) -> bool {
-        self.job.reap_orphans(self.group);
-        !self.job.live().is_empty()
+        !self.job.reap_and_list(self.group).is_empty()
     }
 
     /// SIGKILLs the job until nothing of it is left, within `limit`.

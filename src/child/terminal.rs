@@ -36,12 +36,20 @@ pub fn in_foreground() -> bool {
 /// under a job-control shell. Async-signal-safe: also called between fork
 /// and exec.
 pub fn set_foreground(group: Pid) {
+    with_ttou_blocked(|| {
+        let _ = tcsetpgrp(io::stdin().as_fd(), group);
+    });
+}
+
+/// Runs `change` (a change to the terminal) with SIGTTOU blocked, so that
+/// a leaderrun in the background is not stopped by it. Async-signal-safe.
+fn with_ttou_blocked(change: impl FnOnce()) {
     let mut ttou = SigSet::empty();
     ttou.add(Signal::SIGTTOU);
     let mut old = SigSet::empty();
     if nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old)).is_ok()
     {
-        let _ = tcsetpgrp(io::stdin().as_fd(), group);
+        change();
         let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
     }
 }
