@@ -6,8 +6,13 @@
 //! two traps (shared notes): the phantom win, where a candidate whose lease
 //! died while queued is told it won, and request timeouts that cut a blocking
 //! campaign. Every win here is proven by a transaction on our own key.
+//!
+//! Only keys `<name>/<lease hex>` are candidates ([`name::is_candidate`]).
+//! The keys of an election whose name extends ours (`<name>/sub/<lease>`)
+//! share our prefix, so every read in line order skips them, reading on (at
+//! the same revision) when a page holds none of ours.
 
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use anyhow::{Context, Result};
 use etcd_client::{
@@ -77,6 +82,8 @@ pub enum Attempt {
     Won(Leadership),
     /// Someone else leads; None if they left between our two reads.
     Lost(Option<Leader>),
+    /// Our key vanished between joining the queue and proving the win.
+    Vanished,
 }
 
 /// A place in the queue.
@@ -141,28 +148,120 @@ fn judge(kv: Option<&KeyValue>, token: i64, lease: i64) -> Option<KeyLoss> {
     }
 }
 
+/// Keys asked for by the read in line order that rides in a transaction:
+/// one would do, unless keys of elections nested in ours come first.
+const FIRST_PAGE: i64 = 8;
+/// Keys per read when a line is read on, or read whole.
+const PAGE: i64 = 256;
+
+/// Reads keys under the election's prefix in line order (create revision).
+fn in_line(order: SortOrder, limit: i64) -> GetOptions {
+    GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, order)
+        .with_limit(limit)
+}
+
 fn first_in_line(name: &str) -> TxnOp {
     TxnOp::get(
         name::prefix(name),
-        Some(
-            GetOptions::new()
-                .with_prefix()
-                .with_sort(SortTarget::Create, SortOrder::Ascend)
-                .with_limit(1),
-        ),
+        Some(in_line(SortOrder::Ascend, FIRST_PAGE)),
     )
 }
 
 /// The key-values of each range read in a transaction, in order.
 pub(crate) fn ranges(response: &TxnResponse) -> Vec<Vec<KeyValue>> {
+    pages(response).into_iter().map(|page| page.kvs).collect()
+}
+
+/// One range read's answer: its keys, and whether the range holds more.
+struct Page {
+    kvs: Vec<KeyValue>,
+    more: bool,
+}
+
+fn pages(response: &TxnResponse) -> Vec<Page> {
     response
         .op_responses()
         .into_iter()
         .filter_map(|op| match op {
-            TxnOpResponse::Get(mut get) => Some(get.take_kvs()),
+            TxnOpResponse::Get(mut get) => Some(Page {
+                more: get.more(),
+                kvs: get.take_kvs(),
+            }),
             _ => None,
         })
         .collect()
+}
+
+/// The first candidate of `election` in `order`, starting from `page`, the
+/// answer to an [`in_line`] read made at `revision`: ascending, the leader;
+/// descending below a key, the candidate just ahead of it. Keys that are not
+/// candidates are skipped, reading on at `revision` if the page runs out.
+///
+/// Reads go on from the create revision of the last key seen, inclusive:
+/// keys written by one transaction share a create revision, and a page may
+/// end among them. Those already seen are skipped; a page of nothing new
+/// doubles the next page, so a larger group cannot stall the read.
+async fn first_candidate(
+    connection: &Connection,
+    election: &str,
+    mut page: Page,
+    revision: i64,
+    order: SortOrder,
+) -> Result<Option<KeyValue>> {
+    let mut limit = PAGE;
+    let mut boundary: Option<i64> = None;
+    let mut seen_at_boundary: HashSet<Vec<u8>> = HashSet::new();
+    loop {
+        let mut fresh = false;
+        for kv in page.kvs {
+            let created = kv.create_revision();
+            if boundary == Some(created) && seen_at_boundary.contains(kv.key()) {
+                continue;
+            }
+            fresh = true;
+            if name::is_candidate(election, kv.key()) {
+                return Ok(Some(kv));
+            }
+            if boundary != Some(created) {
+                boundary = Some(created);
+                seen_at_boundary.clear();
+            }
+            seen_at_boundary.insert(kv.key().to_vec());
+        }
+        let Some(from) = boundary.filter(|_| page.more) else {
+            return Ok(None);
+        };
+        if !fresh {
+            limit = limit.saturating_mul(2);
+        }
+        let options = in_line(order, limit).with_revision(revision);
+        let options = match order {
+            SortOrder::Descend => options.with_max_create_revision(from),
+            _ => options.with_min_create_revision(from),
+        };
+        let prefix = name::prefix(election);
+        let mut response = connection
+            .call("reading the queue", |mut client| {
+                let (prefix, options) = (prefix.clone(), options.clone());
+                async move { client.get(prefix, Some(options)).await }
+            })
+            .await?;
+        page = Page {
+            more: response.more(),
+            kvs: response.take_kvs(),
+        };
+    }
+}
+
+/// The first page of `response`'s range read number `index`, or an empty
+/// one.
+fn page_at(response: &TxnResponse, index: usize) -> Page {
+    pages(response).into_iter().nth(index).unwrap_or(Page {
+        kvs: Vec::new(),
+        more: false,
+    })
 }
 
 fn revision_of(response: &TxnResponse) -> i64 {
@@ -197,19 +296,39 @@ pub async fn try_acquire(
             async move { client.txn(txn).await }
         })
         .await?;
-    let kvs = ranges(&response);
-    let first = kvs.first().and_then(|kvs| kvs.first());
+    let revision = revision_of(&response);
+    let page = page_at(&response, 0);
     if response.succeeded() {
-        let kv = first.context("etcd did not return the key it just wrote")?;
+        let kv = page
+            .kvs
+            .first()
+            .context("etcd did not return the key it just wrote")?;
         return Ok(Attempt::Won(Leadership {
             name: election.to_string(),
             key,
             lease,
             token: kv.create_revision(),
-            revision: revision_of(&response),
+            revision,
         }));
     }
-    Ok(Attempt::Lost(first.map(Leader::from_kv)))
+    let first = first_candidate(connection, election, page, revision, SortOrder::Ascend).await?;
+    if let Some(leader) = first {
+        return Ok(Attempt::Lost(Some(Leader::from_kv(&leader))));
+    }
+    // Only keys of elections nested in ours are under our prefix, and "no
+    // candidate" cannot be asked of etcd in one comparison. So join the
+    // queue and lead only if first in it, proven as any queued win is;
+    // otherwise the caller's lease revoke takes our key out again.
+    let (candidate, leader) = enqueue(connection, election, lease, holder).await?;
+    if let Some(leader) = leader.filter(|leader| leader.key != candidate.key) {
+        return Ok(Attempt::Lost(Some(leader)));
+    }
+    Ok(
+        match prove(connection, election, &candidate, lease, holder).await? {
+            Some(leadership) => Attempt::Won(leadership),
+            None => Attempt::Vanished,
+        },
+    )
 }
 
 /// Joins the queue: writes our key (if absent) and reads the leader.
@@ -239,18 +358,20 @@ pub async fn enqueue(
             async move { client.txn(txn).await }
         })
         .await?;
-    let kvs = ranges(&response);
-    let ours = kvs
-        .first()
-        .and_then(|kvs| kvs.first())
+    let revision = revision_of(&response);
+    let ours = page_at(&response, 0)
+        .kvs
+        .into_iter()
+        .next()
         .context("etcd did not return the key it just wrote")?;
-    let leader = kvs.get(1).and_then(|kvs| kvs.first()).map(Leader::from_kv);
+    let line = page_at(&response, 1);
+    let leader = first_candidate(connection, election, line, revision, SortOrder::Ascend).await?;
     Ok((
         Candidate {
             key: key.clone(),
             revision: ours.create_revision(),
         },
-        leader,
+        leader.as_ref().map(Leader::from_kv),
     ))
 }
 
@@ -264,11 +385,8 @@ pub async fn wait_for_turn(
     lease_id: i64,
     lease: &mut watch::Receiver<LeaseState>,
 ) -> Turn {
-    let predecessor = GetOptions::new()
-        .with_prefix()
-        .with_max_create_revision(candidate.revision - 1)
-        .with_sort(SortTarget::Create, SortOrder::Descend)
-        .with_limit(1);
+    let predecessor =
+        in_line(SortOrder::Descend, FIRST_PAGE).with_max_create_revision(candidate.revision - 1);
     let txn = Txn::new().and_then([
         TxnOp::get(candidate.key.as_str(), None),
         TxnOp::get(name::prefix(election), Some(predecessor)),
@@ -297,18 +415,30 @@ pub async fn wait_for_turn(
                 }
             }
         };
-        backoff.reset();
-        let kvs = ranges(&response);
-        let ours = kvs.first().and_then(|kvs| kvs.first());
-        if let Some(loss) = judge(ours, candidate.revision, lease_id) {
+        let revision = revision_of(&response);
+        let ours = page_at(&response, 0).kvs.into_iter().next();
+        if let Some(loss) = judge(ours.as_ref(), candidate.revision, lease_id) {
             return Turn::Lost(PlaceLost::Key(loss));
         }
-        let Some(ahead) = kvs.get(1).and_then(|kvs| kvs.first()) else {
+        let line = page_at(&response, 1);
+        let ahead =
+            match first_candidate(connection, election, line, revision, SortOrder::Descend).await {
+                Ok(ahead) => ahead,
+                Err(err) => {
+                    tracing::info!("{err:#}; retrying");
+                    tokio::select! {
+                        _ = backoff.wait() => continue,
+                        _ = lease_gone(lease) => continue,
+                    }
+                }
+            };
+        backoff.reset();
+        let Some(ahead) = ahead else {
             return Turn::Ours;
         };
         let ahead_key = ahead.key().to_vec();
         tracing::debug!(ahead = %String::from_utf8_lossy(&ahead_key), "queued; watching the key ahead");
-        let mut from = revision_of(&response) + 1;
+        let mut from = revision + 1;
         let moved = tokio::select! {
             seen = watch_key(connection, &ahead_key, &mut from, |event| {
                 (event.event_type() == EventType::Delete).then_some(())
@@ -372,7 +502,9 @@ pub async fn prove(
     if !response.succeeded() {
         return Ok(None);
     }
-    let first = ranges(&response).into_iter().flatten().next();
+    let revision = revision_of(&response);
+    let line = page_at(&response, 0);
+    let first = first_candidate(connection, election, line, revision, SortOrder::Ascend).await?;
     if first.map(|kv| kv.create_revision()) != Some(candidate.revision) {
         return Ok(None);
     }
@@ -381,7 +513,7 @@ pub async fn prove(
         key: candidate.key.clone(),
         lease,
         token: candidate.revision,
-        revision: revision_of(&response),
+        revision,
     }))
 }
 
@@ -435,21 +567,8 @@ async fn watch_key<T>(
     from: &mut i64,
     mut decide: impl FnMut(&etcd_client::Event) -> Option<T>,
 ) -> Option<T> {
-    let endpoint = connection.current().await.ok()?;
-    let mut client = endpoint.client;
     let options = WatchOptions::new().with_start_revision(*from);
-    let opened = tokio::time::timeout(
-        connection.attempt_timeout(),
-        client.watch(key, Some(options)),
-    )
-    .await;
-    let mut stream = match opened {
-        Ok(Ok(stream)) => stream,
-        _ => {
-            connection.failed(endpoint.index);
-            return None;
-        }
-    };
+    let (mut stream, index) = open_watch(connection, key, options).await?;
     loop {
         match stream.message().await {
             Ok(Some(response)) => {
@@ -466,7 +585,7 @@ async fn watch_key<T>(
                 }
             }
             Ok(None) | Err(_) => {
-                connection.failed(endpoint.index);
+                connection.failed(index);
                 return None;
             }
         }
@@ -483,62 +602,225 @@ pub struct Snapshot {
 
 /// Reads the leader of an election and the number of candidates.
 pub async fn read_leader(connection: &Connection, election: &str) -> Result<Snapshot> {
-    let txn = Txn::new().and_then([
-        first_in_line(election),
-        TxnOp::get(
-            name::prefix(election),
-            Some(GetOptions::new().with_prefix().with_count_only()),
-        ),
-    ]);
-    let response = connection
-        .call("reading the election", |mut client| {
-            let txn = txn.clone();
-            async move { client.txn(txn).await }
-        })
-        .await?;
-    let ops = response.op_responses();
-    let leader = match ops.first() {
-        Some(TxnOpResponse::Get(get)) => get.kvs().first().map(Leader::from_kv),
-        _ => None,
-    };
-    let candidates = match ops.get(1) {
-        Some(TxnOpResponse::Get(get)) => get.count(),
-        _ => 0,
-    };
+    let line = Line::read(connection, election).await?;
     Ok(Snapshot {
-        leader,
-        candidates,
-        revision: revision_of(&response),
+        leader: line.leader().cloned(),
+        candidates: line.in_order.len() as i64,
+        revision: line.revision,
     })
 }
 
-/// Resolves at the first change under the election after `revision`, or when
-/// the watch breaks (the caller re-reads either way).
-pub async fn next_change(connection: &Connection, election: &str, revision: i64) {
-    let Ok(endpoint) = connection.current().await else {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        return;
-    };
-    let mut client = endpoint.client;
-    let options = WatchOptions::new()
-        .with_prefix()
-        .with_start_revision(revision + 1);
-    let opened = tokio::time::timeout(
-        connection.attempt_timeout(),
-        client.watch(name::prefix(election), Some(options)),
-    )
-    .await;
-    if let Ok(Ok(mut stream)) = opened {
+/// Every candidate of an election in line order, as read at one revision
+/// and then kept up to date from a watch. `status --watch` follows the
+/// leader this way: re-reading the leader after each change would miss the
+/// leaders that came and went during the read.
+pub struct Line {
+    election: String,
+    /// Candidates by (create revision, key): the first one leads.
+    in_order: BTreeMap<(i64, Vec<u8>), Leader>,
+    /// Each candidate's create revision, by key.
+    created: HashMap<Vec<u8>, i64>,
+    /// The revision the line is up to date with.
+    revision: i64,
+}
+
+/// Who leads, as far as a change of leader goes: the key, its create
+/// revision, and whether it has gone stale.
+type LeaderIdentity = Option<(String, i64, bool)>;
+
+impl Line {
+    /// Reads the whole line, page by page, at one revision.
+    pub async fn read(connection: &Connection, election: &str) -> Result<Line> {
+        let end = name::prefix_end(election);
+        let mut start = name::prefix(election).into_bytes();
+        let mut line = Line {
+            election: election.to_string(),
+            in_order: BTreeMap::new(),
+            created: HashMap::new(),
+            revision: 0,
+        };
         loop {
-            match stream.message().await {
-                Ok(Some(response)) if response.events().is_empty() && !response.canceled() => {
-                    continue
-                }
-                Ok(Some(_)) => return,
-                Ok(None) | Err(_) => break,
+            let mut options = GetOptions::new().with_range(end.as_str()).with_limit(PAGE);
+            if line.revision > 0 {
+                options = options.with_revision(line.revision);
+            }
+            let mut response = connection
+                .call("reading the election", |mut client| {
+                    let (start, options) = (start.clone(), options.clone());
+                    async move { client.get(start, Some(options)).await }
+                })
+                .await?;
+            if line.revision == 0 {
+                line.revision = response.header().map_or(0, |header| header.revision());
+            }
+            let more = response.more();
+            let kvs = response.take_kvs();
+            if let Some(last) = kvs.last() {
+                // The next key after the last one read.
+                start = last.key().to_vec();
+                start.push(0);
+            }
+            for kv in &kvs {
+                line.put(kv);
+            }
+            if !more || kvs.is_empty() {
+                return Ok(line);
             }
         }
     }
-    connection.failed(endpoint.index);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    pub fn leader(&self) -> Option<&Leader> {
+        self.in_order.values().next()
+    }
+
+    fn leader_identity(&self) -> LeaderIdentity {
+        self.leader()
+            .map(|leader| (leader.key.clone(), leader.token, leader.stale()))
+    }
+
+    fn put(&mut self, kv: &KeyValue) {
+        if !name::is_candidate(&self.election, kv.key()) {
+            return;
+        }
+        self.delete(kv.key());
+        self.created.insert(kv.key().to_vec(), kv.create_revision());
+        self.in_order.insert(
+            (kv.create_revision(), kv.key().to_vec()),
+            Leader::from_kv(kv),
+        );
+    }
+
+    fn delete(&mut self, key: &[u8]) {
+        if let Some(created) = self.created.remove(key) {
+            self.in_order.remove(&(created, key.to_vec()));
+        }
+    }
+
+    /// Follows the line until `report` returns false, calling it with the
+    /// leader now and after every revision at which the leader changed, in
+    /// order. A broken watch is opened again from where it stopped, so no
+    /// change is missed; only if etcd compacted that history away is the
+    /// line read afresh (and what happened in between is lost to it).
+    pub async fn follow(
+        mut self,
+        connection: &Connection,
+        mut report: impl FnMut(Option<&Leader>) -> Result<bool>,
+    ) -> Result<()> {
+        if !report(self.leader())? {
+            return Ok(());
+        }
+        let mut backoff = Backoff::new(retry::WAITING);
+        loop {
+            let followed = self.watch(connection, &mut report).await?;
+            // Every change up to here has been reported.
+            let shown = self.leader_identity();
+            match followed {
+                Followed::Stopped => return Ok(()),
+                Followed::Broke => backoff.wait().await,
+                Followed::Compacted => loop {
+                    match Line::read(connection, &self.election).await {
+                        Ok(line) => {
+                            self = line;
+                            backoff.reset();
+                            if self.leader_identity() != shown && !report(self.leader())? {
+                                return Ok(());
+                            }
+                            break;
+                        }
+                        Err(err) => {
+                            tracing::info!("{err:#}; retrying");
+                            backoff.wait().await;
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    /// Applies one watch's events, revision by revision, reporting each
+    /// change of leader, until the watch ends or `report` says stop.
+    async fn watch(
+        &mut self,
+        connection: &Connection,
+        report: &mut impl FnMut(Option<&Leader>) -> Result<bool>,
+    ) -> Result<Followed> {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(self.revision + 1);
+        let prefix = name::prefix(&self.election);
+        let Some((mut stream, index)) = open_watch(connection, prefix.as_bytes(), options).await
+        else {
+            return Ok(Followed::Broke);
+        };
+        loop {
+            let response = match stream.message().await {
+                Ok(Some(response)) => response,
+                Ok(None) | Err(_) => {
+                    connection.failed(index);
+                    return Ok(Followed::Broke);
+                }
+            };
+            if response.compact_revision() > 0 {
+                return Ok(Followed::Compacted);
+            }
+            if response.canceled() {
+                return Ok(Followed::Broke);
+            }
+            let mut shown = self.leader_identity();
+            let events = response.events();
+            for (at, event) in events.iter().enumerate() {
+                let Some(kv) = event.kv() else { continue };
+                match event.event_type() {
+                    EventType::Put => self.put(kv),
+                    EventType::Delete => self.delete(kv.key()),
+                }
+                self.revision = self.revision.max(kv.mod_revision());
+                // One transaction's changes share a revision: judge the
+                // leader once all of them are in.
+                let revision_done = events
+                    .get(at + 1)
+                    .and_then(|next| next.kv())
+                    .is_none_or(|next| next.mod_revision() != kv.mod_revision());
+                if revision_done && self.leader_identity() != shown {
+                    shown = self.leader_identity();
+                    if !report(self.leader())? {
+                        return Ok(Followed::Stopped);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How following a line's watch ended.
+enum Followed {
+    /// The reader is gone.
+    Stopped,
+    /// The watch broke: open it again from the line's revision.
+    Broke,
+    /// etcd no longer has the history since the line's revision.
+    Compacted,
+}
+
+/// Opens a watch on the current endpoint within the attempt timeout; None
+/// (and the endpoint marked failed) if it could not.
+async fn open_watch(
+    connection: &Connection,
+    key: &[u8],
+    options: WatchOptions,
+) -> Option<(etcd_client::WatchStream, usize)> {
+    let endpoint = connection.current().await.ok()?;
+    let mut client = endpoint.client;
+    let opened = tokio::time::timeout(
+        connection.attempt_timeout(),
+        client.watch(key, Some(options)),
+    )
+    .await;
+    match opened {
+        Ok(Ok(stream)) => Some((stream, endpoint.index)),
+        _ => {
+            connection.failed(endpoint.index);
+            None
+        }
+    }
 }

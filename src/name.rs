@@ -49,6 +49,28 @@ pub fn candidate_key(name: &str, lease: i64) -> String {
     format!("{name}/{lease:x}")
 }
 
+/// Whether `key` is a candidate of election `name`: its prefix, then a lease
+/// id in lower-case hex (1 to 16 digits: `%x` drops leading zeros), then
+/// nothing. Matching the prefix alone would count the keys of election
+/// `name/sub` (`name/sub/<lease>`) as candidates of `name`, and the two
+/// elections would block each other.
+pub fn is_candidate(name: &str, key: &[u8]) -> bool {
+    key.strip_prefix(name.as_bytes())
+        .and_then(|rest| rest.strip_prefix(b"/"))
+        .is_some_and(|lease| {
+            (1..=16).contains(&lease.len())
+                && lease
+                    .iter()
+                    .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(byte))
+        })
+}
+
+/// The end of the range of keys under `prefix(name)`: the prefix ends in
+/// `/`, and the next byte after `/` is `0`.
+pub fn prefix_end(name: &str) -> String {
+    format!("{name}0")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +100,27 @@ mod tests {
             candidate_key("jobs/x", 0x694d_9a5b_c1f2_1a0b),
             "jobs/x/694d9a5bc1f21a0b"
         );
+    }
+
+    #[test]
+    fn only_a_lease_id_after_the_prefix_makes_a_candidate() {
+        assert!(is_candidate("pfx/a", b"pfx/a/694d9a5bc1f21a0b"));
+        assert!(is_candidate("pfx/a", b"pfx/a/1f"));
+        assert!(is_candidate("pfx/a", candidate_key("pfx/a", 1).as_bytes()));
+        assert!(is_candidate(
+            "pfx/a",
+            candidate_key("pfx/a", i64::MAX).as_bytes()
+        ));
+        // Another election's candidate, under ours.
+        assert!(!is_candidate("pfx/a", b"pfx/a/b/694d9a5bc1f21a0b"));
+        assert!(!is_candidate("pfx/a", b"pfx/a/1f/694d9a5bc1f21a0b"));
+        assert!(!is_candidate("pfx/a", b"pfx/ab/1f"));
+        assert!(!is_candidate("pfx/a", b"pfx/a/"));
+        assert!(!is_candidate("pfx/a", b"pfx/a/694d9a5bc1f21a0b0"));
+        assert!(!is_candidate("pfx/a", b"pfx/a/694D9A"));
+        assert!(!is_candidate("pfx/a", b"pfx/a/sweep"));
+        assert!(!is_candidate("pfx/a", b"pfx/a.once-per"));
+        assert_eq!(prefix_end("pfx/a"), "pfx/a0");
+        assert!(prefix("pfx/a").as_str() < prefix_end("pfx/a").as_str());
     }
 }

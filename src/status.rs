@@ -14,7 +14,6 @@ use crate::holder::printable;
 use crate::lease;
 use crate::name;
 use crate::once_per;
-use crate::retry::{self, Backoff};
 use crate::run::connection_for;
 use crate::signals::Signals;
 
@@ -126,41 +125,21 @@ fn write_out(bytes: &[u8]) -> Result<bool> {
     }
 }
 
-/// Prints a line per change of leader until interrupted. A failed read
-/// after the first (etcd restarting) is ridden out with backoff.
+/// Prints a line per change of leader, in order, until interrupted. The
+/// first read must succeed; after it, etcd restarting is ridden out.
 async fn watch(connection: &Connection, election: &str) -> Result<i32> {
     let mut signals = Signals::install()?;
-    let mut last: Option<String> = None;
-    let mut first = true;
-    let mut backoff = Backoff::new(retry::WAITING);
-    loop {
-        let snapshot = match election::read_leader(connection, election).await {
-            Ok(snapshot) => snapshot,
-            Err(err) if first => return Err(err),
-            Err(err) => {
-                tracing::info!("{err:#}; retrying");
-                tokio::select! {
-                    _ = backoff.wait() => continue,
-                    _ = signals.recv() => return Ok(exit::SUCCESS),
-                }
-            }
-        };
-        backoff.reset();
-        let key = snapshot.leader.as_ref().map(|leader| leader.key.clone());
-        if first || key != last {
-            let line = describe(election, snapshot.leader.as_ref());
-            let line = format!("{} {line}\n", crate::holder::now_rfc3339());
-            if !write_out(line.as_bytes())? {
-                return Ok(exit::SUCCESS);
-            }
-            first = false;
-            last = key;
-        }
-        tokio::select! {
-            _ = election::next_change(connection, election, snapshot.revision) => {}
-            _ = signals.recv() => return Ok(exit::SUCCESS),
-        }
+    let line = election::Line::read(connection, election).await?;
+    let report = |leader: Option<&Leader>| {
+        let line = describe(election, leader);
+        let line = format!("{} {line}\n", crate::holder::now_rfc3339());
+        write_out(line.as_bytes())
+    };
+    tokio::select! {
+        followed = line.follow(connection, report) => followed?,
+        _ = signals.recv() => {}
     }
+    Ok(exit::SUCCESS)
 }
 
 /// A watch line. The line's own time is when the change was seen; the

@@ -59,12 +59,13 @@ fn status_names_the_leader_and_counts_waiters() {
     assert!(by_command.unwrap().contains("command:  sleep 31"));
 }
 
-#[test]
-fn status_watch_prints_a_line_per_change_of_leader() {
-    let etcd = Etcd::start();
-    let endpoint = etcd.endpoint();
-    let mut watcher = leaderrun(&endpoint)
-        .args(["status", "--name", "jobs/sw", "--watch"])
+/// Starts `status --watch` on `name`; its lines arrive on the receiver.
+fn watch_status(
+    endpoint: &str,
+    name: &str,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut watcher = leaderrun(endpoint)
+        .args(["status", "--name", name, "--watch"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -80,6 +81,14 @@ fn status_watch_prints_a_line_per_change_of_leader() {
             let _ = sender.send(line);
         }
     });
+    (watcher, lines)
+}
+
+#[test]
+fn status_watch_prints_a_line_per_change_of_leader() {
+    let etcd = Etcd::start();
+    let endpoint = etcd.endpoint();
+    let (mut watcher, lines) = watch_status(&endpoint, "jobs/sw");
     let next = || {
         lines
             .recv_timeout(Duration::from_secs(10))
@@ -93,6 +102,72 @@ fn status_watch_prints_a_line_per_change_of_leader() {
     assert_eq!(done.code, Some(0));
     assert!(next().contains("jobs/sw: led by pid"));
     assert!(next().ends_with("jobs/sw: no leader"));
+    send(watcher.id() as i32, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(watcher.wait().unwrap().code(), Some(0));
+}
+
+/// A queue that hands over faster than one read of etcd: every leader gets
+/// its line, in order, none missed.
+#[test]
+fn status_watch_follows_every_leader_of_a_fast_queue() {
+    const QUEUED: usize = 60;
+    let etcd = Etcd::start();
+    let endpoint = etcd.endpoint();
+    let (mut watcher, lines) = watch_status(&endpoint, "jobs/fast");
+    let next = || {
+        lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a status line")
+    };
+    assert!(next().ends_with("jobs/fast: no leader"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut first = Replica::spawn(
+        leaderrun(&endpoint)
+            .args(["--name", "jobs/fast", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let job = read_pid(&pidfile, Duration::from_secs(20));
+    let mut queued: Vec<Replica> = (0..QUEUED)
+        .map(|_| {
+            Replica::spawn(leaderrun(&endpoint).args([
+                "--name",
+                "jobs/fast",
+                "--wait",
+                "--",
+                "true",
+            ]))
+        })
+        .collect();
+    await_condition(Duration::from_secs(60), "the whole queue", || {
+        etcd.candidates("jobs/fast").len() == QUEUED + 1
+    });
+    send(job, nix::sys::signal::Signal::SIGTERM);
+    first.finish(Duration::from_secs(20));
+    for replica in &mut queued {
+        let (code, stderr) = replica.finish(Duration::from_secs(60));
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+
+    let mut tokens: Vec<i64> = Vec::new();
+    loop {
+        let line = next();
+        if line.ends_with("jobs/fast: no leader") {
+            break;
+        }
+        let token = line
+            .rsplit_once("(token ")
+            .and_then(|(_, rest)| rest.strip_suffix(')'))
+            .and_then(|token| token.parse().ok())
+            .unwrap_or_else(|| panic!("a leader line: {line}"));
+        tokens.push(token);
+    }
+    assert_eq!(tokens.len(), QUEUED + 1, "one line per leader: {tokens:?}");
+    assert!(
+        tokens.windows(2).all(|pair| pair[0] < pair[1]),
+        "in order: {tokens:?}"
+    );
     send(watcher.id() as i32, nix::sys::signal::Signal::SIGINT);
     assert_eq!(watcher.wait().unwrap().code(), Some(0));
 }

@@ -6,16 +6,6 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-/// Writes `key` = `value` as another writer would: attached to `lease`, or
-/// with no lease at all (0).
-fn put(etcd: &Etcd, key: &str, value: &str, lease: i64) {
-    let (key, value) = (key.to_string(), value.to_string());
-    etcd.with(async move |mut client| {
-        let options = (lease != 0).then(|| etcd_client::PutOptions::new().with_lease(lease));
-        client.put(key, value, options).await.expect("put");
-    });
-}
-
 fn status(etcd: &Etcd, name: &str) -> Finished {
     run_within(
         leaderrun(&etcd.endpoint()).args(["status", "--name", name]),
@@ -38,7 +28,7 @@ fn an_overwritten_leader_key_is_loss_of_leadership() {
     let pid = read_pid(&pidfile, Duration::from_secs(20));
     let candidates = etcd.candidates("jobs/overwrite");
     assert_eq!(candidates.len(), 1, "{candidates:?}");
-    put(&etcd, &candidates[0].0, "x", 0);
+    etcd.put(&candidates[0].0, "x", 0);
     await_condition(Duration::from_secs(10), "the child to die", || !alive(pid));
     let (code, stderr) = replica.finish(Duration::from_secs(20));
     assert_eq!(code, Some(124), "{stderr}");
@@ -50,7 +40,7 @@ fn an_overwritten_leader_key_is_loss_of_leadership() {
 #[test]
 fn a_stale_key_with_no_lease_blocks_the_election_and_is_named() {
     let etcd = Etcd::start();
-    put(&etcd, "jobs/stale/1234abcd", "x", 0);
+    etcd.put("jobs/stale/1234abcd", "x", 0);
 
     let done = run_within(
         leaderrun(&etcd.endpoint()).args(["-v", "--name", "jobs/stale", "--", "echo", "ran"]),
@@ -85,7 +75,7 @@ fn a_stale_key_with_no_lease_blocks_the_election_and_is_named() {
 fn a_once_per_marker_with_no_lease_never_closes() {
     let etcd = Etcd::start();
     let marker = r#"{"host":"h","pid":1,"started":"2026-01-01T00:00:00Z","command":"c","token":5}"#;
-    put(&etcd, "jobs/mk.once-per", marker, 0);
+    etcd.put("jobs/mk.once-per", marker, 0);
 
     let done = run_within(
         leaderrun(&etcd.endpoint()).args([
@@ -153,7 +143,7 @@ fn control_characters_in_foreign_values_are_escaped() {
     let etcd = Etcd::start();
     let lease = etcd.grant(60).expect("a lease");
     let value = r#"{"host":"h\u001b[2J","pid":7,"started":"s","command":"evil\u001b]0;x\u0007"}"#;
-    put(&etcd, "jobs/esc/1234abcd", value, lease);
+    etcd.put("jobs/esc/1234abcd", value, lease);
 
     let shown = status(&etcd, "jobs/esc");
     assert_eq!(shown.code, Some(0), "{}{}", shown.stdout, shown.stderr);

@@ -198,6 +198,9 @@ impl<'a> Campaign<'a> {
             match election::try_acquire(connection, &config.election, lease_id, &holder).await {
                 Ok(Attempt::Won(leadership)) => leadership,
                 Ok(Attempt::Lost(leader)) => return Step::Done(Outcome::Held(leader)),
+                Ok(Attempt::Vanished) => {
+                    return Step::Event(Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted)), None)
+                }
                 Err(err) => return err.into(),
             }
         } else {

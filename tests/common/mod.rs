@@ -450,6 +450,16 @@ impl Etcd {
         let key = key.to_string();
         self.with(async move |mut client| client.delete(key, None).await.expect("delete"));
     }
+
+    /// Writes `key` = `value` as another writer would: attached to `lease`,
+    /// or with no lease at all (0).
+    pub fn put(&self, key: &str, value: &str, lease: i64) {
+        let (key, value) = (key.to_string(), value.to_string());
+        self.with(async move |mut client| {
+            let options = (lease != 0).then(|| etcd_client::PutOptions::new().with_lease(lease));
+            client.put(key, value, options).await.expect("put");
+        });
+    }
 }
 
 /// A frozen etcd member (see [`Etcd::freeze`]).
@@ -550,9 +560,10 @@ pub fn wait_within(child: &mut Child, limit: Duration, what: &str) -> std::proce
             return status;
         }
         if started.elapsed() > limit {
+            let tree = process_tree(child.id() as i32);
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what} did not exit within {limit:?}");
+            panic!("{what} did not exit within {limit:?}; its processes:\n{tree}");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -895,6 +906,33 @@ pub fn cmdline(pid: i32) -> Option<String> {
         .map(|arg| String::from_utf8_lossy(arg).into_owned())
         .collect();
     Some(args.join(" "))
+}
+
+/// `pid` and its descendants, one a line: pid, state, kernel wait channel
+/// and command line, for the message of a test that waited in vain.
+pub fn process_tree(pid: i32) -> String {
+    let mut lines = String::new();
+    let mut todo = vec![(pid, 0)];
+    while let Some((pid, depth)) = todo.pop() {
+        let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let masks: Vec<&str> = status
+            .lines()
+            .filter(|line| line.starts_with("SigBlk") || line.starts_with("SigIgn"))
+            .collect();
+        lines.push_str(&format!(
+            "{:indent$}{pid} {} pgrp {:?} tty-fg {:?} {wchan} {} {}\n",
+            "",
+            process_state(pid).unwrap_or_else(|| "gone".into()),
+            stat_field(pid, 1),
+            stat_field(pid, 4),
+            masks.join(" "),
+            cmdline(pid).unwrap_or_default(),
+            indent = depth * 2
+        ));
+        todo.extend(children_of(pid).into_iter().map(|child| (child, depth + 1)));
+    }
+    lines
 }
 
 /// The processes whose parent is `parent`, zombies included.
