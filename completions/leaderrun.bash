@@ -35,7 +35,7 @@ _leaderrun() {
 
     case "${cmd}" in
         leaderrun)
-            opts="-n -w -v -h -V --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --name --ttl --wait --wait-timeout --once-per --conflict-exit-code --kill-signal --kill-after --verbose --manual --completions --help --version status help"
+            opts="-n -w -v -h -V --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --name --ttl --wait --wait-timeout --once-per --redact-args --conflict-exit-code --kill-signal --kill-after --verbose --manual --completions --help --version status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -132,6 +132,10 @@ _leaderrun() {
                     ;;
                 --kill-after)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --manual)
+                    COMPREPLY=($(compgen -W "leaderrun status" -- "${cur}"))
                     return 0
                     ;;
                 --completions)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_leaderrun_global_optspecs
-    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= conflict-exit-code= kill-signal= kill-after= v/verbose manual completions= h/help V/version
+    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= redact-args conflict-exit-code= kill-signal= kill-after= v/verbose manual= completions= h/help V/version
 end
 
 function __fish_leaderrun_needs_command
@@ -38,6 +38,8 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -l once-per -d 'Start 
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l conflict-exit-code -d 'Exit code when another replica leads or the wait timed out' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-signal -d 'Signal sent to the command\'s process group when leadership is lost' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-after -d 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l manual -d 'Print a man page (roff) and exit: leaderrun(1), or with `status`, leaderrun-status(1)' -r -f -a "leaderrun\t''
+status\t''"
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l completions -d 'Print the completion script for SHELL and exit' -r -f -a "bash\t''
 elvish\t''
 fish\t''
@@ -45,8 +47,8 @@ powershell\t''
 zsh\t''"
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s w -l wait -d 'Queue for leadership instead of exiting when another replica leads'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l redact-args -d 'Store only the program\'s name in etcd, not its arguments. The command line is kept in the candidate key\'s value (and in the --once-per marker), where `status` shows it to anyone who can read the election: use this when an argument is secret'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
-complete -c leaderrun -n "__fish_leaderrun_needs_command" -l manual -d 'Print the man page (roff) and exit'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s V -l version -d 'Print version'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "status" -d 'Show who leads an election, its token and its queue'

@@ -30,7 +30,9 @@ with 'leaderrun: '; the command's own codes do not.
 
 The command gets LEADERRUN_TOKEN (the fencing token: the leader key's create
 revision, larger for every new leader), LEADERRUN_KEY, LEADERRUN_LEASE and
-LEADERRUN_NAME in its environment.
+LEADERRUN_NAME in its environment, and ETCDCTL_ENDPOINTS (with the TLS files
+as ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY) so that etcdctl reaches the
+same etcd.
 
 Examples:
   # crontab: every replica has this line, one runs it; silent when not leader
@@ -85,9 +87,10 @@ pub struct Cli {
     #[command(flatten)]
     pub output: OutputArgs,
 
-    /// Print the man page (roff) and exit.
-    #[arg(long, hide = true)]
-    pub manual: bool,
+    /// Print a man page (roff) and exit: leaderrun(1), or with `status`,
+    /// leaderrun-status(1).
+    #[arg(long, hide = true, value_name = "PAGE", num_args = 0..=1, default_missing_value = "leaderrun")]
+    pub manual: Option<ManualPage>,
 
     /// Print the completion script for SHELL and exit.
     #[arg(long, hide = true, value_name = "SHELL")]
@@ -101,6 +104,13 @@ pub struct Cli {
         value_hint = clap::ValueHint::CommandWithArguments
     )]
     pub command: Vec<OsString>,
+}
+
+/// The man pages the binary can print.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ManualPage {
+    Leaderrun,
+    Status,
 }
 
 #[derive(Debug, Subcommand)]
@@ -239,6 +249,13 @@ pub struct ElectionArgs {
     /// `--once-per 1h` for a nightly job.
     #[arg(long, value_name = "DURATION", value_parser = parse_window, allow_hyphen_values = true)]
     pub once_per: Option<Duration>,
+
+    /// Store only the program's name in etcd, not its arguments. The command
+    /// line is kept in the candidate key's value (and in the --once-per
+    /// marker), where `status` shows it to anyone who can read the election:
+    /// use this when an argument is secret.
+    #[arg(long)]
+    pub redact_args: bool,
 
     /// Exit code when another replica leads or the wait timed out.
     #[arg(long, value_name = "N", default_value_t = crate::exit::CONFLICT, value_parser = clap::value_parser!(i32).range(0..=255))]

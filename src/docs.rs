@@ -61,8 +61,8 @@ fn examples(roff: &mut Roff, items: &[(&str, &str)]) {
     }
 }
 
-pub fn man_page() -> Vec<u8> {
-    let man = Man::new(Cli::command()).date("");
+/// A page's title, name, synopsis, description and options, from clap.
+fn head(man: &Man) -> Vec<u8> {
     let mut out = Vec::new();
     type Render = fn(&Man, &mut dyn Write) -> std::io::Result<()>;
     let sections: [Render; 5] = [
@@ -73,12 +73,31 @@ pub fn man_page() -> Vec<u8> {
         Man::render_options_section,
     ];
     for render in sections {
-        render(&man, &mut out).expect("writing to memory");
+        render(man, &mut out).expect("writing to memory");
     }
-    man.render_subcommands_section(&mut out)
-        .expect("writing to memory");
+    out
+}
 
+pub fn man_page() -> Vec<u8> {
+    let man = Man::new(Cli::command()).date("");
+    let mut out = head(&man);
+    // Not clap_mangen's subcommand section: it lists `help` too, and
+    // points to a leaderrun-help(1) that does not exist.
     let mut roff = Roff::new();
+    tagged(
+        &mut roff,
+        "SUBCOMMANDS",
+        &[
+            (
+                "leaderrun-status(1)",
+                "Show who leads an election, its token and its queue.",
+            ),
+            (
+                "leaderrun help [SUBCOMMAND]",
+                "Print the help of leaderrun, or of a subcommand.",
+            ),
+        ],
+    );
     tagged(
         &mut roff,
         "EXIT STATUS",
@@ -105,26 +124,93 @@ pub fn man_page() -> Vec<u8> {
             ("LEADERRUN_KEY", "Given to the command: the leader key, <name>/<lease id in hex>."),
             ("LEADERRUN_LEASE", "Given to the command: the lease id in hex, as etcdctl prints it."),
             ("LEADERRUN_NAME", "Given to the command: the election name. Never read as an option, so a leaderrun inside the command derives its own election."),
+            ("ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "Given to the command: the endpoints leaderrun uses (as URLs) and the TLS files it was given (as absolute paths), so that an etcdctl inside the command reaches the same etcd. ETCDCTL_USER (the name only) is added when the password already reaches the command through ETCDCTL_PASSWORD; no password is ever added."),
         ],
     );
     section(
         &mut roff,
         "FENCING",
         &[
-            &[("A lease guarantees exclusivity only until it expires, and it can expire while the old leader's command still runs (a long pause, a partition). leaderrun stops the command before the lease could expire by its own monotonic clock, but a process that was frozen cannot be stopped while frozen. The fencing token closes that hole: pass ", false), ("LEADERRUN_TOKEN", true), (" with every write, and have the downstream system reject a token lower than the highest it has seen, e.g. in SQL: UPDATE jobs SET last_token = $LEADERRUN_TOKEN, ... WHERE id = 1 AND last_token < $LEADERRUN_TOKEN; or in etcd, a transaction guarded on create_revision($LEADERRUN_KEY) == $LEADERRUN_TOKEN.", false)],
+            &[("A lease guarantees exclusivity only until it expires, and it can expire while the old leader's command still runs (a long pause, a partition). leaderrun stops the command before the lease could expire by its own monotonic clock, but a process that was frozen cannot be stopped while frozen. The fencing token closes that hole: pass ", false), ("LEADERRUN_TOKEN", true), (" with every write, and have the downstream system reject a token lower than the highest it has seen, e.g. in SQL: UPDATE jobs SET last_token = $LEADERRUN_TOKEN, ... WHERE id = 1 AND last_token <= $LEADERRUN_TOKEN (0 rows updated: a newer leader exists, stop); or in etcd, a transaction guarded on create_revision($LEADERRUN_KEY) == $LEADERRUN_TOKEN.", false)],
         ],
     );
     examples(
         &mut roff,
         &[
-            ("A crontab line on every replica; one runs the job, the others stay silent:", "0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 -- /usr/local/bin/nightly-batch"),
-            ("The same on replicas whose clocks disagree: at most one run starts per hour, however late a replica fires:", "0 0 * * *  leaderrun --once-per 1h -- /usr/local/bin/nightly-batch"),
+            ("A crontab line on every replica; one runs the job, the others stay silent. cron's PATH is /usr/bin:/bin, where the package installs leaderrun, and cron passes on none of a login shell's variables, so the endpoints are in the line:", "0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 -- /usr/local/bin/nightly-batch"),
+            ("The same on replicas whose clocks disagree: at most one run starts per hour-long window, so a replica that fires late, but within the hour, does not run the job again:", "0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 --once-per 1h -- /usr/local/bin/nightly-batch"),
             ("Against an etcd with TLS, client certificates and authentication:", "ETCDCTL_PASSWORD=... leaderrun --endpoints etcd1:2379 --cacert ca.pem --cert client.pem --key client-key.pem --user batch -- ./job"),
             ("A CI step that queues behind other deploys, for at most ten minutes:", "leaderrun --name deploy/prod --wait --wait-timeout 10m -- ./deploy.sh"),
             ("By hand, in a terminal (Ctrl-C reaches the command):", "leaderrun --name maintenance -- psql"),
             ("Who leads, as JSON:", "leaderrun status --name deploy/prod --json"),
         ],
     );
+    see_also(
+        &mut roff,
+        "leaderrun-status(1), etcdctl(1), flock(1), timeout(1)",
+    );
+    roff.to_writer(&mut out).expect("writing to memory");
+    man.render_version_section(&mut out)
+        .expect("writing to memory");
+    out
+}
+
+fn see_also(roff: &mut Roff, pages: &str) {
+    roff.control("SH", ["SEE ALSO"]);
+    roff.text([roman(pages)]);
+}
+
+/// leaderrun-status(1): the `status` subcommand, with what it prints.
+pub fn status_man_page() -> Vec<u8> {
+    let status = Cli::command()
+        .find_subcommand("status")
+        .expect("the status subcommand")
+        .clone()
+        .name("leaderrun-status")
+        .bin_name("leaderrun status")
+        .version(env!("CARGO_PKG_VERSION"));
+    let man = Man::new(status).date("");
+    let mut out = head(&man);
+    let mut roff = Roff::new();
+    tagged(
+        &mut roff,
+        "OUTPUT",
+        &[
+            ("text", "Lines \"election:\", \"leader:\" (pid, host, the time it became leader, token; or \"none\"), \"command:\", \"token:\", \"key:\", \"lease:\" (id in hex and seconds left), \"waiting:\" (replicas queued with --wait), and, when a --once-per window is open, \"once-per:\" (who started its run and when the window closes). A key with no lease that blocks the election is named as stale, with the etcdctl del that removes it."),
+            ("--json", "One JSON object: name, key, token, lease (hex), ttl (seconds left), holder {host, pid, started, command}, waiters, and last_run (the --once-per window's run: host, pid, started, command, token, window_left in seconds; or null). With nobody leading, key, token, lease, ttl and holder are null."),
+            ("--watch", "A line per change of leader, in order, each starting with the time it was seen: \"NAME: led by pid PID on HOST (token N)\", \"NAME: no leader\", or \"NAME: blocked by\" a stale key. It follows etcd's watch, so a queue that hands over quickly still gets a line per leader; it rides out an etcd restart, and ends on SIGINT or SIGTERM with exit 0, or quietly when its reader goes away."),
+        ],
+    );
+    tagged(
+        &mut roff,
+        "EXIT STATUS",
+        &[
+            ("0", "Someone leads (or --watch ended)."),
+            ("3", "Nobody leads."),
+            (
+                "125",
+                "status itself failed: usage, configuration, etcd unreachable or refusing.",
+            ),
+        ],
+    );
+    examples(
+        &mut roff,
+        &[
+            (
+                "Who leads the deploys:",
+                "leaderrun status --name deploy/prod",
+            ),
+            (
+                "The election of a crontab line, named by the same command line the replicas run:",
+                "leaderrun status -- /usr/local/bin/nightly-batch",
+            ),
+            (
+                "A line per change of leader:",
+                "leaderrun status --name deploy/prod --watch",
+            ),
+        ],
+    );
+    see_also(&mut roff, "leaderrun(1), etcdctl(1)");
     roff.to_writer(&mut out).expect("writing to memory");
     man.render_version_section(&mut out)
         .expect("writing to memory");

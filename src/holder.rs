@@ -17,17 +17,24 @@ pub struct Holder {
 }
 
 impl Holder {
-    pub fn for_this_process(command: &[OsString]) -> Self {
+    /// This process as a holder of `command`. With `redact_args`, only the
+    /// program is kept: the value is readable by anyone who can read the
+    /// election, and arguments may carry secrets.
+    pub fn for_this_process(command: &[OsString], redact_args: bool) -> Self {
         let host = nix::unistd::gethostname()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_else(|_| "unknown".into());
-        let command = bounded(
-            command
+        let shown = match command {
+            [program, _, ..] if redact_args => {
+                format!("{} {ARGUMENTS_REDACTED}", program.to_string_lossy())
+            }
+            _ => command
                 .iter()
                 .map(|arg| arg.to_string_lossy())
                 .collect::<Vec<_>>()
                 .join(" "),
-        );
+        };
+        let command = bounded(shown);
         Holder {
             host,
             pid: std::process::id(),
@@ -62,6 +69,9 @@ impl Holder {
         )
     }
 }
+
+/// What `--redact-args` stores in place of the arguments.
+pub const ARGUMENTS_REDACTED: &str = "[arguments redacted]";
 
 /// The most of a command line a holder value keeps. The value is only for
 /// people (`status`, "held by"), and etcd refuses a request over 1.5 MiB
@@ -111,7 +121,7 @@ mod tests {
     #[test]
     fn long_commands_are_cut_and_control_characters_escaped() {
         let long = "x".repeat(COMMAND_KEPT * 3);
-        let holder = Holder::for_this_process(&[long.into()]);
+        let holder = Holder::for_this_process(&[long.into()], false);
         assert!(
             holder.command.len() < COMMAND_KEPT + 40,
             "{}",
@@ -125,8 +135,19 @@ mod tests {
     }
 
     #[test]
+    fn redacted_holders_keep_only_the_program() {
+        let command = ["psql".into(), "postgres://u:secret@db".into()];
+        let holder = Holder::for_this_process(&command, true);
+        assert_eq!(holder.command, "psql [arguments redacted]");
+        assert_eq!(
+            Holder::for_this_process(&["true".into()], true).command,
+            "true"
+        );
+    }
+
+    #[test]
     fn round_trips_and_tolerates_foreign_values() {
-        let holder = Holder::for_this_process(&["sleep".into(), "1".into()]);
+        let holder = Holder::for_this_process(&["sleep".into(), "1".into()], false);
         assert_eq!(Holder::decode(holder.encode().as_bytes()), holder);
         assert_eq!(Holder::decode(b"etcdctl-value").command, "etcdctl-value");
     }

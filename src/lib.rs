@@ -11,6 +11,7 @@
 pub mod child;
 pub mod cli;
 pub mod clock;
+pub mod command_env;
 pub mod connection;
 pub mod credentials;
 pub mod docs;
@@ -41,11 +42,12 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
-    if cli.manual || cli.completions.is_some() {
+    if cli.manual.is_some() || cli.completions.is_some() {
         use std::io::Write;
-        let text = match cli.completions {
-            Some(shell) => docs::completion(shell),
-            None => docs::man_page(),
+        let text = match (cli.completions, cli.manual) {
+            (Some(shell), _) => docs::completion(shell),
+            (None, Some(cli::ManualPage::Status)) => docs::status_man_page(),
+            (None, _) => docs::man_page(),
         };
         return match std::io::stdout().write_all(&text) {
             Ok(()) => exit::SUCCESS,

@@ -45,6 +45,11 @@ fn generated_docs_are_up_to_date() {
         &generate(&["--manual"]),
         &mut stale,
     );
+    check(
+        &root.join("man/leaderrun-status.1"),
+        &generate(&["--manual", "status"]),
+        &mut stale,
+    );
     for (shell, file) in [
         ("bash", "leaderrun.bash"),
         ("zsh", "_leaderrun"),
@@ -81,6 +86,39 @@ fn generated_docs_are_up_to_date() {
         stale.is_empty(),
         "out of date with --help: {stale:?}; run `LEADERRUN_UPDATE_DOCS=1 cargo test --test docs`"
     );
+}
+
+/// Every page a man page refers to in the form `leaderrun-X(1)` is one
+/// this repository ships.
+#[test]
+fn man_pages_refer_only_to_pages_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for page in [generate(&["--manual"]), generate(&["--manual", "status"])] {
+        let text = page.replace("\\-", "-");
+        for (at, _) in text.match_indices("leaderrun-") {
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            if text[at + name.len()..].starts_with("(1)") {
+                assert!(
+                    root.join("man").join(format!("{name}.1")).exists(),
+                    "refers to {name}(1), which man/ does not have"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn status_has_a_man_page_with_its_output() {
+    let man = generate(&["--manual", "status"]);
+    for needle in ["--json", "--watch", "window_left", "\"NAME: no leader\""] {
+        assert!(
+            man.replace("\\-", "-").contains(needle),
+            "leaderrun-status(1) does not document {needle}"
+        );
+    }
 }
 
 #[test]

@@ -38,6 +38,18 @@ fn run(command: &mut Command) -> Finished {
     run_within(command, Duration::from_secs(20))
 }
 
+/// --cacert, --cert and --key for the test's certificates.
+fn tls_flags(pki: &pki::Pki) -> [&str; 6] {
+    [
+        "--cacert",
+        path(&pki.ca),
+        "--cert",
+        path(&pki.client_cert),
+        "--key",
+        path(&pki.client_key),
+    ]
+}
+
 /// `--name jobs/secure OPTIONS -- sh -c 'echo $LEADERRUN_TOKEN'`
 fn with_command<'a>(options: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["--name", "jobs/secure"];
@@ -50,14 +62,7 @@ fn with_command<'a>(options: &[&'a str]) -> Vec<&'a str> {
 fn tls_with_client_certificates_from_flags_and_from_etcdctl_variables() {
     let etcd = tls_etcd();
     let pki = etcd.pki.as_ref().unwrap();
-    let flags = [
-        "--cacert",
-        path(&pki.ca),
-        "--cert",
-        path(&pki.client_cert),
-        "--key",
-        path(&pki.client_key),
-    ];
+    let flags = tls_flags(pki);
     let first = run(leaderrun(&etcd.endpoint()).args(with_command(&flags)));
     let first = ran_with_token(&first);
 
@@ -242,5 +247,99 @@ fn secrets_from_the_environment_never_show_in_help() {
             "{args:?} shows it: {}",
             done.stdout
         );
+    }
+}
+
+/// An etcdctl inside the command reaches the same etcd, TLS and all, from
+/// the ETCDCTL_* variables leaderrun sets: no flag repeated.
+#[test]
+fn etcdctl_in_the_command_reaches_the_same_tls_etcd() {
+    let etcd = tls_etcd();
+    let pki = etcd.pki.as_ref().unwrap();
+    let etcdctl = etcdctl_binary();
+    let bare = format!("127.0.0.1:{}", etcd.client_port());
+    let done = run(leaderrun(&bare).args(tls_flags(pki)).args([
+        "--name",
+        "jobs/secure",
+        "--",
+        path(&etcdctl),
+        "put",
+        "/jobs/secure/written",
+        "from the command",
+    ]));
+    assert_eq!(done.code, Some(0), "{}{}", done.stdout, done.stderr);
+    assert_eq!(
+        etcd.get("/jobs/secure/written").as_deref(),
+        Some("from the command")
+    );
+}
+
+/// A password leaderrun got as a flag never reaches the command's
+/// environment; one it inherited does, as it would anyway, and then the
+/// command also learns the user's name.
+#[test]
+fn no_password_is_added_to_the_commands_environment() {
+    let mut etcd = Etcd::start();
+    etcd.enable_auth(PASSWORD);
+    let env_of = |flags: &[&str], inherited: Option<&str>| -> String {
+        let mut command = leaderrun(&etcd.endpoint());
+        command
+            .args(flags)
+            .args(["--name", "jobs/secure", "--", "env"])
+            .env_remove("ETCDCTL_USER")
+            .env_remove("ETCDCTL_PASSWORD");
+        if let Some(password) = inherited {
+            command.env("ETCDCTL_PASSWORD", password);
+        }
+        let done = run(&mut command);
+        assert_eq!(done.code, Some(0), "{flags:?}: {}", done.stderr);
+        done.stdout
+    };
+    let inline = format!("root:{PASSWORD}");
+    for flags in [
+        vec!["--user", inline.as_str()],
+        vec!["--user", "root", "--password", PASSWORD],
+    ] {
+        let env = env_of(&flags, None);
+        assert!(!env.contains(PASSWORD), "{flags:?}: {env}");
+        assert!(!env.contains("ETCDCTL_USER"), "{flags:?}: {env}");
+    }
+    let env = env_of(&["--user", "root"], Some(PASSWORD));
+    assert!(env.lines().any(|line| line == "ETCDCTL_USER=root"), "{env}");
+}
+
+/// --redact-args keeps the arguments out of etcd: `status` shows only the
+/// program, and neither the value nor the --once-per marker holds them.
+#[test]
+fn redacted_arguments_never_reach_etcd() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "echo $$ > '{}'; exec sleep 1000 # secret-arg",
+        pidfile.display()
+    );
+    let _leader = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--redact-args",
+        "--once-per",
+        "1h",
+        "--name",
+        "jobs/redact",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    read_pid(&pidfile, Duration::from_secs(20));
+    let status =
+        run(leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", "jobs/redact"]));
+    assert_eq!(status.code, Some(0), "{}", status.stderr);
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(status["holder"]["command"], "sh [arguments redacted]");
+    assert_eq!(status["last_run"]["command"], "sh [arguments redacted]");
+    let (key, _, _) = etcd.candidates("jobs/redact")[0].clone();
+    for key in [key.as_str(), "jobs/redact.once-per"] {
+        let value = etcd.get(key).unwrap();
+        assert!(!value.contains("secret-arg"), "{key}: {value}");
     }
 }

@@ -17,7 +17,7 @@ fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
         "--",
         "sh",
         "-c",
-        "read line; echo \"got $line\"; sleep 100",
+        "read line; echo \"got $line\"; exec sleep 100",
     ]));
 
     // Wait until the command runs (it holds the key), then type a line.
@@ -26,6 +26,14 @@ fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
     });
     master.write_all(b"hello\n").unwrap();
     read_until(&mut master, "got hello", Duration::from_secs(10));
+    // Not before `sleep` runs: `sh -c` catches SIGINT and acts on it only
+    // once its current child is done, so a Ctrl-C between the echo and the
+    // exec would wait out the sleep.
+    await_condition(Duration::from_secs(10), "the sleep to start", || {
+        children_of(replica.id() as i32)
+            .into_iter()
+            .any(|pid| comm(pid).as_deref() == Some("sleep"))
+    });
 
     // Ctrl-C: the terminal sends SIGINT to its foreground group.
     master.write_all(&[0x03]).unwrap();

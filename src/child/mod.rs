@@ -23,17 +23,10 @@ use nix::unistd::{getpid, getppid, Pid};
 use tokio::signal::unix::{Signal as SignalStream, SignalKind};
 
 use crate::clock;
+use crate::command_env;
 use crate::exit::{self, CodedError};
 use job::Job;
 use terminal::Lent;
-
-/// The variables the child gets, overriding any inherited value.
-pub struct ChildEnv {
-    pub token: i64,
-    pub key: String,
-    pub lease: i64,
-    pub name: String,
-}
 
 /// Something that happened to the running command.
 pub enum ChildEvent {
@@ -109,7 +102,11 @@ impl Child {
     /// Spawns the child. Must run on the main thread: PR_SET_PDEATHSIG fires
     /// when the spawning *thread* exits, and the main thread lives as long as
     /// leaderrun does. `spared` is the guardian, which is not part of the job.
-    pub fn spawn(command: &[OsString], env: &ChildEnv, spared: Pid) -> anyhow::Result<Child> {
+    pub fn spawn(
+        command: &[OsString],
+        env: &command_env::Variables,
+        spared: Pid,
+    ) -> anyhow::Result<Child> {
         // Before the spawn, so that no stop of the child goes unseen.
         let child_changes = tokio::signal::unix::signal(SignalKind::child())
             .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
@@ -119,10 +116,7 @@ impl Child {
         let mut builder = std::process::Command::new(&command[0]);
         builder
             .args(&command[1..])
-            .env("LEADERRUN_TOKEN", env.token.to_string())
-            .env("LEADERRUN_KEY", &env.key)
-            .env("LEADERRUN_LEASE", format!("{:x}", env.lease))
-            .env("LEADERRUN_NAME", &env.name)
+            .envs(env.iter().map(|(name, value)| (name, value)))
             .process_group(0);
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {

@@ -185,7 +185,7 @@ impl<'a> Campaign<'a> {
     async fn attempt(&mut self, session: &mut Session) -> Step {
         let config = self.config;
         let connection = self.connection;
-        let holder = Holder::for_this_process(&config.command);
+        let holder = Holder::for_this_process(&config.command, config.redact_args);
         let lease = match session.grant(config.ttl).await {
             Ok(lease) => lease,
             Err(err) => return err.into(),
@@ -241,7 +241,16 @@ impl<'a> Campaign<'a> {
                 Err(err) => return err.into(),
             }
         };
-        tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+        if self.config.once_per.is_none() {
+            tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+        } else {
+            // "leader" only once the window is ours too: a replica refused
+            // by the window must not seem to have led first.
+            tracing::debug!(
+                token = leadership.token,
+                "elected; claiming the --once-per window"
+            );
+        }
         self.phase.set(Phase::Claiming);
         self.claim(session, leadership, &holder).await
     }
@@ -274,6 +283,7 @@ impl<'a> Campaign<'a> {
         .await;
         match claim {
             Ok(Claim::Ours) => {
+                tracing::info!(token = leadership.token, key = %leadership.key, "leader");
                 tracing::info!(
                     "this run opens a --once-per {} window",
                     humantime::format_duration(window)

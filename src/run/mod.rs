@@ -23,6 +23,7 @@ use nix::sys::signal::Signal;
 use crate::child::{self, job, terminal};
 use crate::cli::Cli;
 use crate::clock;
+use crate::command_env;
 use crate::connection::{Connection, Settings};
 use crate::credentials::Credentials;
 use crate::election::{self, Leader};
@@ -60,6 +61,10 @@ pub struct Config {
     /// Say why we did not run (cron mails whatever is printed, so only when
     /// someone is watching: a terminal, or -v).
     pub explain: bool,
+    /// Keep the command's arguments out of etcd (--redact-args).
+    pub redact_args: bool,
+    /// The ETCDCTL_* variables that take the command to our etcd.
+    pub etcd_env: command_env::Variables,
 }
 
 impl Config {
@@ -81,6 +86,8 @@ impl Config {
             kill_signal: cli.child.kill_signal,
             kill_after: cli.child.kill_after,
             explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
+            redact_args: cli.election.redact_args,
+            etcd_env: Vec::new(),
             command,
         })
     }
@@ -90,9 +97,10 @@ pub async fn run(cli: Cli) -> Result<i32> {
     // First: from here on a signal is ours to answer, in every phase.
     let mut signals = Signals::install().context("installing signal handlers")?;
     let connection_args = cli.connection.clone();
-    let config = Config::from_cli(cli)?;
+    let mut config = Config::from_cli(cli)?;
     tracing::info!("election {}", config.election);
     let connection = connection_for(&connection_args, config.ttl)?;
+    config.etcd_env = command_env::etcdctl(&connection_args, &connection.settings().endpoints);
     job::become_subreaper();
     terminal::watch_continue();
 

@@ -18,8 +18,9 @@ use super::phase::{decide, Action, Event, Loss, Phase, Policy};
 use super::schedule::KillSchedule;
 use super::Config;
 use crate::child::guard::Guard;
-use crate::child::{Child, ChildEnv, ChildEvent};
+use crate::child::{Child, ChildEvent};
 use crate::clock;
+use crate::command_env;
 use crate::connection::Connection;
 use crate::election::{self, Leadership};
 use crate::exit;
@@ -51,12 +52,13 @@ impl Supervision<'_> {
     ) -> Result<i32> {
         let config = self.config;
         let schedule = KillSchedule::new(self.lease.ttl, config.kill_after);
-        let env = ChildEnv {
-            token: self.leadership.token,
-            key: self.leadership.key.clone(),
-            lease: self.lease.id,
-            name: config.election.clone(),
-        };
+        let mut env = command_env::election(
+            self.leadership.token,
+            &self.leadership.key,
+            self.lease.id,
+            &config.election,
+        );
+        env.extend(config.etcd_env.iter().cloned());
         let mut child = match Child::spawn(&config.command, &env, guard.pid()) {
             Ok(child) => child,
             Err(err) => {

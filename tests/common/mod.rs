@@ -1128,3 +1128,43 @@ pub fn spawn_on_pty(command: &mut Command) -> (Child, std::fs::File) {
     let process = pty.spawn(command);
     (process, pty.master)
 }
+
+/// The code of README.md's block between `<!-- NAME: start -->` and
+/// `<!-- NAME: end -->`, without its fences: the examples that tests run as
+/// written.
+pub fn readme_block(name: &str) -> String {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let start = format!("<!-- {name}: start -->");
+    let end = format!("<!-- {name}: end -->");
+    let from = readme
+        .find(&start)
+        .unwrap_or_else(|| panic!("README.md has no {start}"))
+        + start.len();
+    let to = readme[from..]
+        .find(&end)
+        .unwrap_or_else(|| panic!("README.md has no {end}"))
+        + from;
+    readme[from..to]
+        .lines()
+        .filter(|line| !line.starts_with("```"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+        + "\n"
+}
+
+/// Where etcdctl is: LEADERRUN_TEST_ETCDCTL, else /usr/bin/etcdctl (Debian's
+/// etcd-client, which scripts/deps installs).
+pub fn etcdctl_binary() -> PathBuf {
+    let path = std::env::var_os("LEADERRUN_TEST_ETCDCTL")
+        .filter(|path| !path.is_empty())
+        .map_or_else(|| PathBuf::from("/usr/bin/etcdctl"), PathBuf::from);
+    assert!(
+        path.exists(),
+        "no etcdctl at {}: install Debian's etcd-client (scripts/deps does) or set LEADERRUN_TEST_ETCDCTL",
+        path.display()
+    );
+    path
+}

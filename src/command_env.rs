@@ -1,0 +1,148 @@
+//! What the command finds in its environment, beyond what it inherits: the
+//! election's variables (`LEADERRUN_*`) and the `ETCDCTL_*` variables that
+//! let an `etcdctl` (or a nested leaderrun) inside it reach the same etcd
+//! as leaderrun, without repeating flags.
+//!
+//! No secret is added: a password reaches the command only if it was
+//! already in the environment leaderrun inherited (`ETCDCTL_PASSWORD`).
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::cli::ConnectionArgs;
+
+/// Variables set for the command, overriding inherited ones.
+pub type Variables = Vec<(&'static str, OsString)>;
+
+/// The election's variables.
+pub fn election(token: i64, key: &str, lease: i64, name: &str) -> Variables {
+    vec![
+        ("LEADERRUN_TOKEN", token.to_string().into()),
+        ("LEADERRUN_KEY", key.into()),
+        ("LEADERRUN_LEASE", format!("{lease:x}").into()),
+        ("LEADERRUN_NAME", name.into()),
+    ]
+}
+
+/// The `ETCDCTL_*` variables for the etcd leaderrun uses: the endpoints as
+/// URLs (so the scheme says whether TLS is on), the TLS files as absolute
+/// paths (the command may change directory), and the user name, if its
+/// password already reaches the command through `ETCDCTL_PASSWORD`.
+pub fn etcdctl(args: &ConnectionArgs, endpoints: &[String]) -> Variables {
+    etcdctl_with(args, endpoints, |name| std::env::var_os(name))
+}
+
+fn etcdctl_with(
+    args: &ConnectionArgs,
+    endpoints: &[String],
+    inherited: impl Fn(&str) -> Option<OsString>,
+) -> Variables {
+    let mut variables: Variables = vec![("ETCDCTL_ENDPOINTS", endpoints.join(",").into())];
+    let files = [
+        ("ETCDCTL_CACERT", &args.cacert),
+        ("ETCDCTL_CERT", &args.cert),
+        ("ETCDCTL_KEY", &args.key),
+    ];
+    for (name, file) in files {
+        if let Some(file) = file {
+            variables.push((name, absolute(file)));
+        }
+    }
+    if args.insecure_skip_tls_verify {
+        variables.push(("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "true".into()));
+    }
+    if let Some(user) = &args.user {
+        let name = user.split_once(':').map_or(user.as_str(), |(name, _)| name);
+        let password_inherited = args.password.is_some()
+            && inherited("ETCDCTL_PASSWORD").as_deref()
+                == args.password.as_deref().map(AsRef::as_ref);
+        let user_inherited = inherited("ETCDCTL_USER").as_deref() == Some(user.as_ref());
+        // A user given as a flag, whose password the command already has:
+        // name it. A `USER:PASSWORD` flag or a --password flag is never
+        // copied into the command's environment.
+        if password_inherited && !user_inherited {
+            variables.push(("ETCDCTL_USER", name.into()));
+        }
+    }
+    variables
+}
+
+fn absolute(path: &Path) -> OsString {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .into_os_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn args() -> ConnectionArgs {
+        ConnectionArgs {
+            endpoints: None,
+            dial_timeout: Duration::from_secs(5),
+            cacert: None,
+            cert: None,
+            key: None,
+            insecure_skip_tls_verify: false,
+            user: None,
+            password: None,
+        }
+    }
+
+    fn find<'a>(variables: &'a Variables, name: &str) -> Option<&'a OsString> {
+        variables
+            .iter()
+            .find(|(variable, _)| *variable == name)
+            .map(|(_, value)| value)
+    }
+
+    #[test]
+    fn endpoints_and_tls_files_reach_the_command() {
+        let mut args = args();
+        args.cacert = Some(PathBuf::from("/etc/etcd/ca.pem"));
+        args.cert = Some(PathBuf::from("client.pem"));
+        args.key = Some(PathBuf::from("/etc/etcd/client-key.pem"));
+        let endpoints = ["https://a:2379".to_string(), "https://b:2379".to_string()];
+        let variables = etcdctl_with(&args, &endpoints, |_| None);
+        assert_eq!(
+            find(&variables, "ETCDCTL_ENDPOINTS").unwrap(),
+            "https://a:2379,https://b:2379"
+        );
+        assert_eq!(
+            find(&variables, "ETCDCTL_CACERT").unwrap(),
+            "/etc/etcd/ca.pem"
+        );
+        let cert = PathBuf::from(find(&variables, "ETCDCTL_CERT").unwrap());
+        assert!(
+            cert.is_absolute() && cert.ends_with("client.pem"),
+            "{cert:?}"
+        );
+        assert!(find(&variables, "ETCDCTL_USER").is_none());
+    }
+
+    #[test]
+    fn no_password_is_added() {
+        // --user u:secret: nothing about the user is passed on.
+        let mut args = args();
+        args.user = Some("u:secret".into());
+        let variables = etcdctl_with(&args, &[], |_| None);
+        assert!(find(&variables, "ETCDCTL_USER").is_none());
+        assert!(find(&variables, "ETCDCTL_PASSWORD").is_none());
+
+        // --user u --password secret: neither.
+        args.user = Some("u".into());
+        args.password = Some("secret".into());
+        let variables = etcdctl_with(&args, &[], |_| None);
+        assert!(find(&variables, "ETCDCTL_USER").is_none());
+
+        // --user u with ETCDCTL_PASSWORD inherited: the name goes along.
+        let variables = etcdctl_with(&args, &[], |name| {
+            (name == "ETCDCTL_PASSWORD").then(|| "secret".into())
+        });
+        assert_eq!(find(&variables, "ETCDCTL_USER").unwrap(), "u");
+        assert!(find(&variables, "ETCDCTL_PASSWORD").is_none());
+    }
+}
