@@ -8,25 +8,18 @@
 //! process ([`child`]: its job, the terminal, the guardian; [`signals`]) →
 //! exit status ([`exit`]).
 
-pub mod child;
-pub mod cli;
-pub mod clock;
-pub mod command_env;
-pub mod connection;
-pub mod credentials;
-pub mod docs;
-pub mod election;
-pub mod endpoints;
-pub mod exit;
-pub mod holder;
-pub mod lease;
-pub mod logging;
-pub mod name;
-pub mod once_per;
-pub mod retry;
-pub mod run;
-pub mod signals;
-pub mod status;
+mod child;
+mod cli;
+mod clock;
+mod election;
+mod etcd;
+mod exit;
+mod lease;
+mod logging;
+mod retry;
+mod run;
+mod signals;
+mod status;
 
 use std::ffi::OsString;
 
@@ -45,9 +38,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
     if cli.manual.is_some() || cli.completions.is_some() {
         use std::io::Write;
         let text = match (cli.completions, cli.manual) {
-            (Some(shell), _) => docs::completion(shell),
-            (None, Some(cli::ManualPage::Status)) => docs::status_man_page(),
-            (None, _) => docs::man_page(),
+            (Some(shell), _) => cli::docs::completion(shell),
+            (None, Some(cli::ManualPage::Status)) => cli::docs::status_man_page(),
+            (None, _) => cli::docs::man_page(),
         };
         return match std::io::stdout().write_all(&text) {
             Ok(()) => exit::SUCCESS,

@@ -11,6 +11,11 @@ use std::time::Duration;
 
 use crate::clock;
 
+/// The bound on best-effort clean-up (revoking a lease, reading who leads
+/// for a message) on every way out: a user's deadline or signal is honoured
+/// within this of its time, whatever etcd does.
+pub const CLEANUP: Duration = Duration::from_millis(500);
+
 /// The first wait after a failure.
 pub const FIRST: Duration = Duration::from_millis(50);
 

@@ -6,6 +6,8 @@
 //! sends to them; it knows nothing of etcd. What to do when (forward a
 //! signal, stop the job, follow a Ctrl-Z) is decided in `run::phase`.
 
+pub mod env;
+
 pub mod guard;
 pub mod job;
 pub mod terminal;
@@ -23,7 +25,6 @@ use nix::unistd::{getpid, getppid, Pid};
 use tokio::signal::unix::{Signal as SignalStream, SignalKind};
 
 use crate::clock;
-use crate::command_env;
 use crate::exit::{self, CodedError};
 use job::Job;
 use terminal::Lent;
@@ -102,11 +103,7 @@ impl Child {
     /// Spawns the child. Must run on the main thread: PR_SET_PDEATHSIG fires
     /// when the spawning *thread* exits, and the main thread lives as long as
     /// leaderrun does. `spared` is the guardian, which is not part of the job.
-    pub fn spawn(
-        command: &[OsString],
-        env: &command_env::Variables,
-        spared: Pid,
-    ) -> anyhow::Result<Child> {
+    pub fn spawn(command: &[OsString], env: &env::Variables, spared: Pid) -> anyhow::Result<Child> {
         // Before the spawn, so that no stop of the child goes unseen.
         let child_changes = tokio::signal::unix::signal(SignalKind::child())
             .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
@@ -270,14 +267,6 @@ impl Child {
     /// it had before the command ran.
     pub fn restore_terminal(&mut self) {
         self.terminal.take_back(true);
-    }
-
-    /// The command's exit status, once it has exited.
-    pub async fn status(&mut self) -> io::Result<ExitStatus> {
-        match self.status {
-            Some(status) => Ok(status),
-            None => self.process.wait().await,
-        }
     }
 }
 

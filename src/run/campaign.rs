@@ -19,14 +19,15 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::phase::{decide, Action, Event, Phase, Policy, CLEANUP};
+use super::phase::{decide, Action, Event, Phase, Policy};
 use super::Config;
 use crate::child::guard::Guard;
-use crate::connection::{Connection, Refused};
-use crate::election::{self, Attempt, KeyLoss, Leader, Leadership, PlaceLost, Turn};
-use crate::holder::{self, Holder};
-use crate::lease::{self, Lease};
-use crate::once_per::{self, Claim, Marker};
+use crate::election::holder::{self, Holder};
+use crate::election::once_per::{self, Claim, Marker};
+use crate::election::{Attempt, Election, KeyLoss, Leader, Leadership, PlaceLost, Turn};
+use crate::etcd::connection::{Connection, Refused};
+use crate::lease::Lease;
+use crate::retry::CLEANUP;
 use crate::retry::{self, Backoff};
 
 /// What a run holds in etcd.
@@ -65,7 +66,7 @@ impl Session {
         let window = self
             .window
             .take()
-            .map(|id| lease::revoke_within(&self.connection, id, CLEANUP));
+            .map(|id| self.connection.revoke(id, CLEANUP));
         tokio::join!(
             async {
                 if let Some(revoke) = lease {
@@ -184,64 +185,23 @@ impl<'a> Campaign<'a> {
 
     async fn attempt(&mut self, session: &mut Session) -> Step {
         let config = self.config;
-        let connection = self.connection;
         let holder = Holder::for_this_process(&config.command, config.redact_args);
         let lease = match session.grant(config.ttl).await {
             Ok(lease) => lease,
             Err(err) => return err.into(),
         };
-        let lease_id = lease.id;
-        let mut lease_state = lease.watch();
         tracing::debug!(ttl = ?lease.ttl, "granted TTL");
         self.phase.set(Phase::Joining);
-        let leadership = if !config.wait {
-            match election::try_acquire(connection, &config.election, lease_id, &holder).await {
-                Ok(Attempt::Won(leadership)) => leadership,
-                Ok(Attempt::Lost(leader)) => return Step::Done(Outcome::Held(leader)),
-                Ok(Attempt::Vanished) => {
-                    return Step::Event(Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted)), None)
-                }
-                Err(err) => return err.into(),
-            }
+        let won = if config.wait {
+            self.queue(lease, &holder).await
         } else {
-            let (candidate, leader) =
-                match election::enqueue(connection, &config.election, lease_id, &holder).await {
-                    Ok(queued) => queued,
-                    Err(err) => return err.into(),
-                };
-            self.queued_before = true;
-            if let Some(leader) = leader.filter(|leader| leader.key != candidate.key) {
-                tracing::info!("waiting: {} leads", leader.describe());
-                self.looked.send_replace(true);
-            }
-            self.phase.set(Phase::Waiting);
-            let turn = election::wait_for_turn(
-                connection,
-                &config.election,
-                &candidate,
-                lease_id,
-                &mut lease_state,
-            )
-            .await;
-            if let Turn::Lost(lost) = turn {
-                return Step::Event(Event::PlaceLost(lost), None);
-            }
-            self.phase.set(Phase::Proving);
-            let holder = Holder {
-                started: holder::now_rfc3339(),
-                ..holder.clone()
-            };
-            match election::prove(connection, &config.election, &candidate, lease_id, &holder).await
-            {
-                Ok(Some(leadership)) => leadership,
-                // A phantom win: our key is gone.
-                Ok(None) => {
-                    return Step::Event(Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted)), None)
-                }
-                Err(err) => return err.into(),
-            }
+            self.try_once(lease.id, &holder).await
         };
-        if self.config.once_per.is_none() {
+        let leadership = match won {
+            Ok(leadership) => leadership,
+            Err(step) => return step,
+        };
+        if config.once_per.is_none() {
             tracing::info!(token = leadership.token, key = %leadership.key, "leader");
         } else {
             // "leader" only once the window is ours too: a replica refused
@@ -253,6 +213,45 @@ impl<'a> Campaign<'a> {
         }
         self.phase.set(Phase::Claiming);
         self.claim(session, leadership, &holder).await
+    }
+
+    /// Without --wait: lead now, or learn who does.
+    async fn try_once(&self, lease: i64, holder: &Holder) -> Result<Leadership, Step> {
+        let election = Election::new(self.connection, &self.config.election);
+        match election.try_acquire(lease, holder).await {
+            Ok(Attempt::Won(leadership)) => Ok(leadership),
+            Ok(Attempt::Lost(leader)) => Err(Step::Done(Outcome::Held(leader))),
+            Ok(Attempt::Vanished) => Err(key_gone()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// With --wait: join the queue, wait for our turn, prove the win.
+    async fn queue(&mut self, lease: &Lease, holder: &Holder) -> Result<Leadership, Step> {
+        let election = Election::new(self.connection, &self.config.election);
+        let (candidate, leader) = election.enqueue(lease.id, holder).await?;
+        self.queued_before = true;
+        if let Some(leader) = leader.filter(|leader| leader.key != candidate.key) {
+            tracing::info!("waiting: {} leads", leader.describe());
+            self.looked.send_replace(true);
+        }
+        self.phase.set(Phase::Waiting);
+        let turn = election
+            .wait_for_turn(&candidate, lease.id, &mut lease.watch())
+            .await;
+        if let Turn::Lost(lost) = turn {
+            return Err(Step::Event(Event::PlaceLost(lost), None));
+        }
+        self.phase.set(Phase::Proving);
+        let holder = Holder {
+            started: holder::now_rfc3339(),
+            ..holder.clone()
+        };
+        match election.prove(&candidate, lease.id, &holder).await? {
+            Some(leadership) => Ok(leadership),
+            // A phantom win: our key is gone.
+            None => Err(key_gone()),
+        }
     }
 
     /// Starts the guardian, then claims the window: in that order, so that
@@ -304,6 +303,11 @@ impl<'a> Campaign<'a> {
             }
         }
     }
+}
+
+/// Our key vanished on the way to leading.
+fn key_gone() -> Step {
+    Step::Event(Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted)), None)
 }
 
 fn describe(event: &Event, error: Option<&anyhow::Error>) -> String {

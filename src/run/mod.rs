@@ -20,33 +20,20 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use nix::sys::signal::Signal;
 
+use crate::child::env;
 use crate::child::{self, job, terminal};
 use crate::cli::Cli;
 use crate::clock;
-use crate::command_env;
-use crate::connection::{Connection, Settings};
-use crate::credentials::Credentials;
+use crate::election::name;
+use crate::election::once_per::Marker;
 use crate::election::{self, Leader};
-use crate::endpoints;
+use crate::etcd::{self, Connection};
 use crate::exit;
-use crate::name;
-use crate::once_per::Marker;
+use crate::retry::CLEANUP;
 use crate::signals::Signals;
 use campaign::{Campaign, Outcome, Session};
-use phase::{decide, Action, Event, Phase, CLEANUP};
+use phase::{decide, Action, Event, Phase};
 use supervise::Supervision;
-
-/// Connection settings shared by `run` and `status`.
-pub fn connection_for(args: &crate::cli::ConnectionArgs, ttl: Duration) -> Result<Connection> {
-    let credentials = Credentials::from_args(args)?;
-    let endpoints = endpoints::resolve(args.endpoints.as_deref(), credentials.tls_requested())?;
-    Ok(Connection::new(Settings {
-        endpoints,
-        dial_timeout: args.dial_timeout,
-        ping_interval: (ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10)),
-        credentials,
-    }))
-}
 
 pub struct Config {
     pub command: Vec<OsString>,
@@ -64,7 +51,7 @@ pub struct Config {
     /// Keep the command's arguments out of etcd (--redact-args).
     pub redact_args: bool,
     /// The ETCDCTL_* variables that take the command to our etcd.
-    pub etcd_env: command_env::Variables,
+    pub etcd_env: env::Variables,
 }
 
 impl Config {
@@ -99,14 +86,20 @@ pub async fn run(cli: Cli) -> Result<i32> {
     let connection_args = cli.connection.clone();
     let mut config = Config::from_cli(cli)?;
     tracing::info!("election {}", config.election);
-    let connection = connection_for(&connection_args, config.ttl)?;
-    config.etcd_env = command_env::etcdctl(&connection_args, &connection.settings().endpoints);
+    // A dead connection must break the keep-alive stream well within the
+    // TTL: ping every third of it.
+    let ping = (config.ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
+    let connection = etcd::connect(&connection_args, ping)?;
+    config.etcd_env = env::etcdctl(&connection_args, &connection.settings().endpoints);
     job::become_subreaper();
     terminal::watch_continue();
 
+    let phase = Cell::new(Phase::Dialling);
     let mut session = Session::new(connection.clone());
-    let result = lead(&config, &connection, &mut signals, &mut session).await;
-    // Resigning: every way out passes here.
+    let result = lead(&config, &connection, &mut signals, &mut session, &phase).await;
+    // Every way out passes here. Signals are no longer listened to: what
+    // they would ask for, leaving, is under way (bounded by CLEANUP).
+    phase.set(Phase::Resigning);
     session.give_back().await;
     result
 }
@@ -117,12 +110,12 @@ async fn lead(
     connection: &Connection,
     signals: &mut Signals,
     session: &mut Session,
+    phase: &Cell<Phase>,
 ) -> Result<i32> {
-    let phase = Cell::new(Phase::Dialling);
     let give_up_at = config
         .wait_timeout
         .map(|timeout| clock::Instant::now() + timeout);
-    let mut campaign = Campaign::new(config, connection, &phase);
+    let mut campaign = Campaign::new(config, connection, phase);
     // --wait-timeout ends the wait, but never before the first look at the
     // queue: `--wait-timeout 0` tries once. Reaching etcd at all is bounded
     // by --dial-timeout.
@@ -209,7 +202,7 @@ fn explain_window(config: &Config, marker: &Marker) {
     let left = match (marker.lease, marker.left) {
         (0, _) => format!(
             "; its marker has no lease, so the window never closes (remove it with: etcdctl del '{}')",
-            crate::holder::printable(&crate::once_per::marker_key(&config.election))
+            crate::election::holder::printable(&crate::election::once_per::marker_key(&config.election))
         ),
         (_, None) => String::new(),
         (_, Some(left)) => format!(

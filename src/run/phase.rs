@@ -40,11 +40,6 @@ use nix::sys::signal::Signal;
 
 use crate::election::{KeyLoss, PlaceLost};
 
-/// The bound on best-effort clean-up (revoking a lease, reading who leads
-/// for a message) on every way out: a user's deadline or signal is honoured
-/// within this of its time, whatever etcd does.
-pub const CLEANUP: Duration = Duration::from_millis(500);
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     Dialling,
@@ -56,13 +51,6 @@ pub enum Phase {
     Running,
     Stopping,
     Resigning,
-}
-
-impl Phase {
-    /// Before the command exists.
-    pub fn before_command(self) -> bool {
-        !matches!(self, Phase::Running | Phase::Stopping | Phase::Resigning)
-    }
 }
 
 /// Why leadership ended while the command ran.

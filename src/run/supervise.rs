@@ -17,12 +17,12 @@ use nix::sys::signal::Signal;
 use super::phase::{decide, Action, Event, Loss, Phase, Policy};
 use super::schedule::KillSchedule;
 use super::Config;
+use crate::child::env;
 use crate::child::guard::Guard;
 use crate::child::{Child, ChildEvent};
 use crate::clock;
-use crate::command_env;
-use crate::connection::Connection;
 use crate::election::{self, Leadership};
+use crate::etcd::Connection;
 use crate::exit;
 use crate::lease::Lease;
 use crate::signals::Signals;
@@ -52,7 +52,7 @@ impl Supervision<'_> {
     ) -> Result<i32> {
         let config = self.config;
         let schedule = KillSchedule::new(self.lease.ttl, config.kill_after);
-        let mut env = command_env::election(
+        let mut env = env::election(
             self.leadership.token,
             &self.leadership.key,
             self.lease.id,

@@ -7,15 +7,17 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::cli::StatusArgs;
-use crate::connection::Connection;
+use crate::election::holder::printable;
+use crate::election::name;
+use crate::election::once_per;
 use crate::election::{self, Leader};
+use crate::etcd::{self, Connection};
 use crate::exit;
-use crate::holder::printable;
-use crate::lease;
-use crate::name;
-use crate::once_per;
-use crate::run::connection_for;
 use crate::signals::Signals;
+
+/// How often `status --watch` pings etcd: a dead connection breaks its
+/// watch within this, and the watch moves to another endpoint.
+const WATCH_PING: Duration = Duration::from_secs(5);
 
 pub async fn status(args: StatusArgs) -> Result<i32> {
     let election = match (&args.name.name, args.command.is_empty()) {
@@ -23,7 +25,7 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
         (None, false) => name::derive(&args.command),
         _ => anyhow::bail!("name the election with --name, or give the command line after --"),
     };
-    let connection = connection_for(&args.connection, Duration::from_secs(15))?;
+    let connection = etcd::connect(&args.connection, WATCH_PING)?;
     if args.watch {
         return watch(&connection, &election).await;
     }
@@ -31,7 +33,8 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
         leader, candidates, ..
     } = election::read_leader(&connection, &election).await?;
     let ttl = match &leader {
-        Some(leader) => lease::time_left(&connection, leader.lease)
+        Some(leader) => connection
+            .time_left(leader.lease)
             .await?
             .map(|left| left.as_secs()),
         None => None,
@@ -132,7 +135,7 @@ async fn watch(connection: &Connection, election: &str) -> Result<i32> {
     let line = election::Line::read(connection, election).await?;
     let report = |leader: Option<&Leader>| {
         let line = describe(election, leader);
-        let line = format!("{} {line}\n", crate::holder::now_rfc3339());
+        let line = format!("{} {line}\n", crate::election::holder::now_rfc3339());
         write_out(line.as_bytes())
     };
     tokio::select! {

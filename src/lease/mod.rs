@@ -15,7 +15,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::clock;
-use crate::connection::{describe, is_lease_not_found, Connection};
+use crate::etcd::connection::{describe, is_lease_not_found, Connection};
+use crate::etcd::requests::Granted;
 use crate::retry::{self, Backoff};
 
 /// What the keep-alive task has learnt, published to whoever depends on it.
@@ -38,15 +39,8 @@ pub struct Lease {
 
 impl Lease {
     pub async fn grant(connection: &Connection, ttl: Duration) -> Result<Lease> {
-        let seconds = i64::try_from(ttl.as_secs_f64().ceil() as u64).unwrap_or(i64::MAX);
         let sent = clock::Instant::now();
-        let granted = connection
-            .call("granting a lease", |mut client| async move {
-                client.lease_grant(seconds, None).await
-            })
-            .await?;
-        let id = granted.id();
-        let ttl = Duration::from_secs(granted.ttl().max(1) as u64);
+        let Granted { id, ttl } = connection.grant("granting a lease", ttl).await?;
         let (publish, state) = watch::channel(LeaseState {
             expires: sent + ttl,
             gone: false,
@@ -73,48 +67,14 @@ impl Lease {
 
     /// Stops renewing and revokes the lease, which deletes every key attached
     /// to it: our candidate key goes, and the next in line takes over now
-    /// rather than after the TTL. Best effort, within `limit`: failure only
-    /// costs that wait, so it is logged, not returned.
+    /// rather than after the TTL. Best effort, within `limit`.
     pub async fn revoke(self, limit: Duration) {
         self.keeper.abort();
         if self.state.borrow().gone {
             return;
         }
-        revoke_within(&self.connection, self.id, limit).await;
+        self.connection.revoke(self.id, limit).await;
     }
-}
-
-/// Revokes a lease by id, best effort, giving up after `limit`.
-pub async fn revoke_within(connection: &Connection, id: i64, limit: Duration) {
-    match clock::timeout(limit, revoke(connection, id)).await {
-        Some(Ok(())) => tracing::debug!(lease = format!("{id:x}"), "lease revoked"),
-        Some(Err(err)) => tracing::info!("{err:#} (it expires by itself within its TTL)"),
-        None => tracing::info!(
-            "revoking lease {id:x}: no answer within {} (it expires by itself within its TTL)",
-            humantime::format_duration(limit)
-        ),
-    }
-}
-
-/// Revokes a lease by id, deleting every key attached to it.
-pub async fn revoke(connection: &Connection, id: i64) -> Result<()> {
-    connection
-        .call("revoking the lease", |mut client| async move {
-            client.lease_revoke(id).await
-        })
-        .await
-        .map(drop)
-}
-
-/// What a lease has left on the server, or None if it is gone.
-pub async fn time_left(connection: &Connection, id: i64) -> Result<Option<Duration>> {
-    let response = connection
-        .call("reading the lease", |mut client| async move {
-            client.lease_time_to_live(id, None).await
-        })
-        .await?;
-    // etcd answers -1 for a lease that has expired or never was.
-    Ok(u64::try_from(response.ttl()).ok().map(Duration::from_secs))
 }
 
 impl Drop for Lease {

@@ -1,6 +1,8 @@
 //! The command line. Doc comments here are the `--help` text, the man page
 //! and the completions: keep them the single source.
 
+pub mod docs;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -15,7 +15,7 @@ use anyhow::{anyhow, Context, Result};
 use etcd_client::{Client, ConnectOptions};
 use tonic::transport::{Channel as TonicChannel, Endpoint as TonicEndpoint};
 
-use crate::credentials::Credentials;
+use crate::etcd::credentials::Credentials;
 
 /// How to reach etcd: the endpoints and what every client shares.
 #[derive(Clone)]

@@ -11,15 +11,6 @@ use clap_mangen::Man;
 
 use crate::cli::Cli;
 
-/// The shells completions are generated for, with their file names.
-pub const SHELLS: [(Shell, &str); 5] = [
-    (Shell::Bash, "leaderrun.bash"),
-    (Shell::Zsh, "_leaderrun"),
-    (Shell::Fish, "leaderrun.fish"),
-    (Shell::Elvish, "leaderrun.elv"),
-    (Shell::PowerShell, "_leaderrun.ps1"),
-];
-
 pub fn completion(shell: Shell) -> Vec<u8> {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "leaderrun", &mut out);

@@ -17,12 +17,12 @@ use anyhow::Result;
 use etcd_client::{Compare, CompareOp, PutOptions, TxnOp};
 use serde::{Deserialize, Serialize};
 
-use crate::connection::Connection;
-use crate::election::{self, Leadership};
+use crate::election::holder::{printable, Holder};
+use crate::election::Leadership;
+use crate::etcd::requests::{range_at, whole_seconds};
+use crate::etcd::Connection;
 use crate::exit::{self, CodedError};
-use crate::holder::{printable, Holder};
-use crate::lease;
-use crate::run::phase::CLEANUP;
+use crate::retry::CLEANUP;
 
 /// The key of an election's marker.
 pub fn marker_key(election: &str) -> String {
@@ -89,15 +89,11 @@ pub async fn claim(
     window_lease: &mut Option<i64>,
 ) -> Result<Claim> {
     let key = marker_key(&leadership.name);
-    // etcd counts leases in whole seconds; round up, never shorten.
-    let seconds = window.as_secs() + u64::from(window.subsec_nanos() > 0);
-    let seconds = i64::try_from(seconds).unwrap_or(i64::MAX);
+    let seconds = whole_seconds(window);
     let granted = connection
-        .call("granting the --once-per lease", |mut client| async move {
-            client.lease_grant(seconds, None).await
-        })
+        .grant("granting the --once-per lease", window)
         .await?
-        .id();
+        .id;
     *window_lease = Some(granted);
     let window_lease_id = granted;
     let value = serde_json::to_string(&LastRun {
@@ -117,18 +113,13 @@ pub async fn claim(
             Some(PutOptions::new().with_lease(window_lease_id)),
         )])
         .or_else([TxnOp::get(key.as_str(), None)]);
-    let response = connection
-        .call("claiming the --once-per window", |mut client| {
-            let txn = txn.clone();
-            async move { client.txn(txn).await }
-        })
-        .await;
+    let response = connection.txn("claiming the --once-per window", txn).await;
     // On an error the caller gives the window lease back with the rest.
     let response = response?;
     if response.succeeded() {
         return Ok(Claim::Ours);
     }
-    let marker = election::ranges(&response).into_iter().flatten().next();
+    let marker = range_at(&response, 0).kvs.into_iter().next();
     // A put that went through, but whose answer was lost and the request
     // retried on another endpoint, finds our own marker.
     if marker
@@ -138,7 +129,7 @@ pub async fn claim(
         return Ok(Claim::Ours);
     }
     // Not needed, and left alone it would linger for a whole window.
-    lease::revoke_within(connection, window_lease_id, CLEANUP).await;
+    connection.revoke(window_lease_id, CLEANUP).await;
     *window_lease = None;
     let Some(marker) = marker else {
         return Ok(Claim::LeadershipLost);
@@ -165,10 +156,7 @@ pub async fn claim(
 pub async fn current(connection: &Connection, election: &str) -> Result<Option<Marker>> {
     let key = marker_key(election);
     let response = connection
-        .call("reading the --once-per marker", |mut client| {
-            let key = key.clone();
-            async move { client.get(key, None).await }
-        })
+        .get("reading the --once-per marker", key, None)
         .await?;
     match response.kvs().first() {
         Some(kv) => Ok(Some(read_marker(connection, kv.value(), kv.lease()).await)),
@@ -184,7 +172,7 @@ async fn read_marker(connection: &Connection, value: &[u8], lease: i64) -> Marke
     });
     let left = match lease {
         0 => None,
-        _ => lease::time_left(connection, lease).await.ok().flatten(),
+        _ => connection.time_left(lease).await.ok().flatten(),
     };
     Marker { last, left, lease }
 }

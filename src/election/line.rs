@@ -1,0 +1,300 @@
+//! The line of candidates, in the order they lead: the first candidate in
+//! either direction (the leader, or the one just ahead of a key), read page
+//! by page at one revision past keys that are not candidates, and the whole
+//! line, kept up to date from a watch ([`Line`]).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use anyhow::Result;
+use etcd_client::{EventType, GetOptions, KeyValue, SortOrder, SortTarget, TxnOp, WatchOptions};
+
+use super::name;
+use super::{Election, Leader};
+use crate::etcd::requests::Range;
+use crate::etcd::Connection;
+use crate::retry::{self, Backoff};
+
+/// Keys asked for by the read in line order that rides in a transaction:
+/// one would do, unless keys of elections nested in ours come first.
+pub(super) const FIRST_PAGE: i64 = 8;
+/// Keys per read when a line is read on, or read whole.
+const PAGE: i64 = 256;
+
+/// Reads keys under the election's prefix in line order (create revision).
+pub(super) fn in_line(order: SortOrder, limit: i64) -> GetOptions {
+    GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, order)
+        .with_limit(limit)
+}
+
+pub(super) fn first_in_line(name: &str) -> TxnOp {
+    TxnOp::get(
+        name::prefix(name),
+        Some(in_line(SortOrder::Ascend, FIRST_PAGE)),
+    )
+}
+
+impl Election<'_> {
+    /// The first candidate of the election in `order`, starting from `page`, the
+    /// answer to an [`in_line`] read made at `revision`: ascending, the leader;
+    /// descending below a key, the candidate just ahead of it. Keys that are not
+    /// candidates are skipped, reading on at `revision` if the page runs out.
+    ///
+    /// Reads go on from the create revision of the last key seen, inclusive:
+    /// keys written by one transaction share a create revision, and a page may
+    /// end among them. Those already seen are skipped; a page of nothing new
+    /// doubles the next page, so a larger group cannot stall the read.
+    pub(super) async fn first_candidate(
+        &self,
+        mut page: Range,
+        revision: i64,
+        order: SortOrder,
+    ) -> Result<Option<KeyValue>> {
+        let mut limit = PAGE;
+        let mut boundary: Option<i64> = None;
+        let mut seen_at_boundary: HashSet<Vec<u8>> = HashSet::new();
+        loop {
+            let mut fresh = false;
+            for kv in page.kvs {
+                let created = kv.create_revision();
+                if boundary == Some(created) && seen_at_boundary.contains(kv.key()) {
+                    continue;
+                }
+                fresh = true;
+                if name::is_candidate(self.name, kv.key()) {
+                    return Ok(Some(kv));
+                }
+                if boundary != Some(created) {
+                    boundary = Some(created);
+                    seen_at_boundary.clear();
+                }
+                seen_at_boundary.insert(kv.key().to_vec());
+            }
+            let Some(from) = boundary.filter(|_| page.more) else {
+                return Ok(None);
+            };
+            if !fresh {
+                limit = limit.saturating_mul(2);
+            }
+            let options = in_line(order, limit).with_revision(revision);
+            let options = match order {
+                SortOrder::Descend => options.with_max_create_revision(from),
+                _ => options.with_min_create_revision(from),
+            };
+            let mut response = self
+                .connection
+                .get("reading the queue", name::prefix(self.name), Some(options))
+                .await?;
+            page = Range {
+                more: response.more(),
+                kvs: response.take_kvs(),
+            };
+        }
+    }
+}
+
+/// An election as read at one revision.
+pub struct Snapshot {
+    pub leader: Option<Leader>,
+    /// Candidates, the leader included.
+    pub candidates: i64,
+}
+
+/// Reads the leader of an election and the number of candidates.
+pub async fn read_leader(connection: &Connection, election: &str) -> Result<Snapshot> {
+    let line = Line::read(connection, election).await?;
+    Ok(Snapshot {
+        leader: line.leader().cloned(),
+        candidates: line.in_order.len() as i64,
+    })
+}
+
+/// Every candidate of an election in line order, as read at one revision
+/// and then kept up to date from a watch. `status --watch` follows the
+/// leader this way: re-reading the leader after each change would miss the
+/// leaders that came and went during the read.
+pub struct Line {
+    election: String,
+    /// Candidates by (create revision, key): the first one leads.
+    in_order: BTreeMap<(i64, Vec<u8>), Leader>,
+    /// Each candidate's create revision, by key.
+    created: HashMap<Vec<u8>, i64>,
+    /// The revision the line is up to date with.
+    revision: i64,
+}
+
+/// Who leads, as far as a change of leader goes: the key, its create
+/// revision, and whether it has gone stale.
+type LeaderIdentity = Option<(String, i64, bool)>;
+
+impl Line {
+    /// Reads the whole line, page by page, at one revision.
+    pub async fn read(connection: &Connection, election: &str) -> Result<Line> {
+        let end = name::prefix_end(election);
+        let mut start = name::prefix(election).into_bytes();
+        let mut line = Line {
+            election: election.to_string(),
+            in_order: BTreeMap::new(),
+            created: HashMap::new(),
+            revision: 0,
+        };
+        loop {
+            let mut options = GetOptions::new().with_range(end.as_str()).with_limit(PAGE);
+            if line.revision > 0 {
+                options = options.with_revision(line.revision);
+            }
+            let mut response = connection
+                .get("reading the election", start.clone(), Some(options))
+                .await?;
+            if line.revision == 0 {
+                line.revision = response.header().map_or(0, |header| header.revision());
+            }
+            let more = response.more();
+            let kvs = response.take_kvs();
+            if let Some(last) = kvs.last() {
+                // The next key after the last one read.
+                start = last.key().to_vec();
+                start.push(0);
+            }
+            for kv in &kvs {
+                line.put(kv);
+            }
+            if !more || kvs.is_empty() {
+                return Ok(line);
+            }
+        }
+    }
+
+    pub fn leader(&self) -> Option<&Leader> {
+        self.in_order.values().next()
+    }
+
+    fn leader_identity(&self) -> LeaderIdentity {
+        self.leader()
+            .map(|leader| (leader.key.clone(), leader.token, leader.stale()))
+    }
+
+    fn put(&mut self, kv: &KeyValue) {
+        if !name::is_candidate(&self.election, kv.key()) {
+            return;
+        }
+        self.delete(kv.key());
+        self.created.insert(kv.key().to_vec(), kv.create_revision());
+        self.in_order.insert(
+            (kv.create_revision(), kv.key().to_vec()),
+            Leader::from_kv(kv),
+        );
+    }
+
+    fn delete(&mut self, key: &[u8]) {
+        if let Some(created) = self.created.remove(key) {
+            self.in_order.remove(&(created, key.to_vec()));
+        }
+    }
+
+    /// Follows the line until `report` returns false, calling it with the
+    /// leader now and after every revision at which the leader changed, in
+    /// order. A broken watch is opened again from where it stopped, so no
+    /// change is missed; only if etcd compacted that history away is the
+    /// line read afresh (and what happened in between is lost to it).
+    pub async fn follow(
+        mut self,
+        connection: &Connection,
+        mut report: impl FnMut(Option<&Leader>) -> Result<bool>,
+    ) -> Result<()> {
+        if !report(self.leader())? {
+            return Ok(());
+        }
+        let mut backoff = Backoff::new(retry::WAITING);
+        loop {
+            let followed = self.watch(connection, &mut report).await?;
+            // Every change up to here has been reported.
+            let shown = self.leader_identity();
+            match followed {
+                Followed::Stopped => return Ok(()),
+                Followed::Broke => backoff.wait().await,
+                Followed::Compacted => loop {
+                    match Line::read(connection, &self.election).await {
+                        Ok(line) => {
+                            self = line;
+                            backoff.reset();
+                            if self.leader_identity() != shown && !report(self.leader())? {
+                                return Ok(());
+                            }
+                            break;
+                        }
+                        Err(err) => {
+                            tracing::info!("{err:#}; retrying");
+                            backoff.wait().await;
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    /// Applies one watch's events, revision by revision, reporting each
+    /// change of leader, until the watch ends or `report` says stop.
+    async fn watch(
+        &mut self,
+        connection: &Connection,
+        report: &mut impl FnMut(Option<&Leader>) -> Result<bool>,
+    ) -> Result<Followed> {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(self.revision + 1);
+        let prefix = name::prefix(&self.election);
+        let Some((mut stream, index)) = connection.open_watch(prefix.as_bytes(), options).await
+        else {
+            return Ok(Followed::Broke);
+        };
+        loop {
+            let response = match stream.message().await {
+                Ok(Some(response)) => response,
+                Ok(None) | Err(_) => {
+                    connection.failed(index);
+                    return Ok(Followed::Broke);
+                }
+            };
+            if response.compact_revision() > 0 {
+                return Ok(Followed::Compacted);
+            }
+            if response.canceled() {
+                return Ok(Followed::Broke);
+            }
+            let mut shown = self.leader_identity();
+            let events = response.events();
+            for (at, event) in events.iter().enumerate() {
+                let Some(kv) = event.kv() else { continue };
+                match event.event_type() {
+                    EventType::Put => self.put(kv),
+                    EventType::Delete => self.delete(kv.key()),
+                }
+                self.revision = self.revision.max(kv.mod_revision());
+                // One transaction's changes share a revision: judge the
+                // leader once all of them are in.
+                let revision_done = events
+                    .get(at + 1)
+                    .and_then(|next| next.kv())
+                    .is_none_or(|next| next.mod_revision() != kv.mod_revision());
+                if revision_done && self.leader_identity() != shown {
+                    shown = self.leader_identity();
+                    if !report(self.leader())? {
+                        return Ok(Followed::Stopped);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How following a line's watch ended.
+enum Followed {
+    /// The reader is gone.
+    Stopped,
+    /// The watch broke: open it again from the line's revision.
+    Broke,
+    /// etcd no longer has the history since the line's revision.
+    Compacted,
+}

@@ -1,0 +1,314 @@
+//! The election, done client-side over KV transactions, with the same key
+//! layout as etcd's election API (`<name>/<lease hex>`, lowest create
+//! revision leads), so `etcdctl elect` and leaderrun see the same election.
+//!
+//! Doing it here rather than through the server's `Campaign` RPC avoids its
+//! two traps (shared notes): the phantom win, where a candidate whose lease
+//! died while queued is told it won, and request timeouts that cut a blocking
+//! campaign. Every win here is proven by a transaction on our own key.
+//!
+//! Only keys `<name>/<lease hex>` are candidates ([`name::is_candidate`]).
+//! The keys of an election whose name extends ours (`<name>/sub/<lease>`)
+//! share our prefix, so every read in line order skips them, reading on (at
+//! the same revision) when a page holds none of ours.
+
+pub mod holder;
+mod line;
+pub mod name;
+pub mod once_per;
+mod queue;
+mod watch;
+
+pub use line::{read_leader, Line, Snapshot};
+pub use watch::watch_for_loss;
+
+use anyhow::{Context, Result};
+use etcd_client::{Compare, CompareOp, KeyValue, SortOrder, Txn, TxnOp};
+
+use crate::election::holder::{printable, Holder};
+use crate::etcd::requests::{range_at, revision_of};
+use crate::etcd::Connection;
+use line::first_in_line;
+
+/// Proof that we lead: our key existed, first in line, with this create
+/// revision, at `revision`.
+#[derive(Debug, Clone)]
+pub struct Leadership {
+    pub name: String,
+    pub key: String,
+    /// The lease our key is attached to.
+    pub lease: i64,
+    /// The key's create revision: the fencing token.
+    pub token: i64,
+    /// The store revision at which ownership was proven; watch from after it.
+    pub revision: i64,
+}
+
+/// Whoever leads, as read from their key.
+#[derive(Debug, Clone)]
+pub struct Leader {
+    pub key: String,
+    pub token: i64,
+    pub lease: i64,
+    pub holder: Holder,
+}
+
+impl Leader {
+    fn from_kv(kv: &KeyValue) -> Self {
+        Leader {
+            key: String::from_utf8_lossy(kv.key()).into_owned(),
+            token: kv.create_revision(),
+            lease: kv.lease(),
+            holder: Holder::decode(kv.value()),
+        }
+    }
+
+    /// "pid 4242 on web-2 since 2026-11-29T07:00:00Z (token 42)".
+    pub fn describe(&self) -> String {
+        if self.stale() {
+            let key = printable(&self.key);
+            return format!(
+                "a stale key with no lease, {key}, which never expires (remove it with: etcdctl del '{key}')"
+            );
+        }
+        format!("{} (token {})", self.holder.describe(), self.token)
+    }
+
+    /// A key with no lease (written by hand, or overwritten by a plain
+    /// `put`): nothing will ever remove it, and it blocks the election.
+    pub fn stale(&self) -> bool {
+        self.lease == 0
+    }
+}
+
+pub enum Attempt {
+    Won(Leadership),
+    /// Someone else leads; None if they left between our two reads.
+    Lost(Option<Leader>),
+    /// Our key vanished between joining the queue and proving the win.
+    Vanished,
+}
+
+/// A place in the queue.
+pub struct Candidate {
+    pub key: String,
+    pub revision: i64,
+}
+
+pub enum Turn {
+    Ours,
+    /// Our place is gone while we queued: start again.
+    Lost(PlaceLost),
+}
+
+/// Why a place in the queue is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaceLost {
+    /// etcd said our lease is gone (revoked, or expired while we waited).
+    LeaseGone,
+    /// Our key is not there any more, or not ours.
+    Key(KeyLoss),
+}
+
+/// What happened to a key we hold, as seen by reading or watching it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyLoss {
+    Deleted,
+    /// Another key of the same name, created later.
+    Replaced,
+    /// Same create revision, but written by someone else: a plain `put`
+    /// keeps the create revision and drops (or changes) the lease.
+    Overwritten,
+}
+
+impl std::fmt::Display for KeyLoss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KeyLoss::Deleted => "the leader key was deleted",
+            KeyLoss::Replaced => "the leader key was replaced",
+            KeyLoss::Overwritten => "the leader key was overwritten by another writer",
+        })
+    }
+}
+
+impl std::fmt::Display for PlaceLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlaceLost::LeaseGone => f.write_str("etcd says our lease is gone"),
+            PlaceLost::Key(_) => f.write_str("our key disappeared while queued"),
+        }
+    }
+}
+
+/// What a key we hold has become, judged from its latest version (None:
+/// deleted): still ours, or lost and how.
+fn judge(kv: Option<&KeyValue>, token: i64, lease: i64) -> Option<KeyLoss> {
+    match kv {
+        None => Some(KeyLoss::Deleted),
+        Some(kv) if kv.create_revision() != token => Some(KeyLoss::Replaced),
+        Some(kv) if kv.lease() != lease => Some(KeyLoss::Overwritten),
+        Some(_) => None,
+    }
+}
+
+/// One election: where it lives, and its name. Everything a campaign does
+/// to it goes through here.
+#[derive(Clone, Copy)]
+pub struct Election<'a> {
+    pub connection: &'a Connection,
+    pub name: &'a str,
+}
+
+impl<'a> Election<'a> {
+    pub fn new(connection: &'a Connection, name: &'a str) -> Self {
+        Election { connection, name }
+    }
+
+    /// Takes leadership if, and only if, nobody leads or queues: in one
+    /// transaction, our key is written only when no key exists under the
+    /// election. Otherwise nothing is written and the leader is read.
+    pub async fn try_acquire(&self, lease: i64, holder: &Holder) -> Result<Attempt> {
+        let key = name::candidate_key(self.name, lease);
+        let value = holder.encode();
+        let txn = Txn::new()
+            .when([
+                Compare::create_revision(name::prefix(self.name), CompareOp::Equal, 0)
+                    .with_prefix(),
+            ])
+            .and_then([
+                TxnOp::put(
+                    key.as_str(),
+                    value.as_str(),
+                    Some(etcd_client::PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::get(key.as_str(), None),
+            ])
+            .or_else([first_in_line(self.name)]);
+        let response = self.connection.txn("campaigning", txn.clone()).await?;
+        let revision = revision_of(&response);
+        let page = range_at(&response, 0);
+        if response.succeeded() {
+            let kv = page
+                .kvs
+                .first()
+                .context("etcd did not return the key it just wrote")?;
+            return Ok(Attempt::Won(Leadership {
+                name: self.name.to_string(),
+                key,
+                lease,
+                token: kv.create_revision(),
+                revision,
+            }));
+        }
+        let first = self
+            .first_candidate(page, revision, SortOrder::Ascend)
+            .await?;
+        if let Some(leader) = first {
+            return Ok(Attempt::Lost(Some(Leader::from_kv(&leader))));
+        }
+        // Only keys of elections nested in ours are under our prefix, and "no
+        // candidate" cannot be asked of etcd in one comparison. So join the
+        // queue and lead only if first in it, proven as any queued win is;
+        // otherwise the caller's lease revoke takes our key out again.
+        let (candidate, leader) = self.enqueue(lease, holder).await?;
+        if let Some(leader) = leader.filter(|leader| leader.key != candidate.key) {
+            return Ok(Attempt::Lost(Some(leader)));
+        }
+        Ok(match self.prove(&candidate, lease, holder).await? {
+            Some(leadership) => Attempt::Won(leadership),
+            None => Attempt::Vanished,
+        })
+    }
+
+    /// Joins the queue: writes our key (if absent) and reads the leader.
+    pub async fn enqueue(
+        &self,
+        lease: i64,
+        holder: &Holder,
+    ) -> Result<(Candidate, Option<Leader>)> {
+        let key = name::candidate_key(self.name, lease);
+        let value = holder.encode();
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+            .and_then([
+                TxnOp::put(
+                    key.as_str(),
+                    value.as_str(),
+                    Some(etcd_client::PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::get(key.as_str(), None),
+                first_in_line(self.name),
+            ])
+            .or_else([TxnOp::get(key.as_str(), None), first_in_line(self.name)]);
+        let response = self
+            .connection
+            .txn("joining the queue", txn.clone())
+            .await?;
+        let revision = revision_of(&response);
+        let ours = range_at(&response, 0)
+            .kvs
+            .into_iter()
+            .next()
+            .context("etcd did not return the key it just wrote")?;
+        let line = range_at(&response, 1);
+        let leader = self
+            .first_candidate(line, revision, SortOrder::Ascend)
+            .await?;
+        Ok((
+            Candidate {
+                key: key.clone(),
+                revision: ours.create_revision(),
+            },
+            leader.as_ref().map(Leader::from_kv),
+        ))
+    }
+
+    /// Proves that we lead before anything runs: our key still exists with our
+    /// create revision and our lease (which therefore is alive), and it is first
+    /// in line. Rewrites its value with the time we became leader. None means the
+    /// "win" was a phantom: the key is gone.
+    pub async fn prove(
+        &self,
+        candidate: &Candidate,
+        lease: i64,
+        holder: &Holder,
+    ) -> Result<Option<Leadership>> {
+        let value = holder.encode();
+        let key = candidate.key.as_str();
+        let txn = Txn::new()
+            .when([
+                Compare::create_revision(key, CompareOp::Equal, candidate.revision),
+                Compare::lease(key, CompareOp::Equal, lease),
+            ])
+            .and_then([
+                TxnOp::put(
+                    key,
+                    value.as_str(),
+                    Some(etcd_client::PutOptions::new().with_lease(lease)),
+                ),
+                first_in_line(self.name),
+            ]);
+        let response = self
+            .connection
+            .txn("proving leadership", txn.clone())
+            .await?;
+        if !response.succeeded() {
+            return Ok(None);
+        }
+        let revision = revision_of(&response);
+        let line = range_at(&response, 0);
+        let first = self
+            .first_candidate(line, revision, SortOrder::Ascend)
+            .await?;
+        if first.map(|kv| kv.create_revision()) != Some(candidate.revision) {
+            return Ok(None);
+        }
+        Ok(Some(Leadership {
+            name: self.name.to_string(),
+            key: candidate.key.clone(),
+            lease,
+            token: candidate.revision,
+            revision,
+        }))
+    }
+}

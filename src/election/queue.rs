@@ -1,0 +1,102 @@
+//! Waiting in the queue: watching only the candidate just ahead (no herd,
+//! no polling) until it is our turn, or our place is lost.
+
+use etcd_client::{EventType, SortOrder, Txn, TxnOp};
+use tokio::sync::watch;
+
+use super::line::{in_line, FIRST_PAGE};
+use super::watch::watch_key;
+use super::{judge, name, Candidate, Election, PlaceLost, Turn};
+use crate::etcd::requests::{range_at, revision_of};
+use crate::lease::LeaseState;
+use crate::retry::{self, Backoff};
+
+impl Election<'_> {
+    /// Waits until every key ahead of ours is gone, watching only the one just
+    /// ahead (no herd, no polling). Returns when it is our turn, or when our key
+    /// disappeared (lease lost) so the caller must start again.
+    pub async fn wait_for_turn(
+        &self,
+        candidate: &Candidate,
+        lease_id: i64,
+        lease: &mut watch::Receiver<LeaseState>,
+    ) -> Turn {
+        let predecessor = in_line(SortOrder::Descend, FIRST_PAGE)
+            .with_max_create_revision(candidate.revision - 1);
+        let txn = Txn::new().and_then([
+            TxnOp::get(candidate.key.as_str(), None),
+            TxnOp::get(name::prefix(self.name), Some(predecessor)),
+        ]);
+        let mut backoff = Backoff::new(retry::KEEPING);
+        let mut broken_watches = Backoff::new(retry::KEEPING);
+        loop {
+            if lease.borrow().gone {
+                return Turn::Lost(PlaceLost::LeaseGone);
+            }
+            let response = self.connection.txn("reading the queue", txn.clone()).await;
+            let response = match response {
+                Ok(response) => response,
+                Err(err) => {
+                    // Keep queueing through an outage: our lease decides whether
+                    // our place survives it.
+                    tracing::info!("{err:#}; retrying");
+                    tokio::select! {
+                        _ = backoff.wait() => continue,
+                        _ = lease_gone(lease) => continue,
+                    }
+                }
+            };
+            let revision = revision_of(&response);
+            let ours = range_at(&response, 0).kvs.into_iter().next();
+            if let Some(loss) = judge(ours.as_ref(), candidate.revision, lease_id) {
+                return Turn::Lost(PlaceLost::Key(loss));
+            }
+            let line = range_at(&response, 1);
+            let ahead = match self
+                .first_candidate(line, revision, SortOrder::Descend)
+                .await
+            {
+                Ok(ahead) => ahead,
+                Err(err) => {
+                    tracing::info!("{err:#}; retrying");
+                    tokio::select! {
+                        _ = backoff.wait() => continue,
+                        _ = lease_gone(lease) => continue,
+                    }
+                }
+            };
+            backoff.reset();
+            let Some(ahead) = ahead else {
+                return Turn::Ours;
+            };
+            let ahead_key = ahead.key().to_vec();
+            tracing::debug!(ahead = %String::from_utf8_lossy(&ahead_key), "queued; watching the key ahead");
+            let mut from = revision + 1;
+            let moved = tokio::select! {
+                seen = watch_key(self.connection, &ahead_key, &mut from, |event| {
+                    (event.event_type() == EventType::Delete).then_some(())
+                }) => seen.is_some(),
+                _ = lease_gone(lease) => true,
+            };
+            if moved {
+                broken_watches.reset();
+            } else {
+                broken_watches.wait().await;
+            }
+        }
+    }
+}
+
+/// Resolves once the lease is gone. Renewals change the lease's state too,
+/// and must not wake a waiter: it would re-read the queue every renewal.
+async fn lease_gone(lease: &mut watch::Receiver<LeaseState>) {
+    loop {
+        if lease.borrow_and_update().gone {
+            return;
+        }
+        if lease.changed().await.is_err() {
+            // The keeper ended without saying why: treat the lease as lost.
+            return;
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The requests leaderrun makes, each written once: transactions, reads,
+//! watches, and granting, revoking and reading leases. Each runs through
+//! [`Connection::call`], so each gets failover, the attempt bound and the
+//! error wording that go with it. `what` names the request in errors
+//! ("etcd at URL refused claiming the --once-per window: ...").
+
+use std::time::Duration;
+
+use anyhow::Result;
+use etcd_client::{
+    GetOptions, GetResponse, KeyValue, Txn, TxnOpResponse, TxnResponse, WatchOptions, WatchStream,
+};
+
+use crate::clock;
+use crate::etcd::Connection;
+
+/// A granted lease: its id and the TTL etcd granted, which may be longer
+/// than the one asked for (etcd raises TTLs below its minimum).
+pub struct Granted {
+    pub id: i64,
+    pub ttl: Duration,
+}
+
+/// etcd counts leases in whole seconds: round up, never shorten.
+pub fn whole_seconds(length: Duration) -> i64 {
+    let seconds = length
+        .as_secs()
+        .saturating_add(u64::from(length.subsec_nanos() > 0));
+    i64::try_from(seconds).unwrap_or(i64::MAX)
+}
+
+/// One range read's answer: its keys, and whether the range holds more.
+#[derive(Default)]
+pub struct Range {
+    pub kvs: Vec<KeyValue>,
+    pub more: bool,
+}
+
+/// The answers of a transaction's range reads, in order.
+pub fn ranges(response: &TxnResponse) -> Vec<Range> {
+    response
+        .op_responses()
+        .into_iter()
+        .filter_map(|op| match op {
+            TxnOpResponse::Get(mut get) => Some(Range {
+                more: get.more(),
+                kvs: get.take_kvs(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The answer of a transaction's range read number `index`, or an empty
+/// one.
+pub fn range_at(response: &TxnResponse, index: usize) -> Range {
+    ranges(response).into_iter().nth(index).unwrap_or_default()
+}
+
+/// The store revision a response was read at.
+pub fn revision_of(response: &TxnResponse) -> i64 {
+    response.header().map_or(0, |header| header.revision())
+}
+
+impl Connection {
+    pub async fn txn(&self, what: &str, txn: Txn) -> Result<TxnResponse> {
+        self.call(what, |mut client| {
+            let txn = txn.clone();
+            async move { client.txn(txn).await }
+        })
+        .await
+    }
+
+    pub async fn get(
+        &self,
+        what: &str,
+        key: impl Into<Vec<u8>>,
+        options: Option<GetOptions>,
+    ) -> Result<GetResponse> {
+        let key = key.into();
+        self.call(what, |mut client| {
+            let (key, options) = (key.clone(), options.clone());
+            async move { client.get(key, options).await }
+        })
+        .await
+    }
+
+    /// Grants a lease of `length`, rounded up to whole seconds.
+    pub async fn grant(&self, what: &str, length: Duration) -> Result<Granted> {
+        let seconds = whole_seconds(length);
+        let granted = self
+            .call(what, |mut client| async move {
+                client.lease_grant(seconds, None).await
+            })
+            .await?;
+        Ok(Granted {
+            id: granted.id(),
+            ttl: Duration::from_secs(granted.ttl().max(1) as u64),
+        })
+    }
+
+    /// Revokes a lease, which deletes every key attached to it. Best effort
+    /// and bounded by `limit`: a lease that is not revoked expires by itself
+    /// within its TTL, so failure only costs that wait, and is logged.
+    pub async fn revoke(&self, id: i64, limit: Duration) {
+        let revoke = self.call("revoking a lease", |mut client| async move {
+            client.lease_revoke(id).await
+        });
+        match clock::timeout(limit, revoke).await {
+            Some(Ok(_)) => tracing::debug!(lease = format!("{id:x}"), "lease revoked"),
+            Some(Err(err)) => tracing::info!("{err:#} (it expires by itself within its TTL)"),
+            None => tracing::info!(
+                "revoking lease {id:x}: no answer within {} (it expires by itself within its TTL)",
+                humantime::format_duration(limit)
+            ),
+        }
+    }
+
+    /// What a lease has left on the server, or None if it is gone.
+    pub async fn time_left(&self, id: i64) -> Result<Option<Duration>> {
+        let response = self
+            .call("reading a lease", |mut client| async move {
+                client.lease_time_to_live(id, None).await
+            })
+            .await?;
+        // etcd answers -1 for a lease that has expired or never was.
+        Ok(u64::try_from(response.ttl()).ok().map(Duration::from_secs))
+    }
+
+    /// Opens a watch on the current endpoint within the attempt timeout.
+    /// None, with the endpoint marked failed, if it could not: the caller
+    /// retries, on the next endpoint.
+    pub async fn open_watch(
+        &self,
+        key: &[u8],
+        options: WatchOptions,
+    ) -> Option<(WatchStream, usize)> {
+        let endpoint = self.current().await.ok()?;
+        let mut client = endpoint.client;
+        let opened =
+            tokio::time::timeout(self.attempt_timeout(), client.watch(key, Some(options))).await;
+        match opened {
+            Ok(Ok(stream)) => Some((stream, endpoint.index)),
+            _ => {
+                self.failed(endpoint.index);
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_lengths_round_up_to_whole_seconds() {
+        assert_eq!(whole_seconds(Duration::from_secs(15)), 15);
+        assert_eq!(whole_seconds(Duration::from_millis(1500)), 2);
+        assert_eq!(whole_seconds(Duration::from_millis(1)), 1);
+        assert_eq!(whole_seconds(Duration::MAX), i64::MAX);
+    }
+}
