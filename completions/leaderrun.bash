@@ -135,7 +135,7 @@ _leaderrun() {
                     return 0
                     ;;
                 --manual)
-                    COMPREPLY=($(compgen -W "leaderrun status" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "leaderrun status exit-codes environment" -- "${cur}"))
                     return 0
                     ;;
                 --completions)

@@ -39,7 +39,9 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -l conflict-exit-code 
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-signal -d 'Signal sent to the command\'s process group when leadership is lost' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-after -d 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l manual -d 'Print a man page (roff) and exit: leaderrun(1), or with `status`, leaderrun-status(1)' -r -f -a "leaderrun\t''
-status\t''"
+status\t''
+exit-codes\t'README\'s exit status table (Markdown)'
+environment\t'README\'s table of what the command gets (Markdown)'"
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l completions -d 'Print the completion script for SHELL and exit' -r -f -a "bash\t''
 elvish\t''
 fish\t''

@@ -1,47 +1,112 @@
-//! Exit codes. Every way out of leaderrun maps to one of these, or to the
-//! child's own status (its exit code, or 128 + N when signal N ended it).
+//! Exit codes: every way out of leaderrun is one [`Exit`], or the command's
+//! own status (its exit code, or 128 + N when signal N ended it). The codes
+//! are a contract with scripts: add, never renumber.
+//!
+//! [`TABLE`] is the one text of what each code means; `--help`, the man page
+//! and README's table are all made from it (README's is checked by a test).
 
 use std::fmt;
 use std::process::ExitStatus;
 
-/// The child ran and exited 0, or `--help`/`--version` was printed.
-pub const SUCCESS: i32 = 0;
+/// The exit codes leaderrun chooses itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The command ran and exited 0 (its own status passes through);
+    /// `--help` or `--version` was printed; `status`: someone leads.
+    Success,
+    /// `status`: nobody leads the election right now.
+    NoLeader,
+    /// Another replica leads (without `--wait`), `--wait-timeout` ran out,
+    /// or the `--once-per` window already had its run. `EX_TEMPFAIL`;
+    /// `--conflict-exit-code` changes it (cron users often choose 0, as
+    /// with `flock -E 0`).
+    Conflict,
+    /// Leadership was lost while the command ran; its whole job was
+    /// stopped. The code `timeout(1)` uses for "timed out".
+    LeadershipLost,
+    /// leaderrun's own failure: usage, configuration, etcd unreachable or
+    /// refusing.
+    Internal,
+    /// The command was found but could not be executed.
+    NotExecutable,
+    /// The command was not found.
+    NotFound,
+}
 
-/// Another replica leads (and `--wait` was not given), or `--wait-timeout`
-/// ran out while queued. Same as `EX_TEMPFAIL`; `--conflict-exit-code`
-/// changes it (cron users often choose 0, as with `flock -E 0`).
-pub const CONFLICT: i32 = 75;
+impl Exit {
+    pub const fn code(self) -> i32 {
+        match self {
+            Exit::Success => 0,
+            Exit::NoLeader => 3,
+            Exit::Conflict => 75,
+            Exit::LeadershipLost => 124,
+            Exit::Internal => 125,
+            Exit::NotExecutable => 126,
+            Exit::NotFound => 127,
+        }
+    }
+}
 
-/// Leadership was lost while the child ran (lease revoked or expired, leader
-/// key deleted or replaced, or renewals unacknowledged too long); the child's
-/// process group was stopped. Same code as `timeout(1)` uses for "timed out".
-pub const LEADERSHIP_LOST: i32 = 124;
-
-/// leaderrun's own error: bad usage or configuration, etcd unreachable.
-pub const INTERNAL: i32 = 125;
-
-/// The command was found but could not be executed.
-pub const NOT_EXECUTABLE: i32 = 126;
-
-/// The command was not found.
-pub const NOT_FOUND: i32 = 127;
-
-/// Status offset for a child ended by a signal: 128 + N, as shells report it.
+/// Status offset for a child ended by a signal: 128 + N, as shells report
+/// it; also leaderrun's own status when signal N ended it before the
+/// command started.
 pub const SIGNAL_BASE: i32 = 128;
 
-/// `leaderrun status`: nobody leads the election right now.
-pub const NO_LEADER: i32 = 3;
+/// One row of the exit status table: the code as shown, and its meaning.
+pub struct Row {
+    pub code: &'static str,
+    pub meaning: &'static str,
+}
 
-/// An error that carries its own exit code. Anything else that reaches `main`
-/// exits with [`INTERNAL`].
+/// What each exit status means, in the order shown everywhere.
+pub const TABLE: [Row; 8] = [
+    Row {
+        code: "N",
+        meaning: "the command's own exit status, or 128+N if signal N ended it",
+    },
+    Row {
+        code: "75",
+        meaning: "another replica leads (without --wait), --wait-timeout ran out, or this --once-per window already had its run; --conflict-exit-code changes it",
+    },
+    Row {
+        code: "124",
+        meaning: "leadership was lost while the command ran; its whole job (its process group and every descendant) was stopped",
+    },
+    Row {
+        code: "125",
+        meaning: "leaderrun itself failed: usage, configuration, etcd unreachable or refusing (TLS, authentication, permissions)",
+    },
+    Row {
+        code: "126",
+        meaning: "the command was found but could not be executed",
+    },
+    Row {
+        code: "127",
+        meaning: "the command was not found",
+    },
+    Row {
+        code: "128+N",
+        meaning: "leaderrun got signal N before the command started: while dialling, queued or proving its win (nothing ran)",
+    },
+    Row {
+        code: "3",
+        meaning: "leaderrun status: nobody leads",
+    },
+];
+
+/// How a script tells leaderrun's own 75, 124 and 125 from the command's.
+pub const WHOSE_CODE: &str = "leaderrun's own 75 (with -v), 124 and 125 each come with a line on stderr that starts with 'leaderrun: '; the command's own codes do not.";
+
+/// An error that carries its own exit code. Anything else that reaches
+/// `main` exits with [`Exit::Internal`].
 #[derive(Debug)]
 pub struct CodedError {
-    pub code: i32,
+    pub code: Exit,
     pub message: String,
 }
 
 impl CodedError {
-    pub fn error(code: i32, message: impl Into<String>) -> anyhow::Error {
+    pub fn error(code: Exit, message: impl Into<String>) -> anyhow::Error {
         anyhow::Error::new(CodedError {
             code,
             message: message.into(),
@@ -60,7 +125,8 @@ impl std::error::Error for CodedError {}
 /// The exit code for an error that reached `main`.
 pub fn code_of(err: &anyhow::Error) -> i32 {
     err.downcast_ref::<CodedError>()
-        .map_or(INTERNAL, |coded| coded.code)
+        .map_or(Exit::Internal, |coded| coded.code)
+        .code()
 }
 
 /// The shell's view of a child's status: its code, or 128 + signal.
@@ -69,6 +135,34 @@ pub fn from_status(status: ExitStatus) -> i32 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(signal)) => SIGNAL_BASE + signal,
-        (None, None) => INTERNAL,
+        (None, None) => Exit::Internal.code(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table shows every code leaderrun chooses, and no other.
+    #[test]
+    fn the_table_covers_every_code() {
+        let all = [
+            Exit::Success,
+            Exit::NoLeader,
+            Exit::Conflict,
+            Exit::LeadershipLost,
+            Exit::Internal,
+            Exit::NotExecutable,
+            Exit::NotFound,
+        ];
+        for exit in all.into_iter().filter(|exit| *exit != Exit::Success) {
+            let code = exit.code().to_string();
+            assert!(
+                TABLE.iter().any(|row| row.code == code),
+                "{exit:?} ({code}) is not in the table"
+            );
+        }
+        let numbered = TABLE.iter().filter(|row| row.code.parse::<i32>().is_ok());
+        assert_eq!(numbered.count(), all.len() - 1);
     }
 }

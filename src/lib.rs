@@ -25,6 +25,8 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
+use exit::Exit;
+
 /// The whole program; returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
     if child::guard::is_guardian(&args) {
@@ -40,11 +42,13 @@ pub fn main(args: Vec<OsString>) -> i32 {
         let text = match (cli.completions, cli.manual) {
             (Some(shell), _) => cli::docs::completion(shell),
             (None, Some(cli::ManualPage::Status)) => cli::docs::status_man_page(),
+            (None, Some(cli::ManualPage::ExitCodes)) => cli::help::exit_codes_markdown().into(),
+            (None, Some(cli::ManualPage::Environment)) => cli::help::environment_markdown().into(),
             (None, _) => cli::docs::man_page(),
         };
         return match std::io::stdout().write_all(&text) {
-            Ok(()) => exit::SUCCESS,
-            Err(_) => exit::INTERNAL,
+            Ok(()) => Exit::Success.code(),
+            Err(_) => Exit::Internal.code(),
         };
     }
     let verbose = match &cli.subcommand {
@@ -54,7 +58,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     logging::init(verbose);
     if let Err(message) = enough_file_descriptors() {
         eprintln!("leaderrun: error: {message}");
-        return exit::INTERNAL;
+        return Exit::Internal.code();
     }
     // One thread: the child must be spawned from a thread that lives as long
     // as leaderrun (PR_SET_PDEATHSIG), and one is all a supervisor needs.
@@ -65,7 +69,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("leaderrun: error: cannot start the runtime: {err}");
-            return exit::INTERNAL;
+            return Exit::Internal.code();
         }
     };
     let result = match cli.subcommand {
@@ -97,7 +101,7 @@ fn install_panic_hook() {
             .map(|at| format!(" at {}:{}", at.file(), at.line()))
             .unwrap_or_default();
         eprintln!("leaderrun: error: internal error: {message}{place}");
-        std::process::exit(exit::INTERNAL);
+        std::process::exit(Exit::Internal.code());
     }));
 }
 
@@ -127,7 +131,7 @@ fn usage_error(err: &clap::Error) -> i32 {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
     ) {
         let _ = err.print();
-        return exit::SUCCESS;
+        return Exit::Success.code();
     }
     let rendered = err.render().to_string();
     let first_paragraph = rendered
@@ -141,5 +145,5 @@ fn usage_error(err: &clap::Error) -> i32 {
         .strip_prefix("error: ")
         .unwrap_or(&first_paragraph);
     eprintln!("leaderrun: error: {message} (see 'leaderrun --help')");
-    exit::INTERNAL
+    Exit::Internal.code()
 }

@@ -36,6 +36,19 @@ fn check(path: &Path, expected: &str, stale: &mut Vec<String>) {
 const HELP_START: &str = "<!-- leaderrun --help: start -->\n```text\n";
 const HELP_END: &str = "```\n<!-- leaderrun --help: end -->";
 
+/// `text` with what lies between the markers `start` and `end` replaced.
+fn replace_between(text: &str, start: &str, end: &str, with: &str) -> String {
+    let from = text
+        .find(start)
+        .unwrap_or_else(|| panic!("README has no {start:?}"))
+        + start.len();
+    let to = text[from..]
+        .find(end)
+        .unwrap_or_else(|| panic!("README has no {end:?}"))
+        + from;
+    format!("{}{with}{}", &text[..from], &text[to..])
+}
+
 #[test]
 fn generated_docs_are_up_to_date() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -65,22 +78,23 @@ fn generated_docs_are_up_to_date() {
     }
 
     let readme_path = root.join("README.md");
-    let readme = std::fs::read_to_string(&readme_path).expect("README.md");
-    let start = readme
-        .find(HELP_START)
-        .expect("README has the --help markers")
-        + HELP_START.len();
-    let end = readme[start..]
-        .find(HELP_END)
-        .expect("README has the end marker")
-        + start;
-    let expected = format!(
-        "{}{}{}",
-        &readme[..start],
-        generate(&["--help"]),
-        &readme[end..]
-    );
-    check(&readme_path, &expected, &mut stale);
+    let mut readme = std::fs::read_to_string(&readme_path).expect("README.md");
+    for (start, end, args) in [
+        (HELP_START, HELP_END, &["--help"][..]),
+        (
+            "<!-- exit codes: start -->\n",
+            "<!-- exit codes: end -->",
+            &["--manual", "exit-codes"][..],
+        ),
+        (
+            "<!-- environment: start -->\n",
+            "<!-- environment: end -->",
+            &["--manual", "environment"][..],
+        ),
+    ] {
+        readme = replace_between(&readme, start, end, &generate(args));
+    }
+    check(&readme_path, &readme, &mut stale);
 
     assert!(
         stale.is_empty(),

@@ -25,7 +25,7 @@ use nix::unistd::{getpid, getppid, Pid};
 use tokio::signal::unix::{Signal as SignalStream, SignalKind};
 
 use crate::clock;
-use crate::exit::{self, CodedError};
+use crate::exit::{CodedError, Exit};
 use job::Job;
 use terminal::Lent;
 
@@ -55,16 +55,16 @@ pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
     let path = Path::new(program);
     let shown = path.display();
     if program.is_empty() {
-        return Err(CodedError::error(exit::NOT_FOUND, "command not found: ''"));
+        return Err(CodedError::error(Exit::NotFound, "command not found: ''"));
     }
-    let check = |candidate: &Path| -> Option<Result<PathBuf, i32>> {
+    let check = |candidate: &Path| -> Option<Result<PathBuf, Exit>> {
         let meta = std::fs::metadata(candidate).ok()?;
         let executable = meta.is_file()
             && nix::unistd::access(candidate, nix::unistd::AccessFlags::X_OK).is_ok();
         Some(if executable {
             Ok(candidate.to_path_buf())
         } else {
-            Err(exit::NOT_EXECUTABLE)
+            Err(Exit::NotExecutable)
         })
     };
     let found = if program.as_encoded_bytes().contains(&b'/') {
@@ -93,7 +93,7 @@ pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
             format!("cannot execute '{shown}': permission denied"),
         )),
         None => Err(CodedError::error(
-            exit::NOT_FOUND,
+            Exit::NotFound,
             format!("command not found: '{shown}'"),
         )),
     }
@@ -273,10 +273,10 @@ impl Child {
 fn spawn_error(program: &OsString, err: io::Error) -> anyhow::Error {
     let shown = Path::new(program).display();
     let code = match err.kind() {
-        io::ErrorKind::NotFound => exit::NOT_FOUND,
-        io::ErrorKind::PermissionDenied => exit::NOT_EXECUTABLE,
-        _ if err.raw_os_error() == Some(nix::libc::ENOEXEC) => exit::NOT_EXECUTABLE,
-        _ => exit::INTERNAL,
+        io::ErrorKind::NotFound => Exit::NotFound,
+        io::ErrorKind::PermissionDenied => Exit::NotExecutable,
+        _ if err.raw_os_error() == Some(nix::libc::ENOEXEC) => Exit::NotExecutable,
+        _ => Exit::Internal,
     };
     CodedError::error(code, format!("cannot run '{shown}': {err}"))
 }

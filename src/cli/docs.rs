@@ -9,7 +9,9 @@ use clap_complete::Shell;
 use clap_mangen::roff::{bold, italic, roman, Roff};
 use clap_mangen::Man;
 
+use crate::child::env;
 use crate::cli::Cli;
+use crate::exit;
 
 pub fn completion(shell: Shell) -> Vec<u8> {
     let mut out = Vec::new();
@@ -89,19 +91,7 @@ pub fn man_page() -> Vec<u8> {
             ),
         ],
     );
-    tagged(
-        &mut roff,
-        "EXIT STATUS",
-        &[
-            ("N", "The command's own exit status, or 128+N if signal N ended it. Also 128+N when leaderrun itself got signal N before the command started (while dialling, queued or proving its win): nothing ran."),
-            ("75", "Another replica leads (without --wait), --wait-timeout ran out, or this --once-per window already had its run. --conflict-exit-code changes it."),
-            ("124", "Leadership was lost while the command ran; its whole job (its process group and every descendant) was stopped."),
-            ("125", "leaderrun itself failed: usage, configuration, etcd unreachable, TLS or authentication refused. leaderrun's own 75 (with -v), 124 and 125 each come with a line on stderr that starts with \"leaderrun: \"; the command's own codes do not."),
-            ("126", "The command was found but could not be executed."),
-            ("127", "The command was not found."),
-            ("3", "leaderrun status: nobody leads the election."),
-        ],
-    );
+    exit_status(&mut roff);
     tagged(
         &mut roff,
         "ENVIRONMENT",
@@ -111,13 +101,9 @@ pub fn man_page() -> Vec<u8> {
             ("ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "Defaults for --cacert, --cert, --key and --insecure-skip-tls-verify, as etcdctl reads them."),
             ("ETCDCTL_USER, ETCDCTL_PASSWORD", "Defaults for --user and --password. Prefer ETCDCTL_PASSWORD to --password, which other users can read in the process list. leaderrun never prints either."),
             ("LEADERRUN_LOG", "A tracing filter for debug logs on stderr, e.g. leaderrun=debug."),
-            ("LEADERRUN_TOKEN", "Given to the command: the fencing token, the leader key's create revision in decimal. Larger for every new leader of the election. Overrides any inherited value, as do the three below."),
-            ("LEADERRUN_KEY", "Given to the command: the leader key, <name>/<lease id in hex>."),
-            ("LEADERRUN_LEASE", "Given to the command: the lease id in hex, as etcdctl prints it."),
-            ("LEADERRUN_NAME", "Given to the command: the election name. Never read as an option, so a leaderrun inside the command derives its own election."),
-            ("ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "Given to the command: the endpoints leaderrun uses (as URLs) and the TLS files it was given (as absolute paths), so that an etcdctl inside the command reaches the same etcd. ETCDCTL_USER (the name only) is added when the password already reaches the command through ETCDCTL_PASSWORD; no password is ever added."),
         ],
     );
+    given_to_the_command(&mut roff);
     section(
         &mut roff,
         "FENCING",
@@ -144,6 +130,39 @@ pub fn man_page() -> Vec<u8> {
     man.render_version_section(&mut out)
         .expect("writing to memory");
     out
+}
+
+/// EXIT STATUS, from the one table of exit codes.
+fn exit_status(roff: &mut Roff) {
+    roff.control("SH", ["EXIT STATUS"]);
+    for row in &exit::TABLE {
+        roff.control("TP", []);
+        roff.text([bold(row.code)]);
+        roff.text([roman(capitalised(row.meaning))]);
+    }
+    roff.control("PP", []);
+    roff.text([roman(exit::WHOSE_CODE)]);
+}
+
+/// THE COMMAND'S ENVIRONMENT, from the one table of what it gets.
+fn given_to_the_command(roff: &mut Roff) {
+    roff.control("SH", ["THE COMMAND'S ENVIRONMENT"]);
+    roff.control("PP", []);
+    roff.text([roman(
+        "Set for the command, overriding any inherited value:",
+    )]);
+    for (name, meaning) in &env::GIVEN {
+        roff.control("TP", []);
+        roff.text([bold(*name)]);
+        roff.text([roman(capitalised(meaning))]);
+    }
+}
+
+/// A table's text as a sentence: capitalised, with a full stop.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    let first = chars.next().map(|c| c.to_uppercase().to_string());
+    format!("{}{}.", first.unwrap_or_default(), chars.as_str())
 }
 
 fn see_also(roff: &mut Roff, pages: &str) {

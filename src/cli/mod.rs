@@ -2,6 +2,7 @@
 //! and the completions: keep them the single source.
 
 pub mod docs;
+pub mod help;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -15,41 +16,6 @@ const ELECTION: &str = "Election";
 const CHILD: &str = "Child process";
 const SECURITY: &str = "TLS and authentication";
 const OUTPUT: &str = "Output";
-
-/// Printed after `--help`: the part people look for first.
-pub const AFTER_HELP: &str = "\
-Exit status:
-  N         the command's own exit status, or 128+N if signal N ended it
-  75        another replica leads, --wait-timeout ran out, or this --once-per window
-            already had its run (see --conflict-exit-code)
-  124       leadership was lost while the command ran; its whole job was stopped
-  125       leaderrun itself failed (usage, configuration, etcd unreachable or refusing us)
-  126       the command was found but could not be executed
-  127       the command was not found
-  128+N     leaderrun got signal N before the command started (nothing ran)
-leaderrun's own 75 (with -v), 124 and 125 come with a line on stderr that starts
-with 'leaderrun: '; the command's own codes do not.
-
-The command gets LEADERRUN_TOKEN (the fencing token: the leader key's create
-revision, larger for every new leader), LEADERRUN_KEY, LEADERRUN_LEASE and
-LEADERRUN_NAME in its environment, and ETCDCTL_ENDPOINTS (with the TLS files
-as ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY) so that etcdctl reaches the
-same etcd.
-
-Examples:
-  # crontab: every replica has this line, one runs it; silent when not leader
-  0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 -- /usr/local/bin/nightly-batch
-
-  # crontab on replicas whose clocks disagree: at most one run per hour
-  0 0 * * *  leaderrun --once-per 1h -- /usr/local/bin/nightly-batch
-
-  # CI: queue behind whoever deploys, give up after 10 minutes
-  leaderrun --name deploy/prod --wait --wait-timeout 10m -- ./deploy.sh
-
-  # by hand: see who holds it, then run interactively
-  leaderrun status --name deploy/prod
-  leaderrun --name deploy/prod -- psql
-";
 
 /// Run a command only on the replica that holds leadership in etcd.
 ///
@@ -65,7 +31,7 @@ Examples:
 #[command(
     name = "leaderrun",
     version,
-    after_help = AFTER_HELP,
+    after_help = help::after_help(),
     override_usage = "leaderrun [OPTIONS] [--] COMMAND [ARGS]...\n       leaderrun status [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]",
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
@@ -113,6 +79,10 @@ pub struct Cli {
 pub enum ManualPage {
     Leaderrun,
     Status,
+    /// README's exit status table (Markdown).
+    ExitCodes,
+    /// README's table of what the command gets (Markdown).
+    Environment,
 }
 
 #[derive(Debug, Subcommand)]
@@ -260,7 +230,7 @@ pub struct ElectionArgs {
     pub redact_args: bool,
 
     /// Exit code when another replica leads or the wait timed out.
-    #[arg(long, value_name = "N", default_value_t = crate::exit::CONFLICT, value_parser = clap::value_parser!(i32).range(0..=255))]
+    #[arg(long, value_name = "N", default_value_t = crate::exit::Exit::Conflict.code(), value_parser = clap::value_parser!(i32).range(0..=255))]
     pub conflict_exit_code: i32,
 }
 

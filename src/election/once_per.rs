@@ -21,7 +21,7 @@ use crate::election::holder::{printable, Holder};
 use crate::election::Leadership;
 use crate::etcd::requests::{range_at, whole_seconds};
 use crate::etcd::Connection;
-use crate::exit::{self, CodedError};
+use crate::exit::{CodedError, Exit};
 use crate::retry::CLEANUP;
 
 /// The key of an election's marker.
@@ -138,8 +138,7 @@ pub async fn claim(
     // Replicas that disagree on the window would each get the length of
     // whoever fires first: refuse rather than guess.
     match marker.last.window_s {
-        Some(theirs) if i64::try_from(theirs).ok() != Some(seconds) => Err(CodedError::error(
-            exit::INTERNAL,
+        Some(theirs) if i64::try_from(theirs).ok() != Some(seconds) => Err(CodedError::error(Exit::Internal,
             format!(
                 "--once-per {} disagrees with the window {} already has, {} (opened {}): give every replica the same --once-per",
                 humantime::format_duration(Duration::from_secs(seconds.unsigned_abs())),

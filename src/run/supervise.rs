@@ -23,7 +23,7 @@ use crate::child::{Child, ChildEvent};
 use crate::clock;
 use crate::election::{self, Leadership};
 use crate::etcd::Connection;
-use crate::exit;
+use crate::exit::{self, Exit};
 use crate::lease::Lease;
 use crate::signals::Signals;
 
@@ -94,7 +94,7 @@ impl Supervision<'_> {
                 );
                 kill.run(&mut child, signals).await;
                 child.restore_terminal();
-                exit::LEADERSHIP_LOST
+                Exit::LeadershipLost.code()
             }
         };
         guard.release();

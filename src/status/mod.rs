@@ -12,7 +12,7 @@ use crate::election::name;
 use crate::election::once_per;
 use crate::election::{self, Leader};
 use crate::etcd::{self, Connection};
-use crate::exit;
+use crate::exit::Exit;
 use crate::signals::Signals;
 
 /// How often `status --watch` pings etcd: a dead connection breaks its
@@ -42,9 +42,9 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
     let waiters = (candidates - i64::from(leader.is_some())).max(0);
     let marker = once_per::current(&connection, &election).await?;
     let code = if leader.is_some() {
-        exit::SUCCESS
+        Exit::Success.code()
     } else {
-        exit::NO_LEADER
+        Exit::NoLeader.code()
     };
     // Written in one go at the end: a reader that went away (`status |
     // true`) is not an error.
@@ -142,7 +142,7 @@ async fn watch(connection: &Connection, election: &str) -> Result<i32> {
         followed = line.follow(connection, report) => followed?,
         _ = signals.recv() => {}
     }
-    Ok(exit::SUCCESS)
+    Ok(Exit::Success.code())
 }
 
 /// A watch line. The line's own time is when the change was seen; the
