@@ -135,19 +135,24 @@ pub async fn claim(
         return Ok(Claim::LeadershipLost);
     };
     let marker = read_marker(connection, marker.value(), marker.lease()).await;
-    // Replicas that disagree on the window would each get the length of
-    // whoever fires first: refuse rather than guess.
+    agreed(marker, &leadership.name, seconds).map(Claim::Taken)
+}
+
+/// A window's marker, if its length is the one we ask for. Replicas that
+/// disagree on the window would each get the length of whoever fires
+/// first: refuse rather than guess.
+fn agreed(marker: Marker, election: &str, seconds: i64) -> Result<Marker> {
     match marker.last.window_s {
-        Some(theirs) if i64::try_from(theirs).ok() != Some(seconds) => Err(CodedError::error(Exit::Internal,
+        Some(theirs) if i64::try_from(theirs).ok() != Some(seconds) => Err(CodedError::error(
+            Exit::Internal,
             format!(
-                "--once-per {} disagrees with the window {} already has, {} (opened {}): give every replica the same --once-per",
+                "--once-per {} disagrees with the window {election} already has, {} (opened {}): give every replica the same --once-per",
                 humantime::format_duration(Duration::from_secs(seconds.unsigned_abs())),
-                leadership.name,
                 humantime::format_duration(Duration::from_secs(theirs)),
                 marker.last.describe()
             ),
         )),
-        _ => Ok(Claim::Taken(marker)),
+        _ => Ok(marker),
     }
 }
 

@@ -32,7 +32,7 @@ use crate::exit;
 use crate::retry::CLEANUP;
 use crate::signals::Signals;
 use campaign::{Campaign, Outcome, Session};
-use phase::{decide, Action, Event, Phase};
+use phase::{decide, Action, Event, Phase, Policy};
 use supervise::Supervision;
 
 pub struct Config {
@@ -133,28 +133,7 @@ async fn lead(
     let policy = campaign.policy();
     let outcome = match raced {
         Ok(outcome) => outcome,
-        Err(event) => {
-            return match (decide(phase.get(), &event, policy), event) {
-                (Action::ExitSignalled, Event::Signal(signal)) => {
-                    tracing::info!(?signal, phase = ?phase.get(), "signalled before the command ran");
-                    Ok(exit::SIGNAL_BASE + signal as i32)
-                }
-                _ => {
-                    if config.explain {
-                        let leader = clock::timeout(
-                            CLEANUP,
-                            election::read_leader(connection, &config.election),
-                        )
-                        .await;
-                        let leader = leader
-                            .and_then(Result::ok)
-                            .and_then(|snapshot| snapshot.leader);
-                        explain_conflict(config, leader.as_ref(), " after waiting");
-                    }
-                    Ok(config.conflict_code)
-                }
-            };
-        }
+        Err(event) => return Ok(interrupted(config, connection, phase.get(), event, policy).await),
     };
     let (leadership, guard) = match outcome {
         Outcome::Won(leadership, guard) => (leadership, guard),
@@ -182,6 +161,35 @@ async fn lead(
         session.spend_window();
     }
     code
+}
+
+/// The exit code when a signal or --wait-timeout ended the campaign: the
+/// table decides which it is in this phase.
+async fn interrupted(
+    config: &Config,
+    connection: &Connection,
+    phase: Phase,
+    event: Event,
+    policy: Policy,
+) -> i32 {
+    match (decide(phase, &event, policy), event) {
+        (Action::ExitSignalled, Event::Signal(signal)) => {
+            tracing::info!(?signal, ?phase, "signalled before the command ran");
+            exit::SIGNAL_BASE + signal as i32
+        }
+        _ => {
+            if config.explain {
+                let read =
+                    clock::timeout(CLEANUP, election::read_leader(connection, &config.election));
+                let leader = read
+                    .await
+                    .and_then(Result::ok)
+                    .and_then(|snapshot| snapshot.leader);
+                explain_conflict(config, leader.as_ref(), " after waiting");
+            }
+            config.conflict_code
+        }
+    }
 }
 
 fn explain_conflict(config: &Config, leader: Option<&Leader>, after: &str) {

@@ -1,0 +1,143 @@
+//! The task that keeps a lease alive: a renewal every third of the TTL over
+//! one keep-alive stream, a new stream (on the next endpoint) whenever one
+//! breaks or goes quiet, and every acknowledged renewal published as the new
+//! local deadline.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use anyhow::Result;
+use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
+use tokio::sync::watch;
+
+use super::LeaseState;
+use crate::clock;
+use crate::etcd::connection::{describe, is_lease_not_found};
+use crate::etcd::Connection;
+use crate::retry::{self, Backoff};
+
+/// Renews every third of the TTL. The keep-alive stream of etcd-client never
+/// reconnects, so every failure (an error, a closed stream, or a renewal not
+/// acknowledged in time) opens a new one, on the next endpoint.
+pub(super) async fn keep_alive(
+    connection: Connection,
+    id: i64,
+    ttl: Duration,
+    publish: watch::Sender<LeaseState>,
+) {
+    let interval = ttl / 3;
+    // A healthy etcd answers a renewal in milliseconds; waiting this long
+    // before trying another endpoint leaves time to fail over well within
+    // the TTL.
+    let ack_timeout = (ttl / 6).max(Duration::from_millis(300));
+    let mut backoff = Backoff::new(retry::KEEPING.min(interval / 2));
+    loop {
+        let broken =
+            match renew_on_current(&connection, id, ttl, interval, ack_timeout, &publish).await {
+                Ok(()) => return,
+                Err(err) => err,
+            };
+        if publish.borrow().gone {
+            return;
+        }
+        tracing::info!("lease keep-alive interrupted: {broken:#}; reconnecting");
+        backoff.wait().await;
+    }
+}
+
+/// Keeps the lease alive over one stream to the current endpoint. Returns
+/// Ok when the lease is gone for good (published), Err when the stream broke.
+async fn renew_on_current(
+    connection: &Connection,
+    id: i64,
+    ttl: Duration,
+    interval: Duration,
+    ack_timeout: Duration,
+    publish: &watch::Sender<LeaseState>,
+) -> Result<()> {
+    let endpoint = connection.current().await?;
+    let index = endpoint.index;
+    let broken = |err: anyhow::Error| {
+        connection.failed(index);
+        err
+    };
+    // Opening the stream sends the first renewal and waits for its answer.
+    let sent = clock::Instant::now();
+    let bound = ack_timeout.max(connection.attempt_timeout());
+    let (mut keeper, mut stream) = match open(endpoint.client, id, bound).await {
+        Opened::Stream(pair) => *pair,
+        Opened::LeaseGone => {
+            publish.send_modify(|state| state.gone = true);
+            return Ok(());
+        }
+        Opened::Failed(err) => return Err(broken(err)),
+    };
+    acknowledge(publish, sent, ttl.as_secs() as i64);
+
+    // Send times of renewals not yet acknowledged: answers come in order.
+    let mut unacknowledged: VecDeque<clock::Instant> = VecDeque::new();
+    let mut next_renewal = clock::Instant::now() + interval;
+    loop {
+        let ack_due = unacknowledged.front().map(|sent| *sent + ack_timeout);
+        tokio::select! {
+            _ = clock::sleep_until(next_renewal) => {
+                unacknowledged.push_back(clock::Instant::now());
+                if keeper.keep_alive().await.is_err() {
+                    return Err(broken(anyhow::anyhow!("keep-alive stream closed")));
+                }
+                next_renewal = clock::Instant::now() + interval;
+            }
+            _ = clock::sleep_until_opt(ack_due) => {
+                let late = humantime::format_duration(ack_timeout);
+                return Err(broken(anyhow::anyhow!("renewal not acknowledged within {late}")));
+            }
+            message = stream.message() => match message {
+                Ok(Some(response)) => {
+                    let Some(sent) = unacknowledged.pop_front() else { continue };
+                    if response.ttl() <= 0 {
+                        publish.send_modify(|state| state.gone = true);
+                        return Ok(());
+                    }
+                    acknowledge(publish, sent, response.ttl());
+                }
+                Ok(None) => return Err(broken(anyhow::anyhow!("keep-alive stream ended"))),
+                Err(err) => {
+                    let err = anyhow::anyhow!(describe(&err)).context("keep-alive stream failed");
+                    return Err(broken(err));
+                }
+            }
+        }
+    }
+}
+
+/// A renewal sent at `sent` was acknowledged with `granted` seconds: the
+/// lease cannot expire on the server before `sent + granted`.
+fn acknowledge(publish: &watch::Sender<LeaseState>, sent: clock::Instant, granted: i64) {
+    let expires = sent + Duration::from_secs(granted.max(0) as u64);
+    publish.send_modify(|state| {
+        if expires > state.expires {
+            state.expires = expires;
+        }
+    });
+}
+
+/// How opening a keep-alive stream went.
+enum Opened {
+    Stream(Box<(LeaseKeeper, LeaseKeepAliveStream)>),
+    /// etcd says the lease does not exist.
+    LeaseGone,
+    Failed(anyhow::Error),
+}
+
+/// Opens a keep-alive stream, which sends the first renewal, within `bound`.
+async fn open(mut client: Client, id: i64, bound: Duration) -> Opened {
+    match clock::timeout(bound, client.lease_keep_alive(id)).await {
+        Some(Ok(pair)) => Opened::Stream(Box::new(pair)),
+        Some(Err(err)) if is_lease_not_found(&err) => Opened::LeaseGone,
+        Some(Err(err)) => {
+            let err = anyhow::anyhow!(describe(&err)).context("opening the keep-alive stream");
+            Opened::Failed(err)
+        }
+        None => Opened::Failed(anyhow::anyhow!("opening the keep-alive stream timed out")),
+    }
+}

@@ -1,0 +1,82 @@
+//! A [`Report`] as text for people, or as one JSON object for programs.
+//! Values written by other tools are escaped ([`printable`]) in the text.
+
+use serde_json::json;
+
+use super::Report;
+use crate::election::holder::printable;
+use crate::election::once_per::{self, Marker};
+
+pub fn json(report: &Report) -> String {
+    let last_run = report.marker.as_ref().map(|marker| {
+        let last = &marker.last;
+        json!({
+            "host": last.holder.host,
+            "pid": last.holder.pid,
+            "started": last.holder.started,
+            "command": last.holder.command,
+            "token": last.token,
+            "window_left": marker.left.map(|left| left.as_secs()),
+        })
+    });
+    let mut object = match &report.leader {
+        Some(leader) => json!({
+            "name": report.election,
+            "key": leader.key,
+            "token": leader.token,
+            "lease": format!("{:x}", leader.lease),
+            "ttl": report.ttl,
+            "holder": {
+                "host": leader.holder.host,
+                "pid": leader.holder.pid,
+                "started": leader.holder.started,
+                "command": leader.holder.command,
+            },
+            "waiters": report.waiters,
+        }),
+        None => json!({
+            "name": report.election, "key": null, "token": null, "lease": null,
+            "ttl": null, "holder": null, "waiters": report.waiters,
+        }),
+    };
+    object["last_run"] = last_run.unwrap_or_default();
+    format!("{object}\n")
+}
+
+pub fn text(report: &Report) -> String {
+    let mut lines = vec![format!("election: {}", report.election)];
+    match &report.leader {
+        Some(leader) => {
+            let left = report
+                .ttl
+                .map_or_else(|| "expired".into(), |ttl| format!("{ttl}s left"));
+            lines.extend([
+                format!("leader:   {}", leader.describe()),
+                format!("command:  {}", printable(&leader.holder.command)),
+                format!("token:    {}", leader.token),
+                format!("key:      {}", leader.key),
+                format!("lease:    {:x} ({left})", leader.lease),
+            ]);
+        }
+        None => lines.push("leader:   none".into()),
+    }
+    lines.push(format!("waiting:  {}", report.waiters));
+    if let Some(marker) = &report.marker {
+        lines.push(window(&report.election, marker));
+    }
+    lines.join("\n") + "\n"
+}
+
+/// The `--once-per` line: whose run opened the window, and when it closes.
+fn window(election: &str, marker: &Marker) -> String {
+    let left = match (marker.lease, marker.left) {
+        (0, _) => format!(
+            "never closes: the marker has no lease (remove it with: etcdctl del '{}')",
+            printable(&once_per::marker_key(election))
+        ),
+        (_, None) => "closing".into(),
+        (_, Some(left)) => format!("closes in {}", humantime::format_duration(left)),
+    };
+    let last = marker.last.describe();
+    format!("once-per: this window's run started {last}; the window {left}")
+}

@@ -1,0 +1,42 @@
+//! `status --watch`: a line per change of leader, in order, until
+//! interrupted or the reader goes away.
+
+use anyhow::Result;
+
+use super::write_out;
+use crate::election::holder::{now_rfc3339, printable};
+use crate::election::{Leader, Line};
+use crate::etcd::Connection;
+use crate::exit::Exit;
+use crate::signals::Signals;
+
+/// The first read must succeed; after it, etcd restarting is ridden out.
+pub async fn watch(connection: &Connection, election: &str) -> Result<i32> {
+    let mut signals = Signals::install()?;
+    let line = Line::read(connection, election).await?;
+    let report = |leader: Option<&Leader>| {
+        let shown = format!("{} {}\n", now_rfc3339(), describe(election, leader));
+        write_out(shown.as_bytes())
+    };
+    tokio::select! {
+        followed = line.follow(connection, report) => followed?,
+        _ = signals.recv() => {}
+    }
+    Ok(Exit::Success.code())
+}
+
+/// A watch line. The line's own time is when the change was seen; the
+/// holder's "since" is left out, because a new leader's value still says
+/// when it joined the queue until it has proven its win.
+fn describe(election: &str, leader: Option<&Leader>) -> String {
+    match leader {
+        Some(leader) if leader.stale() => format!("{election}: blocked by {}", leader.describe()),
+        Some(leader) => format!(
+            "{election}: led by pid {} on {} (token {})",
+            leader.holder.pid,
+            printable(&leader.holder.host),
+            leader.token
+        ),
+        None => format!("{election}: no leader"),
+    }
+}
