@@ -3,6 +3,9 @@
 
 pub mod docs;
 pub mod help;
+mod parse;
+
+use parse::{parse_dial_timeout, parse_duration, parse_signal, parse_ttl, parse_window};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -258,65 +261,6 @@ pub struct OutputArgs {
     pub verbose: u8,
 }
 
-/// A duration as humantime spells it (`1m30s`, `500ms`), or bare seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    if text.starts_with('-') {
-        return Err(format!("'{text}' is negative: a duration is 0 or more"));
-    }
-    if let Ok(seconds) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(seconds));
-    }
-    humantime::parse_duration(text).map_err(|err| format!("{err} (expected e.g. 15s, 500ms, 2m)"))
-}
-
-fn parse_dial_timeout(text: &str) -> Result<Duration, String> {
-    let timeout = parse_duration(text)?;
-    if timeout < Duration::from_millis(10) {
-        return Err("the dial timeout must be at least 10ms".into());
-    }
-    Ok(timeout)
-}
-
-fn parse_ttl(text: &str) -> Result<Duration, String> {
-    let ttl = parse_duration(text)?;
-    if ttl < Duration::from_secs(1) {
-        return Err("the TTL must be at least 1s (etcd counts leases in whole seconds)".into());
-    }
-    if ttl > Duration::from_secs(60 * 60 * 24) {
-        return Err("the TTL must be at most 24h".into());
-    }
-    Ok(ttl)
-}
-
-fn parse_window(text: &str) -> Result<Duration, String> {
-    let window = parse_duration(text)?;
-    if window < Duration::from_secs(1) {
-        return Err("the window must be at least 1s (etcd counts leases in whole seconds)".into());
-    }
-    if window > Duration::from_secs(60 * 60 * 24 * 366) {
-        return Err("the window must be at most 366 days".into());
-    }
-    Ok(window)
-}
-
-/// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
-pub fn parse_signal(text: &str) -> Result<Signal, String> {
-    let upper = text.trim().to_ascii_uppercase();
-    let parsed = match upper.parse::<i32>() {
-        Ok(number) => Signal::try_from(number).ok(),
-        Err(_) => {
-            let name = if upper.starts_with("SIG") {
-                upper
-            } else {
-                format!("SIG{upper}")
-            };
-            name.parse::<Signal>().ok()
-        }
-    };
-    parsed.ok_or_else(|| format!("unknown signal '{text}' (expected e.g. TERM, INT, 15)"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,20 +269,6 @@ mod tests {
     #[test]
     fn definition_is_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn durations_and_signals_parse() {
-        assert_eq!(parse_duration("15"), Ok(Duration::from_secs(15)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_ttl("500ms").is_err());
-        assert_eq!(parse_window("1d"), Ok(Duration::from_secs(86400)));
-        assert!(parse_window("0s").is_err() && parse_window("400days").is_err());
-        assert_eq!(parse_signal("term"), Ok(Signal::SIGTERM));
-        assert_eq!(parse_signal("SIGINT"), Ok(Signal::SIGINT));
-        assert_eq!(parse_signal("9"), Ok(Signal::SIGKILL));
-        assert!(parse_signal("NOPE").is_err());
     }
 
     #[test]

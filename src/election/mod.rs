@@ -167,24 +167,25 @@ impl<'a> Election<'a> {
     /// Takes leadership if, and only if, nobody leads or queues: in one
     /// transaction, our key is written only when no key exists under the
     /// election. Otherwise nothing is written and the leader is read.
-    pub async fn try_acquire(&self, lease: i64, holder: &Holder) -> Result<Attempt> {
+    /// Our candidate key, and the put that writes it (with `holder` as its
+    /// value) attached to our lease.
+    fn our_key(&self, lease: i64, holder: &Holder) -> (String, TxnOp) {
         let key = name::candidate_key(self.name, lease);
-        let value = holder.encode();
+        let options = etcd_client::PutOptions::new().with_lease(lease);
+        let put = TxnOp::put(key.as_str(), holder.encode(), Some(options));
+        (key, put)
+    }
+
+    pub async fn try_acquire(&self, lease: i64, holder: &Holder) -> Result<Attempt> {
+        let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
             .when([
                 Compare::create_revision(name::prefix(self.name), CompareOp::Equal, 0)
                     .with_prefix(),
             ])
-            .and_then([
-                TxnOp::put(
-                    key.as_str(),
-                    value.as_str(),
-                    Some(etcd_client::PutOptions::new().with_lease(lease)),
-                ),
-                TxnOp::get(key.as_str(), None),
-            ])
+            .and_then([put, TxnOp::get(key.as_str(), None)])
             .or_else([first_in_line(self.name)]);
-        let response = self.connection.txn("campaigning", txn.clone()).await?;
+        let response = self.connection.txn("campaigning", txn).await?;
         let revision = revision_of(&response);
         let page = range_at(&response, 0);
         if response.succeeded() {
@@ -226,24 +227,16 @@ impl<'a> Election<'a> {
         lease: i64,
         holder: &Holder,
     ) -> Result<(Candidate, Option<Leader>)> {
-        let key = name::candidate_key(self.name, lease);
-        let value = holder.encode();
+        let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
             .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
             .and_then([
-                TxnOp::put(
-                    key.as_str(),
-                    value.as_str(),
-                    Some(etcd_client::PutOptions::new().with_lease(lease)),
-                ),
+                put,
                 TxnOp::get(key.as_str(), None),
                 first_in_line(self.name),
             ])
             .or_else([TxnOp::get(key.as_str(), None), first_in_line(self.name)]);
-        let response = self
-            .connection
-            .txn("joining the queue", txn.clone())
-            .await?;
+        let response = self.connection.txn("joining the queue", txn).await?;
         let revision = revision_of(&response);
         let ours = range_at(&response, 0)
             .kvs
@@ -273,25 +266,14 @@ impl<'a> Election<'a> {
         lease: i64,
         holder: &Holder,
     ) -> Result<Option<Leadership>> {
-        let value = holder.encode();
-        let key = candidate.key.as_str();
+        let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
             .when([
-                Compare::create_revision(key, CompareOp::Equal, candidate.revision),
-                Compare::lease(key, CompareOp::Equal, lease),
+                Compare::create_revision(key.as_str(), CompareOp::Equal, candidate.revision),
+                Compare::lease(key.as_str(), CompareOp::Equal, lease),
             ])
-            .and_then([
-                TxnOp::put(
-                    key,
-                    value.as_str(),
-                    Some(etcd_client::PutOptions::new().with_lease(lease)),
-                ),
-                first_in_line(self.name),
-            ]);
-        let response = self
-            .connection
-            .txn("proving leadership", txn.clone())
-            .await?;
+            .and_then([put, first_in_line(self.name)]);
+        let response = self.connection.txn("proving leadership", txn).await?;
         if !response.succeeded() {
             return Ok(None);
         }

@@ -193,11 +193,19 @@ struct AcceptAnyServerCertificate {
     provider: CryptoProvider,
 }
 
+type Cert<'a> = CertificateDer<'a>;
+type Dss = DigitallySignedStruct;
+type Signature = Result<HandshakeSignatureValid, rustls::Error>;
+
 impl AcceptAnyServerCertificate {
     fn new() -> Self {
         AcceptAnyServerCertificate {
             provider: rustls::crypto::ring::default_provider(),
         }
+    }
+
+    fn algorithms(&self) -> &rustls::crypto::WebPkiSupportedAlgorithms {
+        &self.provider.signature_verification_algorithms
     }
 }
 
@@ -213,24 +221,12 @@ impl ServerCertVerifier for AcceptAnyServerCertificate {
         Ok(ServerCertVerified::assertion())
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.provider.signature_verification_algorithms;
-        verify_tls12_signature(message, cert, dss, algorithms)
+    fn verify_tls12_signature(&self, message: &[u8], cert: &Cert, dss: &Dss) -> Signature {
+        verify_tls12_signature(message, cert, dss, self.algorithms())
     }
 
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.provider.signature_verification_algorithms;
-        verify_tls13_signature(message, cert, dss, algorithms)
+    fn verify_tls13_signature(&self, message: &[u8], cert: &Cert, dss: &Dss) -> Signature {
+        verify_tls13_signature(message, cert, dss, self.algorithms())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -84,7 +84,7 @@ impl std::fmt::Display for Loss {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Event {
     Signal(Signal),
     WaitTimeout,
@@ -197,72 +197,73 @@ mod tests {
         }
     }
 
+    /// (phase, event, --wait, queued before) → what happens.
+    type Case = (Phase, Event, bool, bool, Action);
+
+    fn check(cases: &[Case]) {
+        for (phase, event, wait, queued_before, expected) in cases {
+            let action = decide(*phase, event, policy(*wait, *queued_before));
+            assert_eq!(action, *expected, "{event:?} in {phase:?}, wait {wait}");
+        }
+    }
+
     #[test]
     fn etcd_errors_fail_the_first_attempt_and_are_ridden_out_once_queued() {
         let error = Event::Etcd { refused: false };
-        assert_eq!(
-            decide(Phase::Dialling, &error, policy(true, false)),
-            Action::Fail
-        );
-        assert_eq!(
-            decide(Phase::Granting, &error, policy(true, true)),
-            Action::Retry
-        );
-        assert_eq!(
-            decide(Phase::Granting, &error, policy(false, true)),
-            Action::Fail
-        );
         let refused = Event::Etcd { refused: true };
-        assert_eq!(
-            decide(Phase::Granting, &refused, policy(true, true)),
-            Action::Fail
-        );
-        assert_eq!(
-            decide(Phase::Running, &error, policy(true, true)),
-            Action::Ignore
-        );
+        check(&[
+            (Phase::Dialling, error.clone(), true, false, Action::Fail),
+            (Phase::Granting, error.clone(), true, true, Action::Retry),
+            (Phase::Granting, error.clone(), false, true, Action::Fail),
+            (Phase::Granting, refused, true, true, Action::Fail),
+            (Phase::Running, error, true, true, Action::Ignore),
+        ]);
     }
 
     #[test]
     fn losing_a_place_campaigns_again_only_when_waiting() {
         let lost = Event::PlaceLost(PlaceLost::LeaseGone);
-        assert_eq!(
-            decide(Phase::Waiting, &lost, policy(true, true)),
-            Action::CampaignAgain
-        );
-        assert_eq!(
-            decide(Phase::Proving, &lost, policy(false, false)),
-            Action::GiveUp
-        );
         let loss = Event::Lost(Loss::Key(KeyLoss::Overwritten));
-        assert_eq!(
-            decide(Phase::Running, &loss, policy(true, true)),
-            Action::StopLost
-        );
-        assert_eq!(
-            decide(Phase::Stopping, &loss, policy(true, true)),
-            Action::Ignore
-        );
+        check(&[
+            (
+                Phase::Waiting,
+                lost.clone(),
+                true,
+                true,
+                Action::CampaignAgain,
+            ),
+            (Phase::Proving, lost, false, false, Action::GiveUp),
+            (Phase::Running, loss.clone(), true, true, Action::StopLost),
+            (Phase::Stopping, loss, true, true, Action::Ignore),
+        ]);
     }
 
     #[test]
     fn the_command_is_followed_only_while_it_runs() {
         let stopped = Event::CommandStopped(Signal::SIGTSTP);
-        assert_eq!(
-            decide(Phase::Running, &stopped, policy(false, false)),
-            Action::FollowStop
-        );
-        assert_eq!(
-            decide(Phase::Running, &Event::CommandExited, policy(false, false)),
-            Action::Finish
-        );
-        assert_eq!(
-            decide(Phase::Stopping, &Event::CommandExited, policy(false, false)),
-            Action::Ignore
-        );
-        assert_eq!(
-            decide(Phase::Waiting, &Event::WaitTimeout, policy(true, true)),
-            Action::GiveUp
-        );
+        check(&[
+            (Phase::Running, stopped, false, false, Action::FollowStop),
+            (
+                Phase::Running,
+                Event::CommandExited,
+                false,
+                false,
+                Action::Finish,
+            ),
+            (
+                Phase::Stopping,
+                Event::CommandExited,
+                false,
+                false,
+                Action::Ignore,
+            ),
+            (
+                Phase::Waiting,
+                Event::WaitTimeout,
+                true,
+                true,
+                Action::GiveUp,
+            ),
+        ]);
     }
 }

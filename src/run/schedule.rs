@@ -56,21 +56,33 @@ mod tests {
 
     #[test]
     fn margin_is_a_tenth_of_the_ttl_within_bounds() {
-        assert_eq!(KillSchedule::new(ms(2_000), ms(10_000)).margin, ms(200));
-        assert_eq!(KillSchedule::new(ms(15_000), ms(10_000)).margin, ms(1_000));
-        assert_eq!(KillSchedule::new(ms(5_000), ms(10_000)).margin, ms(500));
-        assert_eq!(KillSchedule::new(ms(60_000), ms(10_000)).margin, ms(1_000));
+        // (TTL, margin), in milliseconds.
+        for (ttl, margin) in [(2_000, 200), (5_000, 500), (15_000, 1_000), (60_000, 1_000)] {
+            let schedule = KillSchedule::new(ms(ttl), ms(10_000));
+            assert_eq!(schedule.margin, ms(margin), "TTL {ttl} ms");
+        }
     }
 
     #[test]
     fn grace_is_kill_after_shortened_to_what_the_ttl_allows() {
-        // TTL 15 s: a third (5 s) less the margin (1 s) less a twelfth (1.25 s).
-        assert_eq!(KillSchedule::new(ms(15_000), ms(10_000)).grace, ms(2_750));
-        assert_eq!(KillSchedule::new(ms(15_000), ms(300)).grace, ms(300));
-        // TTL 2 s: 666 ms less 200 ms less 166 ms.
-        assert_eq!(KillSchedule::new(ms(2_000), ms(10_000)).grace, ms(300));
-        // A very short TTL leaves no grace: SIGKILL at once.
-        assert_eq!(KillSchedule::new(ms(500), ms(10_000)).grace, ms(0));
+        // (TTL, --kill-after, grace), in milliseconds.
+        let cases = [
+            // A third (5 s) less the margin (1 s) less a twelfth (1.25 s).
+            (15_000, 10_000, 2_750),
+            (15_000, 300, 300),
+            // 666 ms less 200 ms less 166 ms.
+            (2_000, 10_000, 300),
+            // A very short TTL leaves no grace: SIGKILL at once.
+            (500, 10_000, 0),
+        ];
+        for (ttl, kill_after, grace) in cases {
+            let schedule = KillSchedule::new(ms(ttl), ms(kill_after));
+            assert_eq!(
+                schedule.grace,
+                ms(grace),
+                "TTL {ttl} ms, --kill-after {kill_after} ms"
+            );
+        }
     }
 
     #[test]

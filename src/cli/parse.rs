@@ -1,0 +1,96 @@
+//! The values options take: durations (bounded where etcd or safety needs
+//! it) and signals. Each returns one line that says what was expected.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+const DAY: Duration = Duration::from_secs(60 * 60 * 24);
+
+/// A duration as humantime spells it (`1m30s`, `500ms`), or bare seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!("'{text}' is negative: a duration is 0 or more"));
+    }
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    humantime::parse_duration(text).map_err(|err| format!("{err} (expected e.g. 15s, 500ms, 2m)"))
+}
+
+/// A bound on a duration, and how the error message spells it.
+type Bound = (Duration, &'static str);
+
+/// etcd counts leases in whole seconds.
+const WHOLE_SECOND: Bound = (
+    Duration::from_secs(1),
+    "1s (etcd counts leases in whole seconds)",
+);
+
+/// A duration between `least` and `most`; `what` names it in the error.
+fn bounded(text: &str, what: &str, least: Bound, most: Bound) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration < least.0 {
+        return Err(format!("{what} must be at least {}", least.1));
+    }
+    if duration > most.0 {
+        return Err(format!("{what} must be at most {}", most.1));
+    }
+    Ok(duration)
+}
+
+pub fn parse_dial_timeout(text: &str) -> Result<Duration, String> {
+    let least = (Duration::from_millis(10), "10ms");
+    bounded(text, "the dial timeout", least, (DAY, "24h"))
+}
+
+pub fn parse_ttl(text: &str) -> Result<Duration, String> {
+    bounded(text, "the TTL", WHOLE_SECOND, (DAY, "24h"))
+}
+
+pub fn parse_window(text: &str) -> Result<Duration, String> {
+    bounded(text, "the window", WHOLE_SECOND, (DAY * 366, "366 days"))
+}
+
+/// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
+pub fn parse_signal(text: &str) -> Result<Signal, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let parsed = match upper.parse::<i32>() {
+        Ok(number) => Signal::try_from(number).ok(),
+        Err(_) => {
+            let name = if upper.starts_with("SIG") {
+                upper
+            } else {
+                format!("SIG{upper}")
+            };
+            name.parse::<Signal>().ok()
+        }
+    };
+    parsed.ok_or_else(|| format!("unknown signal '{text}' (expected e.g. TERM, INT, 15)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_signals_parse() {
+        assert_eq!(parse_duration("15"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-5").unwrap_err().contains("negative"));
+        assert_eq!(
+            parse_ttl("500ms").unwrap_err(),
+            "the TTL must be at least 1s (etcd counts leases in whole seconds)"
+        );
+        assert_eq!(parse_ttl("2d").unwrap_err(), "the TTL must be at most 24h");
+        assert_eq!(parse_window("1d"), Ok(Duration::from_secs(86400)));
+        assert!(parse_window("0s").is_err() && parse_window("400days").is_err());
+        assert!(parse_dial_timeout("0").is_err() && parse_dial_timeout("10ms").is_ok());
+        assert_eq!(parse_signal("term"), Ok(Signal::SIGTERM));
+        assert_eq!(parse_signal("SIGINT"), Ok(Signal::SIGINT));
+        assert_eq!(parse_signal("9"), Ok(Signal::SIGKILL));
+        assert!(parse_signal("NOPE").is_err());
+    }
+}
