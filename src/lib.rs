@@ -1,12 +1,26 @@
 //! leaderrun: run a command only on the replica that holds leadership in
 //! etcd, hand it a fencing token, and stop it when leadership is lost.
 //!
-//! Modules follow the data's path: command line ([`cli`]) → connection
-//! ([`endpoints`], [`connection`], [`retry`]) → election ([`name`],
-//! [`holder`], [`election`]) → lease ([`lease`], [`clock`]) → a run's
-//! phases ([`run`]: campaign, supervision, the kill schedule) → the child
-//! process ([`child`]: its job, the terminal, the guardian; [`signals`]) →
-//! exit status ([`exit`]).
+//! The path of a run through the folders (README's Architecture section
+//! draws the same):
+//!
+//! ```text
+//! main ── cli ─────────── options, their values, --help, man pages
+//!   │
+//!   ├─ status ─────────── leaderrun status: read or follow the election
+//!   └─ run ────────────── one run, phase by phase (run::phase decides)
+//!        ├─ etcd ──────── connection, failover, TLS, credentials, requests
+//!        ├─ lease ─────── grant, keep alive (keeper), local deadline, revoke
+//!        ├─ election ──── join, wait in line, prove, watch our key;
+//!        │                the --once-per window; names; holder values
+//!        ├─ child ─────── spawn, the job, the terminal, the guardian,
+//!        │                the command's environment
+//!        └─ exit ──────── every exit code, one table
+//! ```
+//!
+//! Shared by all: `clock` (the boot-time clock every timer runs on),
+//! `retry` (every retry wait and the clean-up bound), `signals`, `logging`.
+//! Only [`main`] is public: the compiler sees everything else's use.
 
 mod child;
 mod cli;
@@ -133,6 +147,17 @@ fn usage_error(err: &clap::Error) -> i32 {
         let _ = err.print();
         return Exit::Success.code();
     }
+    eprintln!(
+        "leaderrun: error: {} (see 'leaderrun --help')",
+        one_line(err)
+    );
+    Exit::Internal.code()
+}
+
+/// clap's message without its usage and tips: the first paragraph of its
+/// rendering, on one line. clap offers the message only rendered, so this
+/// reads its layout; the test below pins it.
+fn one_line(err: &clap::Error) -> String {
     let rendered = err.render().to_string();
     let first_paragraph = rendered
         .split("\n\n")
@@ -141,9 +166,31 @@ fn usage_error(err: &clap::Error) -> i32 {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    let message = first_paragraph
+    first_paragraph
         .strip_prefix("error: ")
-        .unwrap_or(&first_paragraph);
-    eprintln!("leaderrun: error: {message} (see 'leaderrun --help')");
-    Exit::Internal.code()
+        .unwrap_or(&first_paragraph)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_errors_become_one_line() {
+        let parse = |args: &[&str]| cli::Cli::try_parse_from(args).unwrap_err();
+        let bad_value = one_line(&parse(&["leaderrun", "--ttl", "soon", "--", "true"]));
+        assert!(
+            bad_value.starts_with("invalid value 'soon' for '--ttl <DURATION>': "),
+            "{bad_value}"
+        );
+        for text in [
+            bad_value,
+            one_line(&parse(&["leaderrun", "--bogus", "--", "true"])),
+        ] {
+            assert!(!text.contains('\n') && !text.contains("Usage") && !text.contains("--help"));
+        }
+        let unknown = one_line(&parse(&["leaderrun", "--bogus", "--", "true"]));
+        assert_eq!(unknown, "unexpected argument '--bogus' found");
+    }
 }

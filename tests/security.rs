@@ -343,3 +343,19 @@ fn redacted_arguments_never_reach_etcd() {
         assert!(!value.contains("secret-arg"), "{key}: {value}");
     }
 }
+
+/// The hints that point at leaderrun's own options, each triggered for
+/// real: they read the errors' types (and etcd's own refusal text, which
+/// this pins).
+#[test]
+fn hints_name_the_option_to_check() {
+    let etcd = tls_etcd();
+    let plain = format!("http://127.0.0.1:{}", etcd.client_port());
+    let done = run(&mut job(&plain, &[]));
+    assert_one_error_line(&done, "use https://", "plain text to a TLS port");
+
+    let mut etcd = Etcd::start();
+    etcd.enable_auth(PASSWORD);
+    let done = run(&mut job(&etcd.endpoint(), &[]));
+    assert_one_error_line(&done, "give --user", "no user for an etcd with auth");
+}

@@ -1,5 +1,10 @@
 //! The command line. Doc comments here are the `--help` text, the man page
 //! and the completions: keep them the single source.
+//!
+//! This folder owns the options and their values (`parse.rs`), the text
+//! after `--help` (`help.rs`) and the generated man pages and completions
+//! (`docs.rs`). It checks input and says what is wrong in one line; it
+//! never talks to etcd or starts a process.
 
 pub mod docs;
 pub mod help;

@@ -3,9 +3,20 @@
 //! revision leads), so `etcdctl elect` and leaderrun see the same election.
 //!
 //! Doing it here rather than through the server's `Campaign` RPC avoids its
-//! two traps (shared notes): the phantom win, where a candidate whose lease
-//! died while queued is told it won, and request timeouts that cut a blocking
-//! campaign. Every win here is proven by a transaction on our own key.
+//! two traps:
+//! - the phantom win: `Campaign` can return success for a key that no
+//!   longer exists, when the candidate's lease died while it queued and the
+//!   keys ahead of it then went (etcd issue 19597; the lock API was fixed in
+//!   11456, the election API was not);
+//! - a per-request timeout on the client also cuts a blocking `Campaign`,
+//!   so a long wait cannot be bounded that way.
+//!
+//! Every win here is proven by a transaction on our own key (its create
+//! revision and lease, first in line) before anything runs. The layout
+//! ([`Election`]): this file writes and proves our key, `queue.rs` waits
+//! for our turn, `watch.rs` watches our key while we lead, and `line.rs`
+//! reads the candidates in order. Nothing here runs processes or keeps the
+//! lease alive.
 //!
 //! Only keys `<name>/<lease hex>` are candidates ([`name::is_candidate`]).
 //! The keys of an election whose name extends ours (`<name>/sub/<lease>`)

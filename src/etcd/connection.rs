@@ -1,8 +1,10 @@
 //! Connections to etcd, one endpoint at a time, with failover.
 //!
-//! etcd-client balances over all endpoints it is given, and with one of them
-//! dead a share of requests fail (see shared notes). So each endpoint gets a
-//! client of its own, and leaderrun talks to one at a time: the current one.
+//! etcd-client balances over all endpoints it is given and does not fail
+//! over: with one member of three dead, about a third of requests failed
+//! with `Unavailable` in a trial, and a keep-alive stream never reconnects.
+//! So each endpoint gets a client of its own, and leaderrun talks to one at
+//! a time: the current one.
 //! A caller that sees the current endpoint fail says so with
 //! [`Connection::failed`], and everyone moves to the next.
 
@@ -16,6 +18,7 @@ use etcd_client::{Client, ConnectOptions};
 use tonic::transport::{Channel as TonicChannel, Endpoint as TonicEndpoint};
 
 use crate::etcd::credentials::Credentials;
+use crate::etcd::symptom::Symptom;
 
 /// How to reach etcd: the endpoints and what every client shares.
 #[derive(Clone)]
@@ -122,7 +125,11 @@ impl Connection {
             }
             Ok(Err(err)) => {
                 self.failed(index);
-                return Err(anyhow!(describe(&err)).context(format!("cannot connect to {url}")));
+                let failed = Failed {
+                    symptom: Symptom::of(&err),
+                    message: describe(&err),
+                };
+                return Err(anyhow!(failed).context(format!("cannot connect to {url}")));
             }
             Err(_) => {
                 self.failed(index);
@@ -164,11 +171,14 @@ impl Connection {
     {
         let count = self.inner.settings.endpoints.len();
         let mut last_error = None;
+        let mut symptom = Symptom::Other;
         for _ in 0..count {
             let endpoint = match self.current().await {
                 Ok(endpoint) => endpoint,
                 Err(err) if err.is::<Refused>() => return Err(err),
                 Err(err) => {
+                    let failed = err.chain().find_map(|cause| cause.downcast_ref::<Failed>());
+                    symptom = failed.map_or(Symptom::Other, |failed| failed.symptom);
                     last_error = Some(err);
                     continue;
                 }
@@ -179,17 +189,18 @@ impl Connection {
                 Ok(Err(err)) if !is_transient(&err) => {
                     // etcd answered, and said no: another endpoint would say
                     // the same (a full database, a request too large).
-                    let message = describe(&err);
-                    let hint = hint(&self.inner.settings, &message);
-                    let err = anyhow!("{message}{hint}");
+                    let hint = self.hint(Symptom::of(&err));
+                    let err = anyhow!("{}{hint}", describe(&err));
                     return Err(err.context(format!("etcd at {url} refused {what}")));
                 }
                 Ok(Err(err)) => {
                     tracing::debug!(%url, error = %err, "{what} failed");
+                    symptom = Symptom::of(&err);
                     last_error = Some(anyhow!("{}", describe(&err)));
                 }
                 Err(_) => {
                     tracing::debug!(%url, "{what} timed out");
+                    symptom = Symptom::Other;
                     last_error = Some(anyhow!(
                         "no answer from {url} within {}",
                         humantime::format_duration(self.attempt_timeout())
@@ -198,47 +209,39 @@ impl Connection {
             }
             self.failed(endpoint.index);
         }
-        let settings = &self.inner.settings;
         let last_error = last_error.unwrap_or_else(|| anyhow!("no endpoint"));
-        let endpoints = settings.endpoints.join(",");
-        let text = format!("{last_error:#}");
-        let hint = hint(settings, &text);
+        let endpoints = self.inner.settings.endpoints.join(",");
+        let hint = self.hint(symptom);
         Err(anyhow!(
-            "etcd unreachable at {endpoints} ({what}): {text}{hint}"
+            "etcd unreachable at {endpoints} ({what}): {last_error:#}{hint}"
         ))
+    }
+
+    /// What to check, for errors whose cause is in leaderrun's own options.
+    fn hint(&self, symptom: Symptom) -> &'static str {
+        let settings = &self.inner.settings;
+        let https = settings
+            .endpoints
+            .iter()
+            .any(|url| url.starts_with("https://"));
+        symptom.hint(https, settings.credentials.has_client_certificate())
     }
 }
 
-/// What to check, for errors whose cause is in leaderrun's own options:
-/// credentials and TLS.
-fn hint(settings: &Settings, error: &str) -> &'static str {
-    let https = settings
-        .endpoints
-        .iter()
-        .any(|url| url.starts_with("https://"));
-    let client_certificate = settings.credentials.has_client_certificate();
-    // etcd refuses a missing client certificate with an alert (which one
-    // depends on its Go version), or drops the connection without a word.
-    let alert = ["CertificateRequired", "BadCertificate", "UnknownCA"]
-        .iter()
-        .any(|alert| error.contains(alert));
-    let dropped = ["connection closed", "broken pipe", "connection reset"]
-        .iter()
-        .any(|symptom| error.to_lowercase().contains(symptom));
-    if error.ends_with("user name is empty") {
-        " (etcd has authentication on: give --user)"
-    } else if error.contains("UnknownIssuer") {
-        " (is its CA in --cacert?)"
-    } else if !client_certificate && (alert || (https && dropped)) {
-        " (does etcd want a client certificate? see --cert, --key)"
-    } else if client_certificate && alert {
-        " (etcd refused the client certificate: is it signed by a CA etcd trusts?)"
-    } else if !https && dropped {
-        " (does etcd serve TLS there? then use https:// or a TLS option)"
-    } else {
-        ""
+/// A connection that failed, with what its error says about our options.
+#[derive(Debug)]
+struct Failed {
+    symptom: Symptom,
+    message: String,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
     }
 }
+
+impl std::error::Error for Failed {}
 
 /// etcd answered, and said no (bad credentials): not worth another endpoint.
 #[derive(Debug)]
@@ -277,9 +280,10 @@ pub fn is_transient(err: &etcd_client::Error) -> bool {
 /// The lease is gone on the server: not something to retry.
 pub fn is_lease_not_found(err: &etcd_client::Error) -> bool {
     match err {
-        etcd_client::Error::GRpcStatus(status) => {
-            status.code() == tonic::Code::NotFound || status.message().contains("lease not found")
-        }
+        etcd_client::Error::GRpcStatus(status) => status.code() == tonic::Code::NotFound,
+        // etcd-client reports a lease that is gone when the stream opens as
+        // this variant, with only a message ("lease not found", or the
+        // status it turned into text): no type is left to read.
         etcd_client::Error::LeaseKeepAliveError(message) => message.contains("not found"),
         _ => false,
     }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::{PemObject, SectionKind};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
@@ -153,35 +154,49 @@ enum Pem {
 fn read_pem(flag: &str, path: &Path, wanted: Pem) -> Result<Vec<u8>> {
     let bytes =
         std::fs::read(path).with_context(|| format!("cannot read {flag} {}", path.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let labels: Vec<&str> = text
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("-----BEGIN "))
-        .filter_map(|rest| rest.strip_suffix("-----"))
-        .collect();
-    let is_key = |label: &&str| label.ends_with("PRIVATE KEY");
     let shown = path.display();
-    match (wanted, labels.is_empty()) {
-        (_, true) => bail!("{flag} {shown} is not a PEM file"),
-        (Pem::Certificate, false) if !labels.contains(&"CERTIFICATE") => {
-            if labels.iter().any(is_key) {
-                bail!(
-                    "{flag} {shown} holds a private key, not a certificate (the key goes to --key)"
-                );
-            }
-            bail!(
-                "{flag} {shown} holds no certificate (found {})",
-                labels.join(", ")
-            );
+    let Some(found) = pem_sections(&bytes) else {
+        bail!("{flag} {shown} is not a PEM file");
+    };
+    match wanted {
+        Pem::Certificate if found.certificate => Ok(bytes),
+        Pem::PrivateKey if found.key => Ok(bytes),
+        Pem::Certificate if found.key => {
+            bail!("{flag} {shown} holds a private key, not a certificate (the key goes to --key)")
         }
-        (Pem::PrivateKey, false) if !labels.iter().any(is_key) => {
-            bail!(
-                "{flag} {shown} holds no private key (found {})",
-                labels.join(", ")
-            );
+        Pem::PrivateKey if found.certificate => {
+            bail!("{flag} {shown} holds a certificate, not a private key (it goes to --cert)")
         }
-        _ => Ok(bytes),
+        Pem::Certificate => bail!("{flag} {shown} holds no certificate"),
+        Pem::PrivateKey => bail!("{flag} {shown} holds no private key"),
     }
+}
+
+/// What a PEM file holds, parsed (not searched for markers): a section
+/// whose base64 is damaged does not count.
+struct Sections {
+    certificate: bool,
+    key: bool,
+}
+
+/// None if the file holds no PEM section at all.
+fn pem_sections(bytes: &[u8]) -> Option<Sections> {
+    let kinds: Vec<SectionKind> = <(SectionKind, Vec<u8>)>::pem_slice_iter(bytes)
+        .filter_map(Result::ok)
+        .map(|(kind, _)| kind)
+        .collect();
+    if kinds.is_empty() {
+        return None;
+    }
+    let key = [
+        SectionKind::PrivateKey,
+        SectionKind::RsaPrivateKey,
+        SectionKind::EcPrivateKey,
+    ];
+    Some(Sections {
+        certificate: kinds.contains(&SectionKind::Certificate),
+        key: kinds.iter().any(|kind| key.contains(kind)),
+    })
 }
 
 /// `--insecure-skip-tls-verify`: any server certificate is accepted, as
@@ -271,5 +286,21 @@ mod tests {
             shown.contains("root") && !shown.contains("hunter2"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn pem_files_are_parsed_not_searched_for_markers() {
+        let der = |label: &str, body: &str| {
+            format!("-----BEGIN {label}-----\n{body}\n-----END {label}-----\n")
+        };
+        let certificate = der("CERTIFICATE", "MIIBAA==");
+        let key = der("PRIVATE KEY", "MIIBAA==");
+        let sections = pem_sections(format!("{certificate}{key}").as_bytes()).unwrap();
+        assert!(sections.certificate && sections.key);
+        let only_key = pem_sections(key.as_bytes()).unwrap();
+        assert!(!only_key.certificate && only_key.key);
+        // Markers around damaged base64 hold nothing.
+        assert!(pem_sections(der("CERTIFICATE", "not base64 !!").as_bytes()).is_none());
+        assert!(pem_sections(b"[package]\nname = \"x\"\n").is_none());
     }
 }

@@ -8,6 +8,7 @@ pub mod connection;
 pub mod credentials;
 pub mod endpoints;
 pub mod requests;
+mod symptom;
 
 use std::time::Duration;
 

@@ -6,6 +6,10 @@
 //! that send (and only ever extends leases, on a raft leader change), so the
 //! lease cannot expire on the server before the deadline. Measured on
 //! [`clock::Instant`], a monotonic clock that also counts suspend.
+//!
+//! This folder owns one lease's life: granting it, renewing it (`keeper.rs`)
+//! and revoking it. It publishes what it learns ([`LeaseState`]) and decides
+//! nothing: what a lost lease means is `run::phase`'s business.
 
 use std::time::Duration;
 

@@ -1,0 +1,146 @@
+//! What a failed request says about leaderrun's own options (credentials,
+//! TLS, the endpoint's scheme), read from the error's types: rustls's
+//! errors and alerts, std::io's error kinds, hyper's closed connections, and
+//! etcd's status codes. Only etcd's own refusals are told apart by their
+//! message, because etcd's message is its API (its client compares them
+//! too); the tests that trigger each hint pin that text.
+
+use std::error::Error as StdError;
+
+use rustls::{AlertDescription, CertificateError};
+use tonic::Code;
+
+/// The cause of a failure, as far as a hint goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Symptom {
+    /// etcd has authentication on, and we gave no user.
+    NoUser,
+    /// The server's certificate is signed by a CA we do not trust.
+    UnknownIssuer,
+    /// The server refused our client certificate, or wanted one.
+    CertificateRefused,
+    /// The connection was closed or reset without an answer.
+    Dropped,
+    Other,
+}
+
+/// etcd's `ErrUserEmpty` (rpctypes): the message is etcd's API.
+const USER_EMPTY: &str = "etcdserver: user name is empty";
+
+impl Symptom {
+    pub fn of(err: &etcd_client::Error) -> Symptom {
+        let mut cause: Option<&(dyn StdError + 'static)> = match err {
+            etcd_client::Error::GRpcStatus(status) => {
+                if status.code() == Code::InvalidArgument && status.message() == USER_EMPTY {
+                    return Symptom::NoUser;
+                }
+                Some(status)
+            }
+            etcd_client::Error::TransportError(inner) => Some(inner),
+            etcd_client::Error::IoError(inner) => Some(inner),
+            _ => None,
+        };
+        while let Some(current) = cause {
+            if let Some(symptom) = of_one(current) {
+                return symptom;
+            }
+            cause = current.source();
+        }
+        Symptom::Other
+    }
+
+    /// What to check, given whether TLS is in use and whether we present a
+    /// client certificate.
+    pub fn hint(self, https: bool, client_certificate: bool) -> &'static str {
+        match self {
+            Symptom::NoUser => " (etcd has authentication on: give --user)",
+            Symptom::UnknownIssuer => " (is its CA in --cacert?)",
+            Symptom::CertificateRefused if client_certificate => {
+                " (etcd refused the client certificate: is it signed by a CA etcd trusts?)"
+            }
+            Symptom::CertificateRefused => {
+                " (does etcd want a client certificate? see --cert, --key)"
+            }
+            // etcd drops a TLS connection that brings no certificate
+            // without a word, and a plain-text one that reaches a TLS port.
+            Symptom::Dropped if https && !client_certificate => {
+                " (does etcd want a client certificate? see --cert, --key)"
+            }
+            Symptom::Dropped if !https => {
+                " (does etcd serve TLS there? then use https:// or a TLS option)"
+            }
+            _ => "",
+        }
+    }
+}
+
+/// One error of a chain, by its type.
+fn of_one(cause: &(dyn StdError + 'static)) -> Option<Symptom> {
+    if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+        return of_tls(tls);
+    }
+    if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+        if let Some(tls) = io
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return of_tls(tls);
+        }
+        use std::io::ErrorKind::*;
+        if matches!(io.kind(), ConnectionReset | BrokenPipe | UnexpectedEof) {
+            return Some(Symptom::Dropped);
+        }
+    }
+    if let Some(http) = cause.downcast_ref::<hyper::Error>() {
+        // A request cancelled because its connection closed under it.
+        if http.is_closed() || http.is_canceled() || http.is_incomplete_message() {
+            return Some(Symptom::Dropped);
+        }
+    }
+    if let Some(http2) = cause.downcast_ref::<h2::Error>() {
+        if http2.is_go_away() || http2.is_io() {
+            return Some(Symptom::Dropped);
+        }
+    }
+    None
+}
+
+fn of_tls(err: &rustls::Error) -> Option<Symptom> {
+    match err {
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            Some(Symptom::UnknownIssuer)
+        }
+        // Which alert depends on the server's Go version.
+        rustls::Error::AlertReceived(
+            AlertDescription::CertificateRequired
+            | AlertDescription::BadCertificate
+            | AlertDescription::UnknownCA,
+        ) => Some(Symptom::CertificateRefused),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_and_io_errors_are_read_by_type() {
+        let unknown = rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer);
+        assert_eq!(of_one(&unknown), Some(Symptom::UnknownIssuer));
+        let wrapped = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::AlertReceived(AlertDescription::CertificateRequired),
+        );
+        assert_eq!(of_one(&wrapped), Some(Symptom::CertificateRefused));
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert_eq!(of_one(&reset), Some(Symptom::Dropped));
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(of_one(&refused), None);
+        let status = tonic::Status::invalid_argument(USER_EMPTY);
+        assert_eq!(
+            Symptom::of(&etcd_client::Error::GRpcStatus(status)),
+            Symptom::NoUser
+        );
+    }
+}
