@@ -39,6 +39,7 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
+use cli::Mode;
 use exit::Exit;
 
 /// The whole program; returns the exit code.
@@ -51,24 +52,24 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
-    if cli.manual.is_some() || cli.completions.is_some() {
-        use std::io::Write;
-        let text = match (cli.completions, cli.manual) {
-            (Some(shell), _) => cli::docs::completion(shell),
-            (None, Some(cli::ManualPage::Status)) => cli::docs::status_man_page(),
-            (None, Some(cli::ManualPage::ExitCodes)) => cli::help::exit_codes_markdown().into(),
-            (None, Some(cli::ManualPage::Environment)) => cli::help::environment_markdown().into(),
-            (None, _) => cli::docs::man_page(),
-        };
-        return match std::io::stdout().write_all(&text) {
-            Ok(()) => Exit::Success.code(),
-            Err(_) => Exit::Internal.code(),
-        };
+    match cli.mode() {
+        Mode::Docs(text) => print_docs(&text),
+        Mode::Status(args) => execute(args.output.verbose, status::status(args)),
+        Mode::Run(cli) => execute(cli.output.verbose, run::run(*cli)),
     }
-    let verbose = match &cli.subcommand {
-        Some(cli::Command::Status(status)) => status.output.verbose,
-        None => cli.output.verbose,
-    };
+}
+
+fn print_docs(text: &[u8]) -> i32 {
+    use std::io::Write;
+    match std::io::stdout().write_all(text) {
+        Ok(()) => Exit::Success.code(),
+        Err(_) => Exit::Internal.code(),
+    }
+}
+
+/// Runs a mode that does its work on the runtime; its error, if any, is
+/// one line on stderr and its exit code.
+fn execute(verbose: u8, work: impl std::future::Future<Output = anyhow::Result<i32>>) -> i32 {
     logging::init(verbose);
     if let Err(message) = enough_file_descriptors() {
         eprintln!("leaderrun: error: {message}");
@@ -86,11 +87,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
             return Exit::Internal.code();
         }
     };
-    let result = match cli.subcommand {
-        Some(cli::Command::Status(args)) => runtime.block_on(status::status(args)),
-        None => runtime.block_on(run::run(cli)),
-    };
-    match result {
+    match runtime.block_on(work) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("leaderrun: error: {err:#}");

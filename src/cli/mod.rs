@@ -82,6 +82,36 @@ pub struct Cli {
     pub command: Vec<OsString>,
 }
 
+/// What one invocation does: the dispatch in `main`.
+pub enum Mode {
+    /// Print generated documentation (a man page, completions, a table).
+    Docs(Vec<u8>),
+    /// `leaderrun status`.
+    Status(StatusArgs),
+    /// Run the command as leader.
+    Run(Box<Cli>),
+}
+
+impl Cli {
+    pub fn mode(self) -> Mode {
+        if let Some(shell) = self.completions {
+            return Mode::Docs(docs::completion(shell));
+        }
+        if let Some(page) = self.manual {
+            return Mode::Docs(match page {
+                ManualPage::Leaderrun => docs::man_page(),
+                ManualPage::Status => docs::status_man_page(),
+                ManualPage::ExitCodes => help::exit_codes_markdown().into(),
+                ManualPage::Environment => help::environment_markdown().into(),
+            });
+        }
+        match self.subcommand {
+            Some(Command::Status(args)) => Mode::Status(args),
+            None => Mode::Run(Box::new(self)),
+        }
+    }
+}
+
 /// The man pages the binary can print.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ManualPage {
