@@ -188,9 +188,14 @@ impl Connection {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(err)) if !is_transient(&err) => {
                     // etcd answered, and said no: another endpoint would say
-                    // the same (a full database, a request too large).
-                    let hint = self.hint(Symptom::of(&err));
-                    let err = anyhow!("{}{hint}", describe(&err));
+                    // the same (a full database, a request too large). A
+                    // denied permission is our configuration's fault, like
+                    // refused credentials: no wait will change it.
+                    let message = format!("{}{}", describe(&err), self.hint(Symptom::of(&err)));
+                    let err = match is_permission_denied(&err) {
+                        true => anyhow!(Refused(message)),
+                        false => anyhow!(message),
+                    };
                     return Err(err.context(format!("etcd at {url} refused {what}")));
                 }
                 Ok(Err(err)) => {
@@ -275,6 +280,11 @@ pub fn is_transient(err: &etcd_client::Error) -> bool {
         Error::TransportError(_) | Error::IoError(_) | Error::WatchError(_) => true,
         _ => false,
     }
+}
+
+/// etcd refused a request for want of a permission.
+fn is_permission_denied(err: &etcd_client::Error) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(status) if status.code() == tonic::Code::PermissionDenied)
 }
 
 /// The lease is gone on the server: not something to retry.

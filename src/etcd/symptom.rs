@@ -1,9 +1,10 @@
 //! What a failed request says about leaderrun's own options (credentials,
 //! TLS, the endpoint's scheme), read from the error's types: rustls's
-//! errors and alerts, std::io's error kinds, hyper's closed connections, and
-//! etcd's status codes. Only etcd's own refusals are told apart by their
-//! message, because etcd's message is its API (its client compares them
-//! too); the tests that trigger each hint pin that text.
+//! errors and alerts, std::io's error kinds, hyper's and h2's closed
+//! connections, and etcd's status codes. Text is read only where no type is
+//! left: etcd's own refusals (etcd's message is its API; its client
+//! compares them too), and a status that carries a transport failure as
+//! text ([`of_text`]). The tests that trigger each hint pin that text.
 
 use std::error::Error as StdError;
 
@@ -46,7 +47,10 @@ impl Symptom {
             }
             cause = current.source();
         }
-        Symptom::Other
+        match err {
+            etcd_client::Error::GRpcStatus(status) => of_text(status.message()),
+            _ => Symptom::Other,
+        }
     }
 
     /// What to check, given whether TLS is in use and whether we present a
@@ -80,16 +84,7 @@ fn of_one(cause: &(dyn StdError + 'static)) -> Option<Symptom> {
         return of_tls(tls);
     }
     if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-        if let Some(tls) = io
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        {
-            return of_tls(tls);
-        }
-        use std::io::ErrorKind::*;
-        if matches!(io.kind(), ConnectionReset | BrokenPipe | UnexpectedEof) {
-            return Some(Symptom::Dropped);
-        }
+        return of_io(io);
     }
     if let Some(http) = cause.downcast_ref::<hyper::Error>() {
         // A request cancelled because its connection closed under it.
@@ -98,11 +93,48 @@ fn of_one(cause: &(dyn StdError + 'static)) -> Option<Symptom> {
         }
     }
     if let Some(http2) = cause.downcast_ref::<h2::Error>() {
+        // h2's source() skips the io::Error it wraps (and std's io::Error
+        // skips its own inner error): look inside here, or a TLS alert
+        // would never be seen.
+        if let Some(symptom) = http2.get_io().and_then(of_io) {
+            return Some(symptom);
+        }
         if http2.is_go_away() || http2.is_io() {
             return Some(Symptom::Dropped);
         }
     }
     None
+}
+
+/// The fallback when no type is left to read: tonic sometimes hands a
+/// transport failure over as a status whose message is the only trace of
+/// its cause (seen with etcd 3.7 refusing a missing client certificate:
+/// "connection error: received fatal alert: CertificateRequired"). The names
+/// read here are rustls's alert names and std's error texts; the unit test
+/// and `security.rs` pin them.
+fn of_text(message: &str) -> Symptom {
+    let alerts = ["CertificateRequired", "BadCertificate", "UnknownCA"];
+    let dropped = ["connection closed", "broken pipe", "connection reset"];
+    let lower = message.to_lowercase();
+    if alerts.iter().any(|alert| message.contains(alert)) {
+        Symptom::CertificateRefused
+    } else if dropped.iter().any(|symptom| lower.contains(symptom)) {
+        Symptom::Dropped
+    } else {
+        Symptom::Other
+    }
+}
+
+/// An I/O error: a TLS error inside it, or a connection dropped.
+fn of_io(io: &std::io::Error) -> Option<Symptom> {
+    if let Some(tls) = io
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        return of_tls(tls);
+    }
+    use std::io::ErrorKind::*;
+    matches!(io.kind(), ConnectionReset | BrokenPipe | UnexpectedEof).then_some(Symptom::Dropped)
 }
 
 fn of_tls(err: &rustls::Error) -> Option<Symptom> {
@@ -137,6 +169,14 @@ mod tests {
         assert_eq!(of_one(&reset), Some(Symptom::Dropped));
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         assert_eq!(of_one(&refused), None);
+        // A status that carries its cause only as text.
+        let alert = tonic::Status::unavailable(
+            "connection error: received fatal alert: CertificateRequired",
+        );
+        assert_eq!(
+            Symptom::of(&etcd_client::Error::GRpcStatus(alert)),
+            Symptom::CertificateRefused
+        );
         let status = tonic::Status::invalid_argument(USER_EMPTY);
         assert_eq!(
             Symptom::of(&etcd_client::Error::GRpcStatus(status)),

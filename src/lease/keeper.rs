@@ -41,6 +41,8 @@ pub(super) async fn keep_alive(
             return;
         }
         tracing::info!("lease keep-alive interrupted: {broken:#}; reconnecting");
+        let trouble = format!("{broken:#}");
+        publish.send_modify(|state| state.trouble = Some(trouble.into()));
         backoff.wait().await;
     }
 }
@@ -118,6 +120,7 @@ fn acknowledge(publish: &watch::Sender<LeaseState>, sent: clock::Instant, grante
         if expires > state.expires {
             state.expires = expires;
         }
+        state.trouble = None;
     });
 }
 

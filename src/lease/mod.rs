@@ -30,6 +30,9 @@ pub struct LeaseState {
     pub expires: clock::Instant,
     /// Set once etcd said the lease is gone (revoked or expired).
     pub gone: bool,
+    /// Why renewing failed last, if it has failed since the latest
+    /// acknowledgement: named when leadership is lost for want of one.
+    pub trouble: Option<std::sync::Arc<str>>,
 }
 
 pub struct Lease {
@@ -48,6 +51,7 @@ impl Lease {
         let (publish, state) = watch::channel(LeaseState {
             expires: sent + ttl,
             gone: false,
+            trouble: None,
         });
         let keeper = tokio::spawn(keeper::keep_alive(connection.clone(), id, ttl, publish));
         tracing::debug!(lease = format!("{id:x}"), ttl = ?ttl, "lease granted");

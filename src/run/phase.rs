@@ -27,7 +27,7 @@
 //! | the command exited       | –                                          | stop its leftovers, resign, its status | – | – |
 //! | the command stopped (tty)| –                                          | stop like it; continue with it | – | – |
 //! | etcd error               | first attempt: fail (125); once queued: retry with backoff | (the lease deadline decides) | ignore | ignore |
-//! | etcd refused credentials | fail (125)                                 | –                    | –           | –         |
+//! | etcd refused credentials or permission | fail (125)                   | –                    | –           | –         |
 //!
 //! Every clean-up on the way out (giving back a lease, a queue place or an
 //! unspent window) is best effort and bounded by [`CLEANUP`]: what is not
@@ -54,7 +54,7 @@ pub enum Phase {
 }
 
 /// Why leadership ended while the command ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Loss {
     /// etcd said the lease no longer exists (revoked, or expired).
     LeaseGone,
@@ -63,6 +63,8 @@ pub enum Loss {
     Unacknowledged {
         silent_for: Duration,
         ttl: Duration,
+        /// Why the last renewal failed, if the keeper saw it fail.
+        trouble: Option<std::sync::Arc<str>>,
     },
     Key(KeyLoss),
 }
@@ -73,12 +75,24 @@ impl std::fmt::Display for Loss {
             Loss::LeaseGone => {
                 f.write_str("etcd says the lease no longer exists (revoked or expired)")
             }
-            Loss::Unacknowledged { silent_for, ttl } => write!(
-                f,
-                "etcd has not acknowledged a lease renewal for {} (TTL {})",
-                humantime::format_duration(Duration::from_millis(silent_for.as_millis() as u64)),
-                humantime::format_duration(*ttl)
-            ),
+            Loss::Unacknowledged {
+                silent_for,
+                ttl,
+                trouble,
+            } => {
+                write!(
+                    f,
+                    "etcd has not acknowledged a lease renewal for {} (TTL {})",
+                    humantime::format_duration(
+                        Duration::from_millis(silent_for.as_millis() as u64)
+                    ),
+                    humantime::format_duration(*ttl)
+                )?;
+                match trouble {
+                    Some(trouble) => write!(f, "; the last renewal failed: {trouble}"),
+                    None => Ok(()),
+                }
+            }
             Loss::Key(loss) => loss.fmt(f),
         }
     }

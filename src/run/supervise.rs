@@ -52,6 +52,14 @@ impl Supervision<'_> {
     ) -> Result<i32> {
         let config = self.config;
         let schedule = KillSchedule::new(self.lease.ttl, config.kill_after);
+        if schedule.grace < config.kill_after {
+            tracing::info!(
+                "--kill-after {} shortened to {}, so that SIGKILL lands before a {} lease could expire",
+                humantime::format_duration(config.kill_after),
+                humantime::format_duration(schedule.grace),
+                humantime::format_duration(self.lease.ttl)
+            );
+        }
         let mut env = env::election(
             self.leadership.token,
             &self.leadership.key,
@@ -164,6 +172,7 @@ async fn leadership_lost(
             return Loss::Unacknowledged {
                 silent_for: (now.expires - lease.ttl).elapsed(),
                 ttl: lease.ttl,
+                trouble: now.trouble,
             };
         }
         tokio::select! {
