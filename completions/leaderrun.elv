@@ -33,6 +33,7 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
             cand --conflict-exit-code 'Exit code when another replica leads or the wait timed out'
             cand --kill-signal 'Signal sent to the command''s process group when leadership is lost'
             cand --kill-after 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server'
+            cand --timeout 'Stop the command if it runs longer than this, as on loss of leadership (--kill-signal, then SIGKILL after --kill-after), and exit 123. Counts from the command''s start: --wait-timeout bounds the queueing'
             cand --manual 'Print a man page (roff) and exit: leaderrun(1), or with `status`, leaderrun-status(1)'
             cand --completions 'Print the completion script for SHELL and exit'
             cand --insecure-skip-tls-verify 'Accept any server certificate: the connection is encrypted, but the server''s identity is not checked. For testing only'

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_leaderrun_global_optspecs
-    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= redact-args conflict-exit-code= kill-signal= kill-after= v/verbose manual= completions= h/help V/version
+    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= redact-args conflict-exit-code= kill-signal= kill-after= timeout= v/verbose manual= completions= h/help V/version
 end
 
 function __fish_leaderrun_needs_command
@@ -38,6 +38,7 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -l once-per -d 'Start 
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l conflict-exit-code -d 'Exit code when another replica leads or the wait timed out' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-signal -d 'Signal sent to the command\'s process group when leadership is lost' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-after -d 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l timeout -d 'Stop the command if it runs longer than this, as on loss of leadership (--kill-signal, then SIGKILL after --kill-after), and exit 123. Counts from the command\'s start: --wait-timeout bounds the queueing' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l manual -d 'Print a man page (roff) and exit: leaderrun(1), or with `status`, leaderrun-status(1)' -r -f -a "leaderrun\t''
 status\t''
 exit-codes\t'README\'s exit status table (Markdown)'

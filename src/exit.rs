@@ -24,6 +24,10 @@ pub enum Exit {
     /// Leadership was lost while the command ran; its whole job was
     /// stopped. The code `timeout(1)` uses for "timed out".
     LeadershipLost,
+    /// The command ran past `--timeout`; its whole job was stopped.
+    /// One below `LeadershipLost`, and not `timeout(1)`'s 124, so that a
+    /// script can tell a hung job from a lost leadership.
+    TimedOut,
     /// leaderrun's own failure: usage, configuration, etcd unreachable or
     /// refusing.
     Internal,
@@ -39,6 +43,7 @@ impl Exit {
             Exit::Success => 0,
             Exit::NoLeader => 3,
             Exit::Conflict => 75,
+            Exit::TimedOut => 123,
             Exit::LeadershipLost => 124,
             Exit::Internal => 125,
             Exit::NotExecutable => 126,
@@ -59,7 +64,7 @@ pub struct Row {
 }
 
 /// What each exit status means, in the order shown everywhere.
-pub const TABLE: [Row; 8] = [
+pub const TABLE: [Row; 9] = [
     Row {
         code: "N",
         meaning: "the command's own exit status, or 128+N if signal N ended it",
@@ -67,6 +72,10 @@ pub const TABLE: [Row; 8] = [
     Row {
         code: "75",
         meaning: "another replica leads (without --wait), --wait-timeout ran out, or this --once-per window already had its run; --conflict-exit-code changes it",
+    },
+    Row {
+        code: "123",
+        meaning: "the command ran past --timeout; its whole job was stopped",
     },
     Row {
         code: "124",
@@ -95,7 +104,7 @@ pub const TABLE: [Row; 8] = [
 ];
 
 /// How a script tells leaderrun's own 75, 124 and 125 from the command's.
-pub const WHOSE_CODE: &str = "leaderrun's own 75 (with -v), 124 and 125 each come with a line on stderr that starts with 'leaderrun: '; the command's own codes do not.";
+pub const WHOSE_CODE: &str = "leaderrun's own 75 (with -v), 123, 124 and 125 each come with a line on stderr that starts with 'leaderrun: '; the command's own codes do not.";
 
 /// An error that carries its own exit code. Anything else that reaches
 /// `main` exits with [`Exit::Internal`].
@@ -151,6 +160,7 @@ mod tests {
             Exit::NoLeader,
             Exit::Conflict,
             Exit::LeadershipLost,
+            Exit::TimedOut,
             Exit::Internal,
             Exit::NotExecutable,
             Exit::NotFound,

@@ -10,7 +10,9 @@ pub mod docs;
 pub mod help;
 mod parse;
 
-use parse::{parse_dial_timeout, parse_duration, parse_signal, parse_ttl, parse_window};
+use parse::{
+    parse_dial_timeout, parse_duration, parse_signal, parse_timeout, parse_ttl, parse_window,
+};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -284,6 +286,13 @@ pub struct ChildArgs {
     /// lease could expire on the server.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub kill_after: Duration,
+
+    /// Stop the command if it runs longer than this, as on loss of
+    /// leadership (--kill-signal, then SIGKILL after --kill-after), and exit
+    /// 123. Counts from the command's start: --wait-timeout bounds the
+    /// queueing.
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout, allow_hyphen_values = true)]
+    pub timeout: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -45,6 +45,11 @@ pub fn parse_dial_timeout(text: &str) -> Result<Duration, String> {
     bounded(text, "the dial timeout", least, (DAY, "24h"))
 }
 
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let least = (Duration::from_millis(1), "1ms");
+    bounded(text, "the timeout", least, (DAY * 366, "366 days"))
+}
+
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     bounded(text, "the TTL", WHOLE_SECOND, (DAY, "24h"))
 }

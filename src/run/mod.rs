@@ -45,6 +45,8 @@ pub struct Config {
     pub once_per: Option<Duration>,
     pub kill_signal: Signal,
     pub kill_after: Duration,
+    /// --timeout: the longest the command may run.
+    pub timeout: Option<Duration>,
     /// Say why we did not run (cron mails whatever is printed, so only when
     /// someone is watching: a terminal, or -v).
     pub explain: bool,
@@ -72,6 +74,7 @@ impl Config {
             once_per: cli.election.once_per,
             kill_signal: cli.child.kill_signal,
             kill_after: cli.child.kill_after,
+            timeout: cli.child.timeout,
             explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
             redact_args: cli.election.redact_args,
             etcd_env: Vec::new(),

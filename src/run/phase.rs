@@ -25,6 +25,7 @@
 //! | local deadline passed    | –  (a waiter's lease guards no command)    | stop the job, 124    | ignore      | ignore    |
 //! | key deleted/replaced     | campaign again (--wait), else conflict     | stop the job, 124    | ignore      | ignore    |
 //! | the command exited       | –                                          | stop its leftovers, resign, its status | – | – |
+//! | --timeout passed         | –  (it counts from the command's start)    | stop the job, 123    | ignore      | ignore    |
 //! | the command stopped (tty)| –                                          | stop like it; continue with it | – | – |
 //! | etcd error               | first attempt: fail (125); once queued: retry with backoff | (the lease deadline decides) | ignore | ignore |
 //! | etcd refused credentials or permission | fail (125)                   | –                    | –           | –         |
@@ -107,6 +108,8 @@ pub enum Event {
     /// Leadership is gone while the command runs.
     Lost(Loss),
     CommandExited,
+    /// The command has run for --timeout.
+    TimedOut,
     /// The command stopped for the terminal.
     CommandStopped(Signal),
     /// An etcd request failed; `refused` when etcd turned our credentials
@@ -144,6 +147,8 @@ pub enum Action {
     StopLost,
     /// Stop what the command left behind, resign, exit with its status.
     Finish,
+    /// Stop the command's job on the kill schedule, resign, exit 123.
+    StopTimedOut,
     /// Stop like the command, and continue it when continued.
     FollowStop,
     /// Nothing to do: what this phase is doing already answers it.
@@ -161,6 +166,7 @@ pub fn decide(phase: Phase, event: &Event, policy: Policy) -> Action {
         (Running, Event::Signal(_)) => Forward,
         (Running, Event::Lost(_)) => StopLost,
         (Running, Event::CommandExited) => Finish,
+        (Running, Event::TimedOut) => StopTimedOut,
         (Running, Event::CommandStopped(_)) => FollowStop,
         (Running, _) => Ignore,
         (_, Event::Signal(_)) => ExitSignalled,
@@ -171,7 +177,9 @@ pub fn decide(phase: Phase, event: &Event, policy: Policy) -> Action {
         (_, Event::Etcd { .. }) if policy.wait && policy.queued_before => Retry,
         (_, Event::Etcd { .. }) => Fail,
         // Not events of the phases before the command.
-        (_, Event::Lost(_) | Event::CommandExited | Event::CommandStopped(_)) => Ignore,
+        (_, Event::Lost(_) | Event::CommandExited | Event::CommandStopped(_) | Event::TimedOut) => {
+            Ignore
+        }
     }
 }
 

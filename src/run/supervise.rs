@@ -30,6 +30,7 @@ use crate::signals::Signals;
 enum Ending {
     Exited(io::Result<ExitStatus>),
     Lost(Loss),
+    TimedOut,
 }
 
 /// What supervision needs from the run.
@@ -76,8 +77,11 @@ impl Supervision<'_> {
         };
         guard.watch(child.group);
         started();
+        let timeout_at = config.timeout.map(|limit| clock::Instant::now() + limit);
 
-        let ending = self.while_leading(&mut child, signals, schedule).await;
+        let ending = self
+            .while_leading(&mut child, signals, schedule, timeout_at)
+            .await;
         let kill = KillSequence {
             signal: config.kill_signal,
             kill_at: schedule.kill_at(self.lease.state().expires),
@@ -104,6 +108,17 @@ impl Supervision<'_> {
                 child.restore_terminal();
                 Exit::LeadershipLost.code()
             }
+            Ending::TimedOut => {
+                let limit = config.timeout.map(humantime::format_duration);
+                eprintln!(
+                    "leaderrun: {}: the command ran past --timeout {}; stopping it",
+                    config.election,
+                    limit.map(|limit| limit.to_string()).unwrap_or_default()
+                );
+                kill.run(&mut child, signals).await;
+                child.restore_terminal();
+                Exit::TimedOut.code()
+            }
         };
         guard.release();
         Ok(code)
@@ -114,6 +129,7 @@ impl Supervision<'_> {
         child: &mut Child,
         signals: &mut Signals,
         schedule: KillSchedule,
+        timeout_at: Option<clock::Instant>,
     ) -> Ending {
         let lost = leadership_lost(self.connection, self.lease, self.leadership, schedule);
         tokio::pin!(lost);
@@ -132,6 +148,7 @@ impl Supervision<'_> {
                     ChildEvent::Stopped(signal) => Event::CommandStopped(signal),
                 },
                 signal = signals.recv() => Event::Signal(signal),
+                _ = clock::sleep_until_opt(timeout_at) => Event::TimedOut,
             };
             match (decide(Phase::Running, &event, self.policy), event) {
                 (Action::Forward, Event::Signal(signal)) => {
@@ -140,6 +157,7 @@ impl Supervision<'_> {
                 }
                 (Action::FollowStop, Event::CommandStopped(signal)) => child.follow_stop(signal),
                 (Action::StopLost, Event::Lost(loss)) => return Ending::Lost(loss),
+                (Action::StopTimedOut, _) => return Ending::TimedOut,
                 (Action::Finish, _) => {
                     return Ending::Exited(status.expect("an exit comes with its status"))
                 }
