@@ -131,6 +131,13 @@ impl fmt::Display for CodedError {
 
 impl std::error::Error for CodedError {}
 
+/// An error that no retry and no wait will change: etcd refused us (our
+/// credentials or a permission), or leaderrun's own [`CodedError`] (a
+/// configuration the replicas disagree on).
+pub fn is_final(err: &anyhow::Error) -> bool {
+    err.is::<crate::etcd::connection::Refused>() || err.is::<CodedError>()
+}
+
 /// The exit code for an error that reached `main`.
 pub fn code_of(err: &anyhow::Error) -> i32 {
     err.downcast_ref::<CodedError>()

@@ -11,7 +11,8 @@ pub mod help;
 mod parse;
 
 use parse::{
-    parse_dial_timeout, parse_duration, parse_signal, parse_timeout, parse_ttl, parse_window,
+    parse_dial_timeout, parse_duration, parse_max_running, parse_signal, parse_timeout, parse_ttl,
+    parse_window,
 };
 
 use std::ffi::OsString;
@@ -268,6 +269,13 @@ pub struct ElectionArgs {
     /// use this when an argument is secret.
     #[arg(long)]
     pub redact_args: bool,
+
+    /// Run up to N at once: a semaphore. The N replicas first in line run,
+    /// each with a fencing token of its own; the rest queue (--wait) or
+    /// exit with the conflict code. Every replica of one name must give the
+    /// same N (a disagreement is an error).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_max_running)]
+    pub max_running: usize,
 
     /// Exit code when another replica leads or the wait timed out.
     #[arg(long, value_name = "N", default_value_t = crate::exit::Exit::Conflict.code(), value_parser = clap::value_parser!(i32).range(0..=255))]

@@ -58,6 +58,14 @@ pub fn parse_window(text: &str) -> Result<Duration, String> {
     bounded(text, "the window", WHOLE_SECOND, (DAY * 366, "366 days"))
 }
 
+/// --max-running: 1 (an election) to 1000.
+pub fn parse_max_running(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(count @ 1..=1000) => Ok(count),
+        _ => Err(format!("'{text}' is not a count from 1 to 1000")),
+    }
+}
+
 /// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
 pub fn parse_signal(text: &str) -> Result<Signal, String> {
     let upper = text.trim().to_ascii_uppercase();

@@ -14,6 +14,19 @@ pub struct Holder {
     /// joined the queue.
     pub started: String,
     pub command: String,
+    /// The --max-running of this holder's run: how many run at once. Left
+    /// out when 1, so that single-runner values are what they always were;
+    /// 0 for a value another tool wrote (unknown).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub max_running: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(count: &usize) -> bool {
+    *count == 1
 }
 
 impl Holder {
@@ -40,6 +53,7 @@ impl Holder {
             pid: std::process::id(),
             started: now_rfc3339(),
             command,
+            max_running: 1,
         }
     }
 
@@ -56,6 +70,7 @@ impl Holder {
             pid: 0,
             started: "?".into(),
             command: String::from_utf8_lossy(value).into_owned(),
+            max_running: 0,
         })
     }
 

@@ -36,21 +36,24 @@ pub(super) fn first_in_line(name: &str) -> TxnOp {
 }
 
 impl Election<'_> {
-    /// The first candidate of the election in `order`, starting from `page`, the
-    /// answer to an [`in_line`] read made at `revision`: ascending, the leader;
-    /// descending below a key, the candidate just ahead of it. Keys that are not
-    /// candidates are skipped, reading on at `revision` if the page runs out.
+    /// The first `wanted` candidates of the election in `order`, starting
+    /// from `page`, the answer to an [`in_line`] read made at `revision`:
+    /// ascending, the runners; descending below a key, the candidates just
+    /// ahead of it, nearest first. Keys that are not candidates are
+    /// skipped, reading on at `revision` if the page runs out.
     ///
     /// Reads go on from the create revision of the last key seen, inclusive:
-    /// keys written by one transaction share a create revision, and a page may
-    /// end among them. Those already seen are skipped; a page of nothing new
-    /// doubles the next page, so a larger group cannot stall the read.
-    pub(super) async fn first_candidate(
+    /// keys written by one transaction share a create revision, and a page
+    /// may end among them. Those already seen are skipped; a page of nothing
+    /// new doubles the next page, so a larger group cannot stall the read.
+    pub(super) async fn first_candidates(
         &self,
         mut page: Range,
         revision: i64,
         order: SortOrder,
-    ) -> Result<Option<KeyValue>> {
+        wanted: usize,
+    ) -> Result<Vec<KeyValue>> {
+        let mut found = Vec::new();
         let mut limit = PAGE;
         let mut boundary: Option<i64> = None;
         let mut seen_at_boundary: HashSet<Vec<u8>> = HashSet::new();
@@ -62,17 +65,20 @@ impl Election<'_> {
                     continue;
                 }
                 fresh = true;
-                if name::is_candidate(self.name, kv.key()) {
-                    return Ok(Some(kv));
-                }
                 if boundary != Some(created) {
                     boundary = Some(created);
                     seen_at_boundary.clear();
                 }
                 seen_at_boundary.insert(kv.key().to_vec());
+                if name::is_candidate(self.name, kv.key()) {
+                    found.push(kv);
+                    if found.len() == wanted {
+                        return Ok(found);
+                    }
+                }
             }
             let Some(from) = boundary.filter(|_| page.more) else {
-                return Ok(None);
+                return Ok(found);
             };
             if !fresh {
                 limit = limit.saturating_mul(2);
@@ -97,15 +103,22 @@ impl Election<'_> {
 /// An election as read at one revision.
 pub struct Snapshot {
     pub leader: Option<Leader>,
-    /// Candidates, the leader included.
+    /// Those that run: the first --max-running candidates (as the first
+    /// says), the leader first.
+    pub runners: Vec<Leader>,
+    /// Candidates, the runners included.
     pub candidates: i64,
 }
 
 /// Reads the leader of an election and the number of candidates.
 pub async fn read_leader(connection: &Connection, election: &str) -> Result<Snapshot> {
     let line = Line::read(connection, election).await?;
+    let slots = line
+        .leader()
+        .map_or(1, |leader| leader.holder.max_running.max(1));
     Ok(Snapshot {
         leader: line.leader().cloned(),
+        runners: line.in_order.values().take(slots).cloned().collect(),
         candidates: line.in_order.len() as i64,
     })
 }

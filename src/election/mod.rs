@@ -37,8 +37,9 @@ use anyhow::{Context, Result};
 use etcd_client::{Compare, CompareOp, KeyValue, SortOrder, Txn, TxnOp};
 
 use crate::election::holder::{printable, Holder};
-use crate::etcd::requests::{range_at, revision_of};
+use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
+use crate::exit::{CodedError, Exit};
 use line::first_in_line;
 
 /// Proof that we lead: our key existed, first in line, with this create
@@ -110,6 +111,16 @@ pub enum Turn {
     Ours,
     /// Our place is gone while we queued: start again.
     Lost(PlaceLost),
+    /// An error no wait will change (a refusal, a disagreement on
+    /// --max-running).
+    Failed(anyhow::Error),
+}
+
+/// A place in the queue, and who runs as it was taken.
+pub struct Queued {
+    pub candidate: Candidate,
+    /// The first --max-running candidates in line: those that run.
+    pub runners: Vec<Leader>,
 }
 
 /// Why a place in the queue is gone.
@@ -162,22 +173,25 @@ fn judge(kv: Option<&KeyValue>, token: i64, lease: i64) -> Option<KeyLoss> {
     }
 }
 
-/// One election: where it lives, and its name. Everything a campaign does
-/// to it goes through here.
+/// One election: where it lives, its name, and how many of its candidates
+/// run at once (--max-running; 1 makes it an election, more a semaphore).
+/// Everything a campaign does to it goes through here.
 #[derive(Clone, Copy)]
 pub struct Election<'a> {
     pub connection: &'a Connection,
     pub name: &'a str,
+    pub slots: usize,
 }
 
 impl<'a> Election<'a> {
-    pub fn new(connection: &'a Connection, name: &'a str) -> Self {
-        Election { connection, name }
+    pub fn new(connection: &'a Connection, name: &'a str, slots: usize) -> Self {
+        Election {
+            connection,
+            name,
+            slots,
+        }
     }
 
-    /// Takes leadership if, and only if, nobody leads or queues: in one
-    /// transaction, our key is written only when no key exists under the
-    /// election. Otherwise nothing is written and the leader is read.
     /// Our candidate key, and the put that writes it (with `holder` as its
     /// value) attached to our lease.
     fn our_key(&self, lease: i64, holder: &Holder) -> (String, TxnOp) {
@@ -187,6 +201,11 @@ impl<'a> Election<'a> {
         (key, put)
     }
 
+    /// Runs if, and only if, a slot is free. Nobody in line: in one
+    /// transaction, our key is written only when no key exists under the
+    /// election, and losers write nothing. Otherwise the runners are read,
+    /// and with fewer than --max-running of them we join the line and run
+    /// only if our key is among the first --max-running.
     pub async fn try_acquire(&self, lease: i64, holder: &Holder) -> Result<Attempt> {
         let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
@@ -212,19 +231,18 @@ impl<'a> Election<'a> {
                 revision,
             }));
         }
-        let first = self
-            .first_candidate(page, revision, SortOrder::Ascend)
-            .await?;
-        if let Some(leader) = first {
-            return Ok(Attempt::Lost(Some(Leader::from_kv(&leader))));
+        let runners = self.runners(page, revision).await?;
+        if runners.len() == self.slots {
+            return Ok(Attempt::Lost(runners.into_iter().next()));
         }
-        // Only keys of elections nested in ours are under our prefix, and "no
-        // candidate" cannot be asked of etcd in one comparison. So join the
-        // queue and lead only if first in it, proven as any queued win is;
-        // otherwise the caller's lease revoke takes our key out again.
-        let (candidate, leader) = self.enqueue(lease, holder).await?;
-        if let Some(leader) = leader.filter(|leader| leader.key != candidate.key) {
-            return Ok(Attempt::Lost(Some(leader)));
+        // A slot is free, or only keys of elections nested in ours are under
+        // our prefix: "fewer than N candidates" cannot be asked of etcd in
+        // one comparison. So join the queue and run only if among the first
+        // N, proven as any queued win is; otherwise the caller's lease revoke
+        // takes our key out again.
+        let Queued { candidate, runners } = self.enqueue(lease, holder).await?;
+        if !runners.iter().any(|runner| runner.key == candidate.key) {
+            return Ok(Attempt::Lost(runners.into_iter().next()));
         }
         Ok(match self.prove(&candidate, lease, holder).await? {
             Some(leadership) => Attempt::Won(leadership),
@@ -232,12 +250,8 @@ impl<'a> Election<'a> {
         })
     }
 
-    /// Joins the queue: writes our key (if absent) and reads the leader.
-    pub async fn enqueue(
-        &self,
-        lease: i64,
-        holder: &Holder,
-    ) -> Result<(Candidate, Option<Leader>)> {
+    /// Joins the queue: writes our key (if absent) and reads the runners.
+    pub async fn enqueue(&self, lease: i64, holder: &Holder) -> Result<Queued> {
         let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
             .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
@@ -254,23 +268,52 @@ impl<'a> Election<'a> {
             .into_iter()
             .next()
             .context("etcd did not return the key it just wrote")?;
-        let line = range_at(&response, 1);
-        let leader = self
-            .first_candidate(line, revision, SortOrder::Ascend)
-            .await?;
-        Ok((
-            Candidate {
-                key: key.clone(),
+        let runners = self.runners(range_at(&response, 1), revision).await?;
+        Ok(Queued {
+            candidate: Candidate {
+                key,
                 revision: ours.create_revision(),
             },
-            leader.as_ref().map(Leader::from_kv),
+            runners,
+        })
+    }
+
+    /// The first --max-running candidates in line, from a read at
+    /// `revision`; an error if one of them runs with another --max-running.
+    async fn runners(&self, page: Range, revision: i64) -> Result<Vec<Leader>> {
+        let first = self
+            .first_candidates(page, revision, SortOrder::Ascend, self.slots)
+            .await?;
+        let runners: Vec<Leader> = first.iter().map(Leader::from_kv).collect();
+        self.agree(&runners)?;
+        Ok(runners)
+    }
+
+    /// Replicas that disagree on --max-running would each count the slots
+    /// their own way, and together run more than either allows: refuse.
+    fn agree(&self, others: &[Leader]) -> Result<()> {
+        let Some(other) = others.iter().find(|other| {
+            let theirs = other.holder.max_running;
+            theirs != 0 && theirs != self.slots
+        }) else {
+            return Ok(());
+        };
+        Err(CodedError::error(
+            Exit::Internal,
+            format!(
+                "--max-running {} disagrees with {}, which runs {} with --max-running {}: give every replica the same --max-running",
+                self.slots,
+                other.describe(),
+                self.name,
+                other.holder.max_running
+            ),
         ))
     }
 
-    /// Proves that we lead before anything runs: our key still exists with our
-    /// create revision and our lease (which therefore is alive), and it is first
-    /// in line. Rewrites its value with the time we became leader. None means the
-    /// "win" was a phantom: the key is gone.
+    /// Proves that we run before anything runs: our key still exists with our
+    /// create revision and our lease (which therefore is alive), and it is
+    /// among the first --max-running in line. Rewrites its value with the
+    /// time we started. None means the "win" was a phantom: the key is gone.
     pub async fn prove(
         &self,
         candidate: &Candidate,
@@ -289,11 +332,11 @@ impl<'a> Election<'a> {
             return Ok(None);
         }
         let revision = revision_of(&response);
-        let line = range_at(&response, 0);
-        let first = self
-            .first_candidate(line, revision, SortOrder::Ascend)
-            .await?;
-        if first.map(|kv| kv.create_revision()) != Some(candidate.revision) {
+        let runners = self.runners(range_at(&response, 0), revision).await?;
+        if !runners
+            .iter()
+            .any(|runner| runner.token == candidate.revision)
+        {
             return Ok(None);
         }
         Ok(Some(Leadership {

@@ -6,9 +6,10 @@ use etcd_client::{EventType, SortOrder, Txn, TxnOp};
 use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
-use super::watch::watch_key;
-use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
+use super::watch::{watch_from, Watched};
+use super::{judge, name, Candidate, Election, KeyLoss, Leader, PlaceLost, Turn};
 use crate::etcd::requests::{range_at, revision_of};
+use crate::exit;
 use crate::lease::LeaseState;
 use crate::retry::{self, Backoff};
 
@@ -31,7 +32,8 @@ impl Election<'_> {
             let (ahead, revision) = match self.look_ahead(candidate, lease_id).await {
                 Ok(Ahead::Lost(loss)) => return Turn::Lost(PlaceLost::Key(loss)),
                 Ok(Ahead::Nobody) => return Turn::Ours,
-                Ok(Ahead::Key(key, revision)) => (key, revision),
+                Ok(Ahead::Watch(watch, revision)) => (watch, revision),
+                Err(err) if exit::is_final(&err) => return Turn::Failed(err),
                 Err(err) => {
                     // Keep queueing through an outage: our lease decides
                     // whether our place survives it.
@@ -43,11 +45,14 @@ impl Election<'_> {
                 }
             };
             backoff.reset();
-            tracing::debug!(ahead = %String::from_utf8_lossy(&ahead), "queued; watching the key ahead");
+            let watched = String::from_utf8_lossy(&ahead.key).into_owned();
+            tracing::debug!(%watched, "queued; watching");
             let mut from = revision + 1;
+            let wake_on_put = ahead.wake_on_put;
             let moved = tokio::select! {
-                seen = watch_key(self.connection, &ahead, &mut from, |event| {
-                    (event.event_type() == EventType::Delete).then_some(())
+                seen = watch_from(self.connection, &ahead.key, ahead.watched, &mut from, |event| {
+                    let put = event.event_type() == EventType::Put;
+                    (!put || wake_on_put).then_some(())
                 }) => seen.is_some(),
                 _ = lease_gone(lease) => true,
             };
@@ -59,13 +64,23 @@ impl Election<'_> {
         }
     }
 
-    /// Reads, at one revision, our key and the candidate just ahead of it.
+    /// Reads, at one revision, our key and the candidates just ahead of it,
+    /// and decides what to watch. With fewer than --max-running ahead, it is
+    /// our turn. Otherwise one key only, so that a change wakes one waiter,
+    /// not the whole queue:
+    /// - the first waiter (exactly --max-running ahead, all running) must
+    ///   see any runner go: with one runner, that is the key just ahead;
+    ///   with more, it watches the prefix for deletions (the one waiter that
+    ///   does);
+    /// - every other waiter watches the key just ahead, and with more than
+    ///   one runner wakes on its rewrite too: that is the waiter ahead
+    ///   proving its win, which makes this one the first waiter.
     async fn look_ahead(&self, candidate: &Candidate, lease_id: i64) -> Result<Ahead> {
-        let predecessor = in_line(SortOrder::Descend, FIRST_PAGE)
+        let ahead = in_line(SortOrder::Descend, FIRST_PAGE)
             .with_max_create_revision(candidate.revision - 1);
         let txn = Txn::new().and_then([
             TxnOp::get(candidate.key.as_str(), None),
-            TxnOp::get(name::prefix(self.name), Some(predecessor)),
+            TxnOp::get(name::prefix(self.name), Some(ahead)),
         ]);
         let response = self.connection.txn("reading the queue", txn).await?;
         let revision = revision_of(&response);
@@ -75,12 +90,27 @@ impl Election<'_> {
         }
         let line = range_at(&response, 1);
         let ahead = self
-            .first_candidate(line, revision, SortOrder::Descend)
+            .first_candidates(line, revision, SortOrder::Descend, self.slots + 1)
             .await?;
-        Ok(match ahead {
-            Some(kv) => Ahead::Key(kv.key().to_vec(), revision),
-            None => Ahead::Nobody,
-        })
+        self.agree(&ahead.iter().map(Leader::from_kv).collect::<Vec<_>>())?;
+        let Some(nearest) = ahead.first() else {
+            return Ok(Ahead::Nobody);
+        };
+        let first_waiter = ahead.len() == self.slots;
+        let watch = match (ahead.len() < self.slots, first_waiter && self.slots > 1) {
+            (true, _) => return Ok(Ahead::Nobody),
+            (false, true) => Watch {
+                key: name::prefix(self.name).into_bytes(),
+                watched: Watched::Prefix,
+                wake_on_put: false,
+            },
+            (false, false) => Watch {
+                key: nearest.key().to_vec(),
+                watched: Watched::Key,
+                wake_on_put: self.slots > 1,
+            },
+        };
+        Ok(Ahead::Watch(watch, revision))
     }
 }
 
@@ -88,10 +118,18 @@ impl Election<'_> {
 enum Ahead {
     /// Our own key is gone, or not ours any more.
     Lost(KeyLoss),
-    /// Nothing: our turn.
+    /// Fewer than --max-running: our turn.
     Nobody,
-    /// This candidate's key, as read at this revision.
-    Key(Vec<u8>, i64),
+    /// What to watch, as read at this revision.
+    Watch(Watch, i64),
+}
+
+/// The one thing a waiter watches, and which events wake it.
+struct Watch {
+    key: Vec<u8>,
+    watched: Watched,
+    /// Deletions always wake; a rewrite only when this is set.
+    wake_on_put: bool,
 }
 
 /// Resolves once the lease is gone. Renewals change the lease's state too,

@@ -44,6 +44,13 @@ pub async fn watch_for_loss(connection: &Connection, leadership: &Leadership) ->
     }
 }
 
+/// What a watch covers: one key, or every key under a prefix.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Watched {
+    Key,
+    Prefix,
+}
+
 /// Watches one key from revision `*from`, advancing it past each event seen,
 /// until `decide` maps an event to a value. Returns None when the watch broke
 /// (error, end, compaction, endpoint change): the caller re-reads and retries.
@@ -51,9 +58,23 @@ pub(super) async fn watch_key<T>(
     connection: &Connection,
     key: &[u8],
     from: &mut i64,
+    decide: impl FnMut(&etcd_client::Event) -> Option<T>,
+) -> Option<T> {
+    watch_from(connection, key, Watched::Key, from, decide).await
+}
+
+/// [`watch_key`], for a key or a prefix.
+pub(super) async fn watch_from<T>(
+    connection: &Connection,
+    key: &[u8],
+    watched: Watched,
+    from: &mut i64,
     mut decide: impl FnMut(&etcd_client::Event) -> Option<T>,
 ) -> Option<T> {
-    let options = WatchOptions::new().with_start_revision(*from);
+    let mut options = WatchOptions::new().with_start_revision(*from);
+    if watched == Watched::Prefix {
+        options = options.with_prefix();
+    }
     let (mut stream, index) = connection.open_watch(key, options).await?;
     loop {
         match stream.message().await {

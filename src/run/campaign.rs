@@ -24,8 +24,9 @@ use super::Config;
 use crate::child::guard::Guard;
 use crate::election::holder::{self, Holder};
 use crate::election::once_per::{self, Claim, Marker};
-use crate::election::{Attempt, Election, KeyLoss, Leader, Leadership, PlaceLost, Turn};
-use crate::etcd::connection::{Connection, Refused};
+use crate::election::{Attempt, Election, KeyLoss, Leader, Leadership, PlaceLost, Queued, Turn};
+use crate::etcd::connection::Connection;
+use crate::exit;
 use crate::lease::Lease;
 use crate::retry::CLEANUP;
 use crate::retry::{self, Backoff};
@@ -110,7 +111,7 @@ enum Step {
 
 impl From<anyhow::Error> for Step {
     fn from(err: anyhow::Error) -> Step {
-        let refused = err.is::<Refused>();
+        let refused = exit::is_final(&err);
         Step::Event(Event::Etcd { refused }, Some(err))
     }
 }
@@ -185,7 +186,10 @@ impl<'a> Campaign<'a> {
 
     async fn attempt(&mut self, session: &mut Session) -> Step {
         let config = self.config;
-        let holder = Holder::for_this_process(&config.command, config.redact_args);
+        let holder = Holder {
+            max_running: config.max_running,
+            ..Holder::for_this_process(&config.command, config.redact_args)
+        };
         let lease = match session.grant(config.ttl).await {
             Ok(lease) => lease,
             Err(err) => return err.into(),
@@ -215,9 +219,17 @@ impl<'a> Campaign<'a> {
         self.claim(session, leadership, &holder).await
     }
 
+    fn election(&self) -> Election<'a> {
+        Election::new(
+            self.connection,
+            &self.config.election,
+            self.config.max_running,
+        )
+    }
+
     /// Without --wait: lead now, or learn who does.
     async fn try_once(&self, lease: i64, holder: &Holder) -> Result<Leadership, Step> {
-        let election = Election::new(self.connection, &self.config.election);
+        let election = self.election();
         match election.try_acquire(lease, holder).await {
             Ok(Attempt::Won(leadership)) => Ok(leadership),
             Ok(Attempt::Lost(leader)) => Err(Step::Done(Outcome::Held(leader))),
@@ -228,19 +240,23 @@ impl<'a> Campaign<'a> {
 
     /// With --wait: join the queue, wait for our turn, prove the win.
     async fn queue(&mut self, lease: &Lease, holder: &Holder) -> Result<Leadership, Step> {
-        let election = Election::new(self.connection, &self.config.election);
-        let (candidate, leader) = election.enqueue(lease.id, holder).await?;
+        let election = self.election();
+        let Queued { candidate, runners } = election.enqueue(lease.id, holder).await?;
         self.queued_before = true;
-        if let Some(leader) = leader.filter(|leader| leader.key != candidate.key) {
-            tracing::info!("waiting: {} leads", leader.describe());
+        if !runners.iter().any(|runner| runner.key == candidate.key) {
+            if let Some(leader) = runners.first() {
+                tracing::info!("waiting: {} leads", leader.describe());
+            }
             self.looked.send_replace(true);
         }
         self.phase.set(Phase::Waiting);
         let turn = election
             .wait_for_turn(&candidate, lease.id, &mut lease.watch())
             .await;
-        if let Turn::Lost(lost) = turn {
-            return Err(Step::Event(Event::PlaceLost(lost), None));
+        match turn {
+            Turn::Ours => {}
+            Turn::Lost(lost) => return Err(Step::Event(Event::PlaceLost(lost), None)),
+            Turn::Failed(err) => return Err(err.into()),
         }
         self.phase.set(Phase::Proving);
         let holder = Holder {

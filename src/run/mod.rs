@@ -45,6 +45,8 @@ pub struct Config {
     pub once_per: Option<Duration>,
     pub kill_signal: Signal,
     pub kill_after: Duration,
+    /// --max-running: how many candidates run at once.
+    pub max_running: usize,
     /// --timeout: the longest the command may run.
     pub timeout: Option<Duration>,
     /// Say why we did not run (cron mails whatever is printed, so only when
@@ -75,6 +77,7 @@ impl Config {
             kill_signal: cli.child.kill_signal,
             kill_after: cli.child.kill_after,
             timeout: cli.child.timeout,
+            max_running: cli.election.max_running,
             explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
             redact_args: cli.election.redact_args,
             etcd_env: Vec::new(),

@@ -46,9 +46,13 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
 pub struct Report {
     pub election: String,
     pub leader: Option<Leader>,
+    /// Every runner, the leader first (one, unless --max-running).
+    pub runners: Vec<Leader>,
+    /// The --max-running the runners were started with.
+    pub max_running: usize,
     /// Seconds left on the leader's lease; None if it just expired.
     pub ttl: Option<u64>,
-    /// Candidates queued behind the leader.
+    /// Candidates queued behind the runners.
     pub waiters: i64,
     /// The open `--once-per` window's marker.
     pub marker: Option<Marker>,
@@ -56,8 +60,11 @@ pub struct Report {
 
 impl Report {
     async fn read(connection: &Connection, election: &str) -> Result<Report> {
-        let election::Snapshot { leader, candidates } =
-            election::read_leader(connection, election).await?;
+        let election::Snapshot {
+            leader,
+            runners,
+            candidates,
+        } = election::read_leader(connection, election).await?;
         let ttl = match &leader {
             Some(leader) => connection
                 .time_left(leader.lease)
@@ -67,7 +74,11 @@ impl Report {
         };
         Ok(Report {
             election: election.to_string(),
-            waiters: (candidates - i64::from(leader.is_some())).max(0),
+            waiters: (candidates - runners.len() as i64).max(0),
+            max_running: leader
+                .as_ref()
+                .map_or(1, |leader| leader.holder.max_running.max(1)),
+            runners,
             leader,
             ttl,
             marker: once_per::current(connection, election).await?,

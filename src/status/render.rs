@@ -40,7 +40,25 @@ pub fn json(report: &Report) -> String {
         }),
     };
     object["last_run"] = last_run.unwrap_or_default();
+    if report.max_running > 1 {
+        let holders: Vec<_> = report.runners.iter().map(runner_json).collect();
+        object["holders"] = holders.into();
+        object["max_running"] = report.max_running.into();
+    }
     format!("{object}\n")
+}
+
+/// One runner of a --max-running election.
+fn runner_json(runner: &crate::election::Leader) -> serde_json::Value {
+    json!({
+        "key": runner.key,
+        "token": runner.token,
+        "lease": format!("{:x}", runner.lease),
+        "host": runner.holder.host,
+        "pid": runner.holder.pid,
+        "started": runner.holder.started,
+        "command": runner.holder.command,
+    })
 }
 
 pub fn text(report: &Report) -> String {
@@ -59,6 +77,16 @@ pub fn text(report: &Report) -> String {
             ]);
         }
         None => lines.push("leader:   none".into()),
+    }
+    if report.max_running > 1 {
+        lines.push(format!(
+            "running:  {} of at most {} (--max-running)",
+            report.runners.len(),
+            report.max_running
+        ));
+        for runner in &report.runners {
+            lines.push(format!("runner:   {}", runner.describe()));
+        }
     }
     lines.push(format!("waiting:  {}", report.waiters));
     if let Some(marker) = &report.marker {

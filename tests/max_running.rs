@@ -1,0 +1,193 @@
+//! `--max-running N`: a semaphore. The N candidates first in line run, each
+//! with its own fencing token and every guarantee of a leader; the rest
+//! queue (--wait) or exit with the conflict code. Replicas that disagree on
+//! N are refused.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The most runs that overlapped at any instant.
+fn most_at_once(runs: &[Interval]) -> usize {
+    runs.iter()
+        .map(|run| {
+            runs.iter()
+                .filter(|other| other.start <= run.start && run.start < other.end)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn five_waiters_with_two_slots_run_two_at_a_time_never_three() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs");
+    let job = recording_job(&log, "1");
+    let mut replicas: Vec<Replica> = (0..5)
+        .map(|_| {
+            Replica::spawn(
+                leaderrun(&etcd.endpoint())
+                    .args(["--name", "jobs/sem", "--max-running", "2", "--wait", "--"])
+                    .args(&job),
+            )
+        })
+        .collect();
+    for replica in &mut replicas {
+        let (code, stderr) = replica.finish(LIMIT);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    let runs = intervals(&log);
+    assert_eq!(runs.len(), 5, "every replica ran once: {runs:?}");
+    assert_eq!(most_at_once(&runs), 2, "two at a time: {runs:?}");
+    let mut tokens: Vec<i64> = runs.iter().map(|run| run.token).collect();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 5, "a token each: {runs:?}");
+    assert!(etcd.candidates("jobs/sem").is_empty(), "everyone resigned");
+}
+
+#[test]
+fn four_racers_without_wait_give_two_runs_and_two_conflicts() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs");
+    let job = recording_job(&log, "3");
+    let mut replicas: Vec<Replica> = (0..4)
+        .map(|_| {
+            Replica::spawn(
+                leaderrun(&etcd.endpoint())
+                    .args(["--name", "jobs/race", "--max-running", "2", "--"])
+                    .args(&job),
+            )
+        })
+        .collect();
+    let mut codes: Vec<Option<i32>> = replicas
+        .iter_mut()
+        .map(|replica| replica.finish(LIMIT).0)
+        .collect();
+    codes.sort();
+    assert_eq!(codes, [Some(0), Some(0), Some(75), Some(75)]);
+    assert_eq!(intervals(&log).len(), 2);
+}
+
+/// Each runner has a lease of its own: losing one stops that runner only.
+#[test]
+fn losing_one_runners_lease_stops_only_that_runner() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut runners = Vec::new();
+    for name in ["a", "b"] {
+        let pidfile = dir.path().join(name);
+        let replica = Replica::spawn(
+            leaderrun(&etcd.endpoint())
+                .args(["--name", "jobs/two", "--max-running", "2", "--"])
+                .args(pid_job(&pidfile)),
+        );
+        runners.push((replica, read_pid(&pidfile, LIMIT)));
+    }
+    let shown = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", "jobs/two"]),
+        LIMIT,
+    );
+    let status: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(status["max_running"], 2, "{status}");
+    assert_eq!(
+        status["holders"].as_array().map(Vec::len),
+        Some(2),
+        "{status}"
+    );
+    assert_eq!(status["waiters"], 0, "{status}");
+
+    let candidates = etcd.candidates("jobs/two");
+    assert_eq!(candidates.len(), 2, "{candidates:?}");
+    etcd.revoke(candidates[0].2);
+    let (first, first_job) = &mut runners[0];
+    let (code, stderr) = first.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
+    assert!(!alive(*first_job));
+    let (second, second_job) = &mut runners[1];
+    assert!(alive(*second_job), "the other runner runs on");
+    assert_eq!(second.process.try_wait().unwrap(), None);
+}
+
+#[test]
+fn replicas_that_disagree_on_the_count_are_refused() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let _runner = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/odd", "--max-running", "2", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, LIMIT);
+    for (count, wait) in [("3", false), ("3", true), ("1", false)] {
+        let mut command = leaderrun(&etcd.endpoint());
+        command.args(["--name", "jobs/odd", "--max-running", count]);
+        if wait {
+            command.arg("--wait");
+        }
+        let done = run_within(command.args(["--", "echo", "ran"]), LIMIT);
+        assert_one_error_line(&done, "--max-running 2", &format!("{count}, wait {wait}"));
+        assert!(
+            done.stderr
+                .contains(&format!("--max-running {count} disagrees")),
+            "{}",
+            done.stderr
+        );
+    }
+    assert_eq!(etcd.candidates("jobs/odd").len(), 1, "nothing left behind");
+}
+
+/// Waiters watch one key each (only the first waiter watches the runners),
+/// so a change wakes one or two of them, not the whole queue: the number of
+/// times the queue is read grows with the number of waiters, not with its
+/// square.
+#[test]
+fn a_change_wakes_one_waiter_not_the_whole_queue() {
+    const WAITERS: usize = 16;
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut first = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/herd", "--max-running", "2", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let job = read_pid(&pidfile, LIMIT);
+    let mut waiters: Vec<Replica> = (0..WAITERS)
+        .map(|_| {
+            Replica::spawn(leaderrun(&etcd.endpoint()).args([
+                "-vv",
+                "--name",
+                "jobs/herd",
+                "--max-running",
+                "2",
+                "--wait",
+                "--",
+                "sleep",
+                "0.2",
+            ]))
+        })
+        .collect();
+    await_condition(LIMIT, "the whole queue", || {
+        etcd.candidates("jobs/herd").len() == WAITERS + 1
+    });
+    send(job, nix::sys::signal::Signal::SIGTERM);
+    first.finish(LIMIT);
+    let mut reads = 0;
+    for waiter in &mut waiters {
+        let (code, stderr) = waiter.finish(LIMIT);
+        assert_eq!(code, Some(0), "{stderr}");
+        reads += stderr.matches("queued; watching").count();
+    }
+    // Watching the prefix, every waiter would wake at each of the 2n
+    // changes (a proof and an exit per runner): about n² reads.
+    assert!(
+        reads <= 4 * WAITERS,
+        "{reads} reads of the queue for {WAITERS} waiters"
+    );
+}
