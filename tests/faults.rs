@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn partitioned_leader_stops_before_the_next_one_starts() {
+    let ttl = Duration::from_secs(3);
     let etcd = Etcd::start();
     let proxy = Proxy::start(etcd.client_port());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
     let mut a = Replica::spawn(
         leaderrun(&proxy.endpoint())
-            .args(["--name", "jobs/partition", "--ttl", "3s", "--"])
+            .args(["--name", "jobs/partition", "--ttl", &seconds(ttl), "--"])
             .args(pid_job(&pidfile)),
     );
     let a_child = read_pid(&pidfile, Duration::from_secs(10));
@@ -23,7 +24,8 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
     let report = dir.path().join("b");
     let mut b = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/partition", "--wait", "--ttl", "3s", "--"])
+            .args(["--name", "jobs/partition", "--wait", "--ttl", &seconds(ttl)])
+            .arg("--")
             .args(checking_job(a_child, &report)),
     );
     await_condition(Duration::from_secs(10), "B queued", || {
@@ -32,12 +34,13 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
 
     let cut_at = Instant::now();
     proxy.cut();
-    let a_dead = await_condition(Duration::from_secs(10), "A's job to die", || {
-        !alive(a_child)
-    });
+    let a_dead = await_condition(ttl * 3, "A's job to die", || !alive(a_child));
     let (state, b_token) = read_report(&report, Duration::from_secs(15));
     let b_started = cut_at.elapsed();
-    eprintln!("partition: A's job dead {a_dead:?} after the cut, B's job started {b_started:?} after; gap {:?}", b_started.saturating_sub(a_dead));
+    eprintln!(
+        "partition: A's job dead {a_dead:?} after the cut, B's job started {b_started:?} after; gap {:?} (TTL {ttl:?})",
+        b_started.saturating_sub(a_dead)
+    );
     assert!(
         matches!(state.as_str(), "gone" | "Z"),
         "A's job was still running ({state}) when B's started"
@@ -56,73 +59,70 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
 
 #[test]
 fn frozen_etcd_stops_the_child_before_the_lease_could_expire() {
+    let ttl = Duration::from_secs(3);
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
     let mut a = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/frozen", "--ttl", "3s", "--"])
+            .args(["--name", "jobs/frozen", "--ttl", &seconds(ttl), "--"])
             .args(pid_job(&pidfile)),
     );
     let child = read_pid(&pidfile, Duration::from_secs(10));
     send(etcd.pid(), Signal::SIGSTOP);
     let frozen_at = Instant::now();
-    let took = await_condition(Duration::from_secs(10), "the child to die", || {
-        !alive(child)
-    });
+    await_condition(ttl * 3, "the child to die", || !alive(child));
+    let took = frozen_at.elapsed();
     send(etcd.pid(), Signal::SIGCONT);
-    eprintln!("etcd frozen: child dead {took:?} after the freeze (TTL 3s)");
-    assert!(
-        took < Duration::from_secs(3),
-        "the child outlived the TTL: {took:?}"
-    );
-    let _ = frozen_at;
+    eprintln!("etcd frozen: child dead {took:?} after the freeze (TTL {ttl:?})");
+    // The last renewal was acknowledged before the freeze, so the lease
+    // could expire on the server a TTL after the freeze at the earliest.
+    assert!(took < ttl, "the child outlived the TTL: {took:?}");
     assert_eq!(a.finish(Duration::from_secs(10)).0, Some(124));
 }
 
 #[test]
 fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
+    let ttl = Duration::from_secs(8);
     let mut etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
     let mut a = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/restart", "--ttl", "8s", "--"])
+            .args(["--name", "jobs/restart", "--ttl", &seconds(ttl), "--"])
             .args(pid_job(&pidfile)),
     );
-    let child = read_pid(&pidfile, Duration::from_secs(10));
-    let key = etcd.candidates("jobs/restart")[0].0.clone();
+    let held = Leader {
+        name: "jobs/restart".into(),
+        ttl,
+        child: read_pid(&pidfile, Duration::from_secs(10)),
+        key: etcd.candidates("jobs/restart")[0].clone(),
+    };
 
-    // Well under the TTL: leadership and child survive.
+    // Well under the TTL: leadership and child survive, past the deadline
+    // that the last renewal before the restart set.
     etcd.restart();
-    std::thread::sleep(Duration::from_secs(10));
-    assert!(alive(child), "a short restart cost the child");
-    assert_eq!(
-        etcd.candidates("jobs/restart")[0].0,
-        key,
-        "still the same leader key"
-    );
+    held.assert_survives(&etcd, "a short restart", Instant::now(), ttl + ttl / 4);
 
     // Longer than the TTL: the child is stopped before the lease could expire.
     etcd.kill();
     let down_at = Instant::now();
-    let took = await_condition(Duration::from_secs(15), "the child to die", || {
-        !alive(child)
-    });
-    eprintln!("etcd down: child dead {took:?} after (TTL 8s)");
-    assert!(took < Duration::from_secs(8), "{took:?}");
-    let _ = down_at;
+    await_condition(ttl * 2, "the child to die", || !alive(held.child));
+    let took = down_at.elapsed();
+    eprintln!("etcd down: child dead {took:?} after (TTL {ttl:?})");
+    assert!(took < ttl, "the child outlived the TTL: {took:?}");
     assert_eq!(a.finish(Duration::from_secs(10)).0, Some(124));
 }
 
 #[test]
 fn paused_leaderrun_kills_its_child_on_resume() {
+    let ttl = Duration::from_secs(2);
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
     let mut a = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/pause", "--ttl", "2s", "--"])
+            .args(["--name", "jobs/pause", "--ttl", &seconds(ttl), "--"])
             .args(pid_job(&pidfile)),
     );
     let a_child = read_pid(&pidfile, Duration::from_secs(10));
@@ -130,7 +130,14 @@ fn paused_leaderrun_kills_its_child_on_resume() {
     let report = dir.path().join("b");
     let mut b = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/pause", "--wait", "--ttl", "2s", "--"])
+            .args([
+                "--name",
+                "jobs/pause",
+                "--wait",
+                "--ttl",
+                &seconds(ttl),
+                "--",
+            ])
             .args(checking_job(0, &report)),
     );
     await_condition(Duration::from_secs(10), "B queued", || {
@@ -145,11 +152,11 @@ fn paused_leaderrun_kills_its_child_on_resume() {
         "a paused leaderrun cannot stop its child (the token covers this)"
     );
     send(a.pid(), Signal::SIGCONT);
-    let took = await_condition(Duration::from_secs(5), "A's child to die on resume", || {
-        !alive(a_child)
-    });
-    eprintln!("paused leaderrun: child dead {took:?} after resume");
-    assert!(took < Duration::from_secs(1), "{took:?}");
+    let took = await_condition(ttl * 3, "A's child to die on resume", || !alive(a_child));
+    eprintln!("paused leaderrun: child dead {took:?} after resume (TTL {ttl:?})");
+    // Its deadline passed during the pause: no renewal to wait for, the
+    // child dies as soon as leaderrun runs again.
+    assert!(took < ttl / 2, "{took:?}");
     assert_eq!(a.finish(Duration::from_secs(10)).0, Some(124));
     send(b.pid(), Signal::SIGTERM);
     b.finish(Duration::from_secs(10));

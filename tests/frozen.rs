@@ -8,6 +8,16 @@ use common::*;
 use nix::sys::signal::Signal;
 use std::time::{Duration, Instant};
 
+/// The dial timeout of the replicas signalled while etcd is frozen: a
+/// replica that waited for etcd to answer a last request would exit no
+/// sooner than this, one that does not wait within a fraction of it.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// --dial-timeout for [`DIAL_TIMEOUT`].
+fn dial_timeout() -> [String; 2] {
+    ["--dial-timeout".into(), seconds(DIAL_TIMEOUT)]
+}
+
 /// A leader that holds `name` until it is killed.
 fn leader(etcd: &Etcd, name: &str, dir: &std::path::Path) -> Replica {
     let pidfile = dir.join("leader");
@@ -26,15 +36,12 @@ fn sigint_to_a_queued_replica_exits_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let name = "jobs/frozen-queued";
     let _leader = leader(&etcd, name, dir.path());
-    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        name,
-        "--wait",
-        "--dial-timeout",
-        "8s",
-        "--",
-        "true",
-    ]));
+    let mut waiter = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--wait"])
+            .args(dial_timeout())
+            .args(["--", "true"]),
+    );
     await_condition(Duration::from_secs(10), "the waiter queued", || {
         etcd.candidates(name).len() == 2
     });
@@ -44,9 +51,9 @@ fn sigint_to_a_queued_replica_exits_at_once() {
     send(waiter.pid(), Signal::SIGINT);
     let (code, stderr) = waiter.finish(Duration::from_secs(20));
     let took = signalled.elapsed();
-    eprintln!("exited {took:?} after SIGINT");
+    eprintln!("exited {took:?} after SIGINT (dial timeout {DIAL_TIMEOUT:?})");
     assert_eq!(code, Some(130), "{stderr}");
-    assert!(took < Duration::from_secs(2), "{took:?}: {stderr}");
+    assert!(took < DIAL_TIMEOUT / 2, "{took:?}: {stderr}");
 }
 
 #[test]
@@ -55,17 +62,17 @@ fn the_wait_timeout_holds() {
     let dir = tempfile::tempdir().unwrap();
     let name = "jobs/frozen-timeout";
     let _leader = leader(&etcd, name, dir.path());
+    let wait_timeout = Duration::from_secs(4);
     let started = Instant::now();
-    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        name,
-        "--wait",
-        "--wait-timeout",
-        "4s",
-        "--",
-        "true",
-    ]));
-    await_condition(Duration::from_secs(3), "the waiter queued", || {
+    let mut waiter = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--wait"])
+            .args(["--wait-timeout", &seconds(wait_timeout)])
+            .args(dial_timeout())
+            .args(["--", "true"]),
+    );
+    // Queued, and frozen, well before the timeout.
+    await_condition(wait_timeout * 3 / 4, "the waiter queued", || {
         etcd.candidates(name).len() == 2
     });
 
@@ -75,8 +82,8 @@ fn the_wait_timeout_holds() {
     eprintln!("exited {took:?} after it started waiting");
     assert_eq!(code, Some(75), "{stderr}");
     assert!(
-        took >= Duration::from_secs(4) && took < Duration::from_millis(5500),
-        "--wait-timeout 4s, exited after {took:?}: {stderr}"
+        took >= wait_timeout && took < wait_timeout + DIAL_TIMEOUT / 2,
+        "--wait-timeout {wait_timeout:?}, exited after {took:?}: {stderr}"
     );
 }
 
@@ -88,7 +95,8 @@ fn sigterm_to_a_running_leader_ends_the_run_at_once() {
     let mut replica = Replica::spawn(
         leaderrun(&etcd.endpoint())
             .args(["--name", "jobs/frozen-term", "--ttl", "30s"])
-            .args(["--dial-timeout", "8s", "--"])
+            .args(dial_timeout())
+            .arg("--")
             .args(pid_job(&pidfile)),
     );
     let child = read_pid(&pidfile, Duration::from_secs(10));
@@ -98,8 +106,8 @@ fn sigterm_to_a_running_leader_ends_the_run_at_once() {
     send(replica.pid(), Signal::SIGTERM);
     let (code, stderr) = replica.finish(Duration::from_secs(20));
     let took = signalled.elapsed();
-    eprintln!("exited {took:?} after SIGTERM");
+    eprintln!("exited {took:?} after SIGTERM (dial timeout {DIAL_TIMEOUT:?})");
     assert!(!alive(child), "the command outlived leaderrun");
     assert_eq!(code, Some(143), "{stderr}");
-    assert!(took < Duration::from_millis(2500), "{took:?}: {stderr}");
+    assert!(took < DIAL_TIMEOUT / 2, "{took:?}: {stderr}");
 }

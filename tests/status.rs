@@ -44,8 +44,7 @@ fn status_names_the_leader_and_counts_waiters() {
     assert!((1..=15).contains(&ttl), "{ttl}");
 
     // The same election, named by the command line instead of --name.
-    let derived = Replica::spawn(leaderrun(&endpoint).args(["--", "sleep", "31"]));
-    let _ = derived;
+    let _derived = Replica::spawn(leaderrun(&endpoint).args(["--", "sleep", "31"]));
     let mut by_command = None;
     await_condition(Duration::from_secs(10), "status by command line", || {
         let done = run_within(

@@ -19,16 +19,11 @@ fn a_zombie_in_the_group_does_not_hold_up_the_exit() {
     let shell = dir.path().join("sh");
     let ttl = Duration::from_secs(15);
     let script = format!("echo $$ > '{}'; sleep 60; echo after", shell.display());
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--ttl",
-        "15s",
-        "--name",
-        "jobs/zombie",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--ttl", &seconds(ttl), "--name", "jobs/zombie"])
+            .args(["--", "sh", "-c", &script]),
+    );
     let shell = read_pid(&shell, Duration::from_secs(10));
     let mut sleep = None;
     await_condition(Duration::from_secs(10), "the shell's sleep", || {

@@ -24,11 +24,29 @@ pub fn etcd_binary() -> PathBuf {
     }
 }
 
+/// Every port [`free_port`] has handed out in this test process.
+static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// A loopback port that nothing listened on when asked, and that no other
+/// caller in this test process has been given (tests run in parallel). The
+/// port is free only for the moment it is asked: another process may take
+/// it before it is used, which [`Etcd::start_with`] survives by drawing
+/// new ports.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-        .port()
+    for _ in 0..1000 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let mut handed_out = HANDED_OUT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
+    panic!("no loopback port that this test process has not handed out already");
 }
 
 /// How to start an etcd: how many members, TLS or not.
@@ -38,7 +56,20 @@ pub struct EtcdOptions {
     /// Serve clients over TLS with certificates made for the test, and
     /// require client certificates.
     pub tls: bool,
+    /// Member 0's client port on the first attempt, instead of a free one:
+    /// lets a test of the harness hand it a port that is taken.
+    pub first_client_port: Option<u16>,
 }
+
+/// How many times [`Etcd::start_with`] starts etcd on new ports when a
+/// member could not listen on the ones it was given.
+const START_ATTEMPTS: usize = 5;
+
+/// How long one attempt to start etcd may take to answer.
+const START_LIMIT: Duration = Duration::from_secs(30);
+
+/// What etcd (Go) logs when a port it should listen on is taken.
+const PORT_TAKEN: &str = "address already in use";
 
 /// One member of a test etcd.
 struct Member {
@@ -64,7 +95,41 @@ impl Etcd {
         Etcd::start_with(EtcdOptions::default())
     }
 
+    /// Starts etcd and waits until every member answers as a member of
+    /// this cluster. Should a member find one of its ports taken (another
+    /// process got it between [`free_port`] and etcd's listen), starts the
+    /// whole cluster again on new ports, up to [`START_ATTEMPTS`] times.
     pub fn start_with(options: EtcdOptions) -> Etcd {
+        let mut etcd = Etcd::unstarted(&options);
+        let mut taken = Vec::new();
+        for attempt in 0..START_ATTEMPTS {
+            for member in etcd.members.iter_mut() {
+                member.client_port = free_port();
+                member.peer_port = free_port();
+            }
+            if let (0, Some(port)) = (attempt, options.first_client_port) {
+                etcd.members[0].client_port = port;
+            }
+            for index in 0..etcd.members.len() {
+                etcd.launch(index);
+            }
+            match etcd.await_start() {
+                Ok(()) => return etcd,
+                Err(port_taken) => {
+                    taken.push(port_taken);
+                    etcd.stop_and_wipe();
+                }
+            }
+        }
+        panic!(
+            "etcd found a port taken in each of {START_ATTEMPTS} attempts to start it:\n{}",
+            taken.join("\n")
+        );
+    }
+
+    /// The members, without ports or processes yet, their data dir, and
+    /// the certificates if TLS is on.
+    fn unstarted(options: &EtcdOptions) -> Etcd {
         let base = if Path::new("/dev/shm").is_dir() {
             "/dev/shm"
         } else {
@@ -81,24 +146,136 @@ impl Etcd {
         let members = (0..options.members.max(1))
             .map(|index| Member {
                 name: format!("m{index}"),
-                client_port: free_port(),
-                peer_port: free_port(),
+                client_port: 0,
+                peer_port: 0,
                 process: None,
             })
             .collect();
         let pki = options.tls.then(|| pki::Pki::generate(data.path()));
-        let mut etcd = Etcd {
+        Etcd {
             members,
             data,
             runtime,
             pki,
             root_password: None,
-        };
-        for index in 0..etcd.members.len() {
-            etcd.launch(index);
         }
-        etcd.wait_ready();
-        etcd
+    }
+
+    /// Waits until every member answers, as a member of this cluster, and
+    /// takes a write. Err (naming the port) if a member exited because a
+    /// port was taken; panics on any other exit, or after [`START_LIMIT`].
+    fn await_start(&self) -> Result<(), String> {
+        let started = Instant::now();
+        loop {
+            // Checked before and after asking: a member that could not
+            // listen exits at once, and what answers on its port then is
+            // some other process's etcd.
+            self.check_started()?;
+            if self.runtime.block_on(self.all_answer_as_ours()) {
+                return self.check_started();
+            }
+            assert!(
+                started.elapsed() < START_LIMIT,
+                "etcd did not start within {START_LIMIT:?} at {}{}",
+                self.endpoints(),
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Err naming the taken port if a member exited because of one; panics
+    /// if a member exited for another reason.
+    fn check_started(&self) -> Result<(), String> {
+        for index in self.all_members() {
+            if self.running(index) {
+                continue;
+            }
+            let log = self.log(index);
+            match log.lines().find(|line| line.contains(PORT_TAKEN)) {
+                Some(line) => return Err(format!("member {index}: {line}")),
+                None => panic!("etcd member {index} exited while starting{}", self.logs()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every member answers a member list that names exactly this
+    /// cluster's peer URLs, and takes a write.
+    async fn all_answer_as_ours(&self) -> bool {
+        let mut ours: Vec<String> = self
+            .members
+            .iter()
+            .map(|member| format!("http://127.0.0.1:{}", member.peer_port))
+            .collect();
+        ours.sort();
+        for index in self.all_members() {
+            let answered = self
+                .ask(&[index], async |mut client| {
+                    let list = client.member_list().await.ok()?;
+                    let mut peers: Vec<String> = list
+                        .members()
+                        .iter()
+                        .flat_map(|member| member.peer_urls().iter().cloned())
+                        .collect();
+                    peers.sort();
+                    if peers != ours {
+                        return None;
+                    }
+                    client.put("ready", "", None).await.ok().map(drop)
+                })
+                .await;
+            if answered.is_none() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Kills every member and removes their data and logs, for a start on
+    /// new ports.
+    fn stop_and_wipe(&mut self) {
+        for index in self.all_members() {
+            self.kill_member(index);
+            let dir = self.data.path().join(&self.members[index].name);
+            std::fs::remove_dir_all(&dir)
+                .unwrap_or_else(|err| panic!("removing {}: {err}", dir.display()));
+        }
+    }
+
+    /// Whether member `index` was started and has not exited (nor been
+    /// killed): frozen counts as running.
+    fn running(&self, index: usize) -> bool {
+        self.members[index]
+            .process
+            .as_ref()
+            .is_some_and(|process| alive(process.id() as i32))
+    }
+
+    /// What member `index` has logged so far.
+    fn log(&self, index: usize) -> String {
+        let member = &self.members[index];
+        std::fs::read_to_string(self.data.path().join(&member.name).join("etcd.log"))
+            .unwrap_or_default()
+    }
+
+    /// For a failure message: the last lines of the log of every member
+    /// that was started and has exited since.
+    fn logs(&self) -> String {
+        let mut text = String::new();
+        for index in self.all_members() {
+            if self.members[index].process.is_none() || self.running(index) {
+                continue;
+            }
+            let log = self.log(index);
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(5)..];
+            text.push_str(&format!(
+                "\nmember {index} has exited; the end of its log:\n{}",
+                tail.join("\n")
+            ));
+        }
+        text
     }
 
     fn scheme(&self) -> &'static str {
@@ -227,23 +404,34 @@ impl Etcd {
         None
     }
 
-    /// Asks until one of `members` answers; panics naming `what` after 30 s.
+    /// Asks until one of `members` answers; panics naming `what` after 30 s,
+    /// or at once when every one of them that was started has exited (a
+    /// member started again finding its port taken).
     fn await_answer(&self, members: &[usize], what: &str, ask: impl AsyncFn(Client) -> Option<()>) {
-        let answered = self.runtime.block_on(async {
+        let failure = self.runtime.block_on(async {
             let deadline = Instant::now() + Duration::from_secs(30);
             while Instant::now() < deadline {
                 if self.ask(members, &ask).await.is_some() {
-                    return true;
+                    return None;
+                }
+                let mut started = members
+                    .iter()
+                    .filter(|&&index| self.members[index].process.is_some())
+                    .peekable();
+                if started.peek().is_some() && started.all(|&index| !self.running(index)) {
+                    return Some("etcd exited while waiting");
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            false
+            Some("timed out waiting")
         });
-        assert!(
-            answered,
-            "timed out waiting for {what} at {}",
-            self.endpoints()
-        );
+        if let Some(failure) = failure {
+            panic!(
+                "{failure} for {what} at {}{}",
+                self.endpoints(),
+                self.logs()
+            );
+        }
     }
 
     pub fn pid(&self) -> i32 {
@@ -597,6 +785,13 @@ pub fn assert_one_error_line(done: &Finished, mentions: &str, context: &str) {
     );
 }
 
+/// A whole number of seconds as leaderrun's duration options take it
+/// ("8s"), so that a test states a TTL or timeout once, as a Duration.
+pub fn seconds(duration: Duration) -> String {
+    assert_eq!(duration.subsec_nanos(), 0, "{duration:?}: whole seconds");
+    format!("{}s", duration.as_secs())
+}
+
 /// Polls `condition` every 10 ms until it holds; panics with `what` after
 /// `limit`. Returns how long it took.
 pub fn await_condition(
@@ -613,6 +808,53 @@ pub fn await_condition(
         std::thread::sleep(Duration::from_millis(10));
     }
     started.elapsed()
+}
+
+/// A leader a test expects to ride out a fault: its election, TTL, child
+/// and key (as [`Etcd::candidates`] lists it).
+pub struct Leader {
+    pub name: String,
+    pub ttl: Duration,
+    pub child: i32,
+    pub key: (String, i64, i64),
+}
+
+impl Leader {
+    /// The leader survived a fault that ended at `fault`: its lease is seen
+    /// renewed after the fault (awaited), and until `hold` after the fault
+    /// its child runs; then its key still leads.
+    pub fn assert_survives(&self, etcd: &Etcd, what: &str, fault: Instant, hold: Duration) {
+        let (key, token, lease) = &self.key;
+        let ttl = self.ttl;
+        assert!(
+            ttl > Duration::from_secs(4),
+            "a renewal is told from an extension only for a TTL over 4s"
+        );
+        // Half a TTL after the fault, a lease not renewed since has at most
+        // TTL/2 left, and a second more if etcd extended it on a raft
+        // leader change: seeing nearly all of it means a renewal went
+        // through.
+        let renewed = await_condition(ttl * 2, &format!("a renewal after {what}"), || {
+            fault.elapsed() >= ttl / 2
+                && etcd
+                    .lease_left(*lease)
+                    .is_some_and(|left| left >= ttl - Duration::from_secs(1))
+        });
+        while fault.elapsed() < hold {
+            assert!(alive(self.child), "{what}: the child was stopped");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            etcd.candidates(&self.name)
+                .first()
+                .map(|first| (&first.0, first.1)),
+            Some((key, *token)),
+            "{what}: leadership kept, under the same key and token"
+        );
+        eprintln!(
+            "{what}: lease seen renewed {renewed:?} after the fault; child alive for {hold:?}"
+        );
+    }
 }
 
 /// Whether a process exists and is not a zombie.
