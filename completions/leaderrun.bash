@@ -35,7 +35,7 @@ _leaderrun() {
 
     case "${cmd}" in
         leaderrun)
-            opts="-n -w -v -h -V --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --name --ttl --wait --wait-timeout --once-per --redact-args --conflict-exit-code --kill-signal --kill-after --timeout --verbose --manual --completions --help --version status help"
+            opts="-n -w -v -h -V --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --name --ttl --wait --wait-timeout --once-per --redact-args --max-running --conflict-exit-code --kill-signal --kill-after --timeout --verbose --manual --completions --help --version status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -119,6 +119,10 @@ _leaderrun() {
                     return 0
                     ;;
                 --once-per)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-running)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

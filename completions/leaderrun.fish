@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_leaderrun_global_optspecs
-    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= redact-args conflict-exit-code= kill-signal= kill-after= timeout= v/verbose manual= completions= h/help V/version
+    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= redact-args max-running= conflict-exit-code= kill-signal= kill-after= timeout= v/verbose manual= completions= h/help V/version
 end
 
 function __fish_leaderrun_needs_command
@@ -35,6 +35,7 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -s n -l name -d 'Elect
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l ttl -d 'Lease time to live. etcd may grant a longer one (it raises TTLs below its minimum); the granted TTL is the one used. Renewed every third of it. Shorter means faster takeover after a crash, and less tolerance for a slow etcd' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l wait-timeout -d 'Give up queueing after this long, with the conflict exit code. The queue is always looked at once: `--wait-timeout 0` runs if nobody leads, as `flock -w 0` does' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l once-per -d 'Start at most one run per DURATION, across all replicas: for cron jobs on machines whose clocks disagree. The first leader in a window runs; later leaders exit with the conflict code (-v says when, where and with which token the window\'s run started). The window is an etcd lease, so etcd measures it and it ends by itself. Make it shorter than the schedule\'s period and longer than the clocks\' skew, e.g. `--once-per 1h` for a nightly job' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l max-running -d 'Run up to N at once: a semaphore. The N replicas first in line run, each with a fencing token of its own; the rest queue (--wait) or exit with the conflict code. Every replica of one name must give the same N (a disagreement is an error)' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l conflict-exit-code -d 'Exit code when another replica leads or the wait timed out' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-signal -d 'Signal sent to the command\'s process group when leadership is lost' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-after -d 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server' -r
