@@ -200,12 +200,20 @@ _leaderrun() {
             return 0
             ;;
         leaderrun__subcmd__status)
-            opts="-n -v -h --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --name --json --watch --verbose --help"
+            opts="-n -v -h --name --json --watch --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --endpoints)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -264,14 +272,6 @@ _leaderrun() {
                     return 0
                     ;;
                 --password)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --name)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -n)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -51,6 +51,8 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'leaderrun;status'= {
+            cand -n 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
+            cand --name 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
             cand --endpoints 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails'
             cand --dial-timeout 'How long to wait for etcd to answer before giving up (exit 125)'
             cand --cacert 'Trust the CAs in FILE (PEM) for etcd''s server certificate, instead of the system''s. Any TLS option makes bare `host:port` endpoints https'
@@ -58,11 +60,9 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
             cand --key 'Private key (PEM) of --cert'
             cand --user 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)'
             cand --password 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD'
-            cand -n 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
-            cand --name 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
-            cand --insecure-skip-tls-verify 'Accept any server certificate: the connection is encrypted, but the server''s identity is not checked. For testing only'
             cand --json 'Print one JSON object instead of text'
             cand --watch 'Keep watching, printing a line each time the leader changes'
+            cand --insecure-skip-tls-verify 'Accept any server certificate: the connection is encrypted, but the server''s identity is not checked. For testing only'
             cand -v 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
             cand --verbose 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
             cand -h 'Print help (see more with ''--help'')'

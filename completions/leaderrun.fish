@@ -57,6 +57,7 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -s h -l help -d 'Print
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s V -l version -d 'Print version'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "status" -d 'Show who leads an election, its token and its queue'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125)' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l cacert -d 'Trust the CAs in FILE (PEM) for etcd\'s server certificate, instead of the system\'s. Any TLS option makes bare `host:port` endpoints https' -r -F
@@ -64,10 +65,9 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l cert -d '
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l key -d 'Private key (PEM) of --cert' -r -F
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l user -d 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l password -d 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD' -r
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l json -d 'Print one JSON object instead of text'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l watch -d 'Keep watching, printing a line each time the leader changes'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status help" -f -a "status" -d 'Show who leads an election, its token and its queue'

@@ -48,10 +48,21 @@ pub fn main(args: Vec<OsString>) -> i32 {
         return child::guard::run();
     }
     install_panic_hook();
+    let separated = args.iter().any(|arg| arg == "--");
     let cli = match cli::Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
+    // `leaderrun -v status ...`: options before `status` make it the
+    // command to run, not the subcommand. Running a program called status
+    // as leader is never what that meant; `-- status` still does it.
+    if !separated && cli.subcommand.is_none() && cli.command.first().is_some_and(|c| c == "status")
+    {
+        eprintln!(
+            "leaderrun: error: options go after 'status' (leaderrun status --name NAME ...); to run a program called status, write -- status"
+        );
+        return Exit::Internal.code();
+    }
     match cli.mode() {
         Mode::Docs(text) => print_docs(&text),
         Mode::Status(args) => execute(args.output.verbose, status::status(args)),

@@ -192,6 +192,11 @@ fn authentication_from_flags_and_variables() {
     let third = ran_with_token(&third);
     assert!(first < second && second < third, "{first} {second} {third}");
 
+    // USER:PASSWORD wins over an inherited ETCDCTL_PASSWORD (exported as
+    // advised, or inherited by a nested leaderrun), even a stale one.
+    let fourth = run(job(&etcd.endpoint(), &["--user", &inline]).env("ETCDCTL_PASSWORD", "stale"));
+    assert!(ran_with_token(&fourth) > third);
+
     // status authenticates the same way.
     let status = run(leaderrun(&etcd.endpoint())
         .args(["status", "--name", "jobs/secure"])

@@ -63,8 +63,18 @@ fn watch_status(
     endpoint: &str,
     name: &str,
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    watch_status_with(endpoint, name, &[])
+}
+
+/// [`watch_status`] with more options.
+fn watch_status_with(
+    endpoint: &str,
+    name: &str,
+    options: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     let mut watcher = leaderrun(endpoint)
         .args(["status", "--name", name, "--watch"])
+        .args(options)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -167,6 +177,34 @@ fn status_watch_follows_every_leader_of_a_fast_queue() {
         tokens.windows(2).all(|pair| pair[0] < pair[1]),
         "in order: {tokens:?}"
     );
+    send(watcher.id() as i32, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(watcher.wait().unwrap().code(), Some(0));
+}
+
+/// With authentication on, an etcd that restarts has forgotten every token:
+/// the watch must dial again and authenticate afresh, not go blind.
+#[test]
+fn status_watch_rides_out_a_restart_with_authentication_on() {
+    const PASSWORD: &str = "watch-pw-51";
+    let mut etcd = Etcd::start();
+    etcd.enable_auth(PASSWORD);
+    let endpoint = etcd.endpoint();
+    let user = format!("root:{PASSWORD}");
+    let (mut watcher, lines) = watch_status_with(&endpoint, "jobs/aw", &["--user", &user]);
+    let next = || {
+        lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a status line")
+    };
+    assert!(next().ends_with("jobs/aw: no leader"));
+    etcd.restart();
+    let done = run_within(
+        leaderrun(&endpoint).args(["--user", &user, "--name", "jobs/aw", "--", "sleep", "0.5"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(next().contains("jobs/aw: led by pid"));
+    assert!(next().ends_with("jobs/aw: no leader"));
     send(watcher.id() as i32, nix::sys::signal::Signal::SIGINT);
     assert_eq!(watcher.wait().unwrap().code(), Some(0));
 }

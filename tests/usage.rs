@@ -20,6 +20,12 @@ fn bad_arguments() {
         "--kill-after",
     );
     one_line_125(&["--kill-signal", "NOPE", "--", "true"], nowhere, "NOPE");
+    // Options before `status` would make it the program to run.
+    one_line_125(
+        &["-v", "status", "--name", "x"],
+        nowhere,
+        "options go after 'status'",
+    );
     one_line_125(&["--once-per", "0s", "--", "true"], nowhere, "at least 1s");
     one_line_125(
         &["--once-per", "400d", "--", "true"],

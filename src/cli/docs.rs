@@ -184,7 +184,7 @@ pub fn status_man_page() -> Vec<u8> {
     let mut roff = Roff::new();
     tagged(
         &mut roff,
-        "OUTPUT",
+        "WHAT IT PRINTS",
         &[
             ("text", "Lines \"election:\", \"leader:\" (pid, host, the time it became leader, token; or \"none\"), \"command:\", \"token:\", \"key:\", \"lease:\" (id in hex and seconds left), \"waiting:\" (replicas queued with --wait), and, when a --once-per window is open, \"once-per:\" (who started its run and when the window closes). A key with no lease that blocks the election is named as stale, with the etcdctl del that removes it."),
             ("--json", "One JSON object: name, key, token, lease (hex), ttl (seconds left), holder {host, pid, started, command}, waiters, and last_run (the --once-per window's run: host, pid, started, command, token, window_left in seconds; or null). With nobody leading, key, token, lease, ttl and holder are null."),

@@ -27,6 +27,7 @@ const ELECTION: &str = "Election";
 const CHILD: &str = "Child process";
 const SECURITY: &str = "TLS and authentication";
 const OUTPUT: &str = "Output";
+const COMMAND: &str = "Command";
 
 /// Run a command only on the replica that holds leadership in etcd.
 ///
@@ -80,7 +81,8 @@ pub struct Cli {
         value_name = "COMMAND",
         required_unless_present_any = ["manual", "completions"],
         trailing_var_arg = true,
-        value_hint = clap::ValueHint::CommandWithArguments
+        value_hint = clap::ValueHint::CommandWithArguments,
+        help_heading = COMMAND
     )]
     pub command: Vec<OsString>,
 }
@@ -138,9 +140,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    #[command(flatten)]
-    pub connection: ConnectionArgs,
-
+    // First, before the flattened groups set their headings.
     #[command(flatten)]
     pub name: NameArg,
 
@@ -153,10 +153,13 @@ pub struct StatusArgs {
     pub watch: bool,
 
     #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    #[command(flatten)]
     pub output: OutputArgs,
 
     /// The command line the replicas run, to derive the election name.
-    #[arg(value_name = "COMMAND", trailing_var_arg = true)]
+    #[arg(value_name = "COMMAND", trailing_var_arg = true, help_heading = COMMAND)]
     pub command: Vec<OsString>,
 }
 

@@ -125,6 +125,34 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
+/// `text` as one shell word that a shell reads back as `text`: in single
+/// quotes, or in `$'...'` with escapes when it holds control characters
+/// (which single quotes would pass raw to the terminal). For the `etcdctl
+/// del` that leaderrun suggests.
+pub fn shell_quoted(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return format!("'{}'", text.replace('\'', r"'\''"));
+    }
+    let mut quoted = String::from("$'");
+    for byte in text.bytes() {
+        match byte {
+            b'\\' | b'\'' => {
+                quoted.push('\\');
+                quoted.push(byte as char);
+            }
+            0x20..=0x7e => quoted.push(byte as char),
+            _ => quoted.push_str(&format!("\\x{byte:02x}")),
+        }
+    }
+    quoted.push('\'');
+    quoted
+}
+
+/// `etcdctl del KEY`, quoted for the shell.
+pub fn etcdctl_del(key: &str) -> String {
+    format!("etcdctl del {}", shell_quoted(key))
+}
+
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
@@ -147,6 +175,14 @@ mod tests {
             .ends_with(&format!("({} bytes in all)", COMMAND_KEPT * 3)));
         assert_eq!(printable("a\x1b[2Jb"), "a\\u{1b}[2Jb");
         assert_eq!(printable("plain"), "plain");
+    }
+
+    #[test]
+    fn keys_are_quoted_for_the_shell() {
+        assert_eq!(shell_quoted("jobs/a"), "'jobs/a'");
+        assert_eq!(shell_quoted("q/it's/1"), r"'q/it'\''s/1'");
+        assert_eq!(shell_quoted("a\x1bb'c"), r"$'a\x1bb\'c'");
+        assert_eq!(shell_quoted("é\n"), r"$'\xc3\xa9\x0a'");
     }
 
     #[test]

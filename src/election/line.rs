@@ -10,6 +10,7 @@ use etcd_client::{EventType, GetOptions, KeyValue, SortOrder, SortTarget, TxnOp,
 
 use super::name;
 use super::{Election, Leader};
+use crate::etcd::connection::Refused;
 use crate::etcd::requests::Range;
 use crate::etcd::Connection;
 use crate::retry::{self, Backoff};
@@ -260,12 +261,14 @@ impl Line {
         let prefix = name::prefix(&self.election);
         let Some((mut stream, index)) = connection.open_watch(prefix.as_bytes(), options).await
         else {
+            tracing::info!("cannot watch {}; trying again", self.election);
             return Ok(Followed::Broke);
         };
         loop {
             let response = match stream.message().await {
                 Ok(Some(response)) => response,
                 Ok(None) | Err(_) => {
+                    tracing::info!("the watch of {} broke; opening it again", self.election);
                     connection.failed(index);
                     return Ok(Followed::Broke);
                 }
@@ -274,6 +277,18 @@ impl Line {
                 return Ok(Followed::Compacted);
             }
             if response.canceled() {
+                connection.failed(index);
+                let reason = response.cancel_reason();
+                // etcd's own words for a refused read: its message is its
+                // API, and no retry will change it.
+                if reason.contains("permission denied") {
+                    let reason = format!("etcd refused watching {}: {reason}", self.election);
+                    return Err(anyhow::anyhow!(Refused::new(reason)));
+                }
+                tracing::info!(
+                    "etcd cancelled the watch of {}: {reason}; opening it again",
+                    self.election
+                );
                 return Ok(Followed::Broke);
             }
             let mut shown = self.leader_identity();

@@ -36,7 +36,7 @@ pub use watch::watch_for_loss;
 use anyhow::{Context, Result};
 use etcd_client::{Compare, CompareOp, KeyValue, SortOrder, Txn, TxnOp};
 
-use crate::election::holder::{printable, Holder};
+use crate::election::holder::{etcdctl_del, printable, Holder};
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
 use crate::exit::{CodedError, Exit};
@@ -78,9 +78,10 @@ impl Leader {
     /// "pid 4242 on web-2 since 2026-11-29T07:00:00Z (token 42)".
     pub fn describe(&self) -> String {
         if self.stale() {
-            let key = printable(&self.key);
             return format!(
-                "a stale key with no lease, {key}, which never expires (remove it with: etcdctl del '{key}')"
+                "a stale key with no lease, {}, which never expires (remove it with: {})",
+                printable(&self.key),
+                etcdctl_del(&self.key)
             );
         }
         format!("{} (token {})", self.holder.describe(), self.token)

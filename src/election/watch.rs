@@ -80,6 +80,9 @@ pub(super) async fn watch_from<T>(
         match stream.message().await {
             Ok(Some(response)) => {
                 if response.canceled() || response.compact_revision() > 0 {
+                    // Dial again: a cancelled watch may hold a token that
+                    // etcd has forgotten (a restart, with auth on).
+                    connection.failed(index);
                     return None;
                 }
                 for event in response.events() {

@@ -142,7 +142,11 @@ impl Connection {
 
     /// Reports that the endpoint at `index` failed. Moves to the next one,
     /// unless someone else already moved on from it.
+    /// Its client is dropped too: the next use dials again and, with
+    /// authentication on, gets a fresh token (an etcd that restarted has
+    /// forgotten the old one, and a watch opened with it is refused).
     pub fn failed(&self, index: usize) {
+        self.inner.clients.lock().expect("not poisoned")[index] = None;
         let count = self.inner.settings.endpoints.len();
         let next = (index + 1) % count;
         if self
@@ -229,7 +233,12 @@ impl Connection {
             .endpoints
             .iter()
             .any(|url| url.starts_with("https://"));
-        symptom.hint(https, settings.credentials.has_client_certificate())
+        let credentials = &settings.credentials;
+        symptom.hint(
+            https,
+            credentials.tls_requested(),
+            credentials.has_client_certificate(),
+        )
     }
 }
 
@@ -251,6 +260,12 @@ impl std::error::Error for Failed {}
 /// etcd answered, and said no (bad credentials): not worth another endpoint.
 #[derive(Debug)]
 pub struct Refused(String);
+
+impl Refused {
+    pub fn new(message: impl Into<String>) -> Self {
+        Refused(message.into())
+    }
+}
 
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

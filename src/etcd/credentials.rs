@@ -57,10 +57,17 @@ impl Credentials {
             // clap enforces the pair; this is for callers that build args by hand.
             _ => bail!("--cert and --key go together"),
         };
-        let user = match (&args.user, &args.password) {
+        // USER:PASSWORD says more than an inherited ETCDCTL_PASSWORD (a
+        // nested leaderrun, or one exported as README advises): it wins.
+        let inherited = std::env::var("ETCDCTL_PASSWORD").ok();
+        let password = args.password.as_deref().filter(|password| {
+            let inline = args.user.as_deref().is_some_and(|user| user.contains(':'));
+            !(inline && inherited.as_deref() == Some(*password))
+        });
+        let user = match (&args.user, password) {
             (None, None) => None,
             (None, Some(_)) => bail!("--password (or ETCDCTL_PASSWORD) needs --user"),
-            (Some(user), password) => Some(split_user(user, password.as_deref())?),
+            (Some(user), password) => Some(split_user(user, password)?),
         };
         let credentials = Credentials {
             tls_requested: ca.is_some() || identity.is_some() || args.insecure_skip_tls_verify,

@@ -53,9 +53,9 @@ impl Symptom {
         }
     }
 
-    /// What to check, given whether TLS is in use and whether we present a
-    /// client certificate.
-    pub fn hint(self, https: bool, client_certificate: bool) -> &'static str {
+    /// What to check, given whether TLS is in use, whether a TLS option was
+    /// given, and whether we present a client certificate.
+    pub fn hint(self, https: bool, tls_options: bool, client_certificate: bool) -> &'static str {
         match self {
             Symptom::NoUser => " (etcd has authentication on: give --user)",
             Symptom::UnknownIssuer => " (is its CA in --cacert?)",
@@ -69,6 +69,11 @@ impl Symptom {
             // without a word, and a plain-text one that reaches a TLS port.
             Symptom::Dropped if https && !client_certificate => {
                 " (does etcd want a client certificate? see --cert, --key)"
+            }
+            // A TLS option only makes bare host:port https; a written
+            // http:// stays plain text.
+            Symptom::Dropped if !https && tls_options => {
+                " (does etcd serve TLS there? then write https://)"
             }
             Symptom::Dropped if !https => {
                 " (does etcd serve TLS there? then use https:// or a TLS option)"
@@ -106,10 +111,11 @@ fn of_one(cause: &(dyn StdError + 'static)) -> Option<Symptom> {
     None
 }
 
-/// The fallback when no type is left to read: tonic sometimes hands a
-/// transport failure over as a status whose message is the only trace of
-/// its cause (seen with etcd 3.7 refusing a missing client certificate:
-/// "connection error: received fatal alert: CertificateRequired"). The names
+/// The fallback when no type is left to read: h2 hands a TLS error on as an
+/// I/O error that keeps only its text, and tonic sometimes reports a
+/// transport failure as a status whose message is the only trace of its
+/// cause (both seen with etcd 3.7 refusing a missing client certificate:
+/// "received fatal alert: CertificateRequired"). The names
 /// read here are rustls's alert names and std's error texts; the unit test
 /// and `security.rs` pin them.
 fn of_text(message: &str) -> Symptom {
@@ -134,7 +140,13 @@ fn of_io(io: &std::io::Error) -> Option<Symptom> {
         return of_tls(tls);
     }
     use std::io::ErrorKind::*;
-    matches!(io.kind(), ConnectionReset | BrokenPipe | UnexpectedEof).then_some(Symptom::Dropped)
+    match io.kind() {
+        ConnectionReset | BrokenPipe | UnexpectedEof => Some(Symptom::Dropped),
+        // h2 passes a TLS error on as an I/O error of this kind that keeps
+        // only its text ("received fatal alert: CertificateRequired").
+        InvalidData => Some(of_text(&io.to_string())).filter(|symptom| *symptom != Symptom::Other),
+        _ => None,
+    }
 }
 
 fn of_tls(err: &rustls::Error) -> Option<Symptom> {
@@ -167,6 +179,11 @@ mod tests {
         assert_eq!(of_one(&wrapped), Some(Symptom::CertificateRefused));
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
         assert_eq!(of_one(&reset), Some(Symptom::Dropped));
+        let as_text = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "received fatal alert: CertificateRequired",
+        );
+        assert_eq!(of_one(&as_text), Some(Symptom::CertificateRefused));
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         assert_eq!(of_one(&refused), None);
         // A status that carries its cause only as text.

@@ -215,8 +215,10 @@ fn explain_window(config: &Config, marker: &Marker) {
     }
     let left = match (marker.lease, marker.left) {
         (0, _) => format!(
-            "; its marker has no lease, so the window never closes (remove it with: etcdctl del '{}')",
-            crate::election::holder::printable(&crate::election::once_per::marker_key(&config.election))
+            "; its marker has no lease, so the window never closes (remove it with: {})",
+            crate::election::holder::etcdctl_del(&crate::election::once_per::marker_key(
+                &config.election
+            ))
         ),
         (_, None) => String::new(),
         (_, Some(left)) => format!(

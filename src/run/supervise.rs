@@ -54,7 +54,7 @@ impl Supervision<'_> {
         let config = self.config;
         let schedule = KillSchedule::new(self.lease.ttl, config.kill_after);
         if schedule.grace < config.kill_after {
-            tracing::info!(
+            tracing::debug!(
                 "--kill-after {} shortened to {}, so that SIGKILL lands before a {} lease could expire",
                 humantime::format_duration(config.kill_after),
                 humantime::format_duration(schedule.grace),

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::Report;
-use crate::election::holder::printable;
+use crate::election::holder::{etcdctl_del, printable};
 use crate::election::once_per::{self, Marker};
 
 pub fn json(report: &Report) -> String {
@@ -62,7 +62,7 @@ fn runner_json(runner: &crate::election::Leader) -> serde_json::Value {
 }
 
 pub fn text(report: &Report) -> String {
-    let mut lines = vec![format!("election: {}", report.election)];
+    let mut lines = vec![format!("election: {}", printable(&report.election))];
     match &report.leader {
         Some(leader) => {
             let left = report
@@ -72,7 +72,7 @@ pub fn text(report: &Report) -> String {
                 format!("leader:   {}", leader.describe()),
                 format!("command:  {}", printable(&leader.holder.command)),
                 format!("token:    {}", leader.token),
-                format!("key:      {}", leader.key),
+                format!("key:      {}", printable(&leader.key)),
                 format!("lease:    {:x} ({left})", leader.lease),
             ]);
         }
@@ -99,8 +99,8 @@ pub fn text(report: &Report) -> String {
 fn window(election: &str, marker: &Marker) -> String {
     let left = match (marker.lease, marker.left) {
         (0, _) => format!(
-            "never closes: the marker has no lease (remove it with: etcdctl del '{}')",
-            printable(&once_per::marker_key(election))
+            "never closes: the marker has no lease (remove it with: {})",
+            etcdctl_del(&once_per::marker_key(election))
         ),
         (_, None) => "closing".into(),
         (_, Some(left)) => format!("closes in {}", humantime::format_duration(left)),
