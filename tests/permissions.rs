@@ -110,6 +110,25 @@ fn assert_nothing_left(etcd: &Etcd, context: &str) {
     );
 }
 
+/// A plain run, a --once-per run and a --wait run of `jobs/nightly` as
+/// `user`: each refused in one line, with nothing left behind.
+fn assert_every_run_refused(etcd: &Etcd, user: &str, label: &str) {
+    let denied = "etcdserver: permission denied";
+    for (options, step) in [
+        (vec![], "refused campaigning"),
+        (vec!["--once-per", "1h"], "refused campaigning"),
+        (vec!["--wait"], "refused joining the queue"),
+    ] {
+        let mut args = vec!["--name", NAME];
+        args.extend(&options);
+        args.extend(["--", "echo", "ran"]);
+        let done = run_within(&mut as_user(etcd, user, &args), BOUND);
+        let context = format!("{label} {options:?}");
+        assert_one_error_line(&done, &format!("{step}: {denied}"), &context);
+        assert_nothing_left(etcd, &context);
+    }
+}
+
 #[test]
 fn readwrite_on_the_name_as_a_prefix_is_all_an_election_needs() {
     let user = "nightly";
@@ -208,25 +227,7 @@ fn readwrite_on_the_name_as_a_prefix_is_all_an_election_needs() {
 fn read_only_on_the_prefix_is_refused_in_one_line_but_may_read_status() {
     let user = "reader";
     let etcd = etcd_with_user(user, vec![Permission::read(NAME).with_prefix()]);
-    for (options, mentions) in [
-        (vec![], "refused campaigning: etcdserver: permission denied"),
-        (
-            vec!["--once-per", "1h"],
-            "refused campaigning: etcdserver: permission denied",
-        ),
-        (
-            vec!["--wait"],
-            "refused joining the queue: etcdserver: permission denied",
-        ),
-    ] {
-        let mut args = vec!["--name", NAME];
-        args.extend(&options);
-        args.extend(["--", "echo", "ran"]);
-        let done = run_within(&mut as_user(&etcd, user, &args), BOUND);
-        let context = format!("read-only {options:?}");
-        assert_one_error_line(&done, mentions, &context);
-        assert_nothing_left(&etcd, &context);
-    }
+    assert_every_run_refused(&etcd, user, "read-only");
 
     // Reading is all status needs: the election, the marker and the
     // leader's lease.
@@ -271,25 +272,7 @@ fn readwrite_on_another_prefix_is_refused_in_one_line() {
     assert_eq!(own.code, Some(0), "{}", own.stderr);
     assert_eq!(own.stdout, "ran\n");
 
-    for (options, mentions) in [
-        (vec![], "refused campaigning: etcdserver: permission denied"),
-        (
-            vec!["--once-per", "1h"],
-            "refused campaigning: etcdserver: permission denied",
-        ),
-        (
-            vec!["--wait"],
-            "refused joining the queue: etcdserver: permission denied",
-        ),
-    ] {
-        let mut args = vec!["--name", NAME];
-        args.extend(&options);
-        args.extend(["--", "echo", "ran"]);
-        let done = run_within(&mut as_user(&etcd, user, &args), BOUND);
-        let context = format!("another prefix {options:?}");
-        assert_one_error_line(&done, mentions, &context);
-        assert_nothing_left(&etcd, &context);
-    }
+    assert_every_run_refused(&etcd, user, "another prefix");
     let status = run_within(
         &mut as_user(&etcd, user, &["status", "--name", NAME]),
         BOUND,
