@@ -200,7 +200,7 @@ _leaderrun() {
             return 0
             ;;
         leaderrun__subcmd__status)
-            opts="-n -v -h --name --json --watch --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --verbose --help"
+            opts="-n -v -h --name --json --watch --max-age --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -211,6 +211,10 @@ _leaderrun() {
                     return 0
                     ;;
                 -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-age)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

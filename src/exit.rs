@@ -16,6 +16,9 @@ pub enum Exit {
     Success,
     /// `status`: nobody leads the election right now.
     NoLeader,
+    /// `status --max-age`: no run has succeeded within the age given (or
+    /// ever). Nagios's CRITICAL, so the check plugs in as it is.
+    Stale,
     /// Another replica leads (without `--wait`), `--wait-timeout` ran out,
     /// or the `--once-per` window already had its run. `EX_TEMPFAIL`;
     /// `--conflict-exit-code` changes it (cron users often choose 0, as
@@ -42,6 +45,7 @@ impl Exit {
         match self {
             Exit::Success => 0,
             Exit::NoLeader => 3,
+            Exit::Stale => 2,
             Exit::Conflict => 75,
             Exit::TimedOut => 123,
             Exit::LeadershipLost => 124,
@@ -64,7 +68,7 @@ pub struct Row {
 }
 
 /// What each exit status means, in the order shown everywhere.
-pub const TABLE: [Row; 9] = [
+pub const TABLE: [Row; 10] = [
     Row {
         code: "N",
         meaning: "the command's own exit status, or 128+N if signal N ended it",
@@ -100,6 +104,10 @@ pub const TABLE: [Row; 9] = [
     Row {
         code: "3",
         meaning: "leaderrun status: nobody leads",
+    },
+    Row {
+        code: "2",
+        meaning: "leaderrun status --max-age: no run has succeeded within that age, or ever",
     },
 ];
 
@@ -165,6 +173,7 @@ mod tests {
         let all = [
             Exit::Success,
             Exit::NoLeader,
+            Exit::Stale,
             Exit::Conflict,
             Exit::LeadershipLost,
             Exit::TimedOut,

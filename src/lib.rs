@@ -65,7 +65,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     }
     match cli.mode() {
         Mode::Docs(text) => print_docs(&text),
-        Mode::Status(args) => execute(args.output.verbose, status::status(args)),
+        Mode::Status(args) => execute(args.output.verbose, status::status(*args)),
         Mode::Run(cli) => execute(cli.output.verbose, run::run(*cli)),
     }
 }

@@ -127,7 +127,14 @@ fn man_pages_refer_only_to_pages_that_exist() {
 #[test]
 fn status_has_a_man_page_with_its_output() {
     let man = generate(&["--manual", "status"]);
-    for needle in ["--json", "--watch", "window_left", "\"NAME: no leader\""] {
+    for needle in [
+        "--json",
+        "--watch",
+        "--max-age",
+        "window_left",
+        "last_succeeded",
+        "\"NAME: no leader\"",
+    ] {
         assert!(
             man.replace("\\-", "-").contains(needle),
             "leaderrun-status(1) does not document {needle}"

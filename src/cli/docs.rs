@@ -186,8 +186,8 @@ pub fn status_man_page() -> Vec<u8> {
         &mut roff,
         "WHAT IT PRINTS",
         &[
-            ("text", "Lines \"election:\", \"leader:\" (pid, host, the time it became leader, token; or \"none\"), \"command:\", \"token:\", \"key:\", \"lease:\" (id in hex and seconds left), \"waiting:\" (replicas queued with --wait), and, when a --once-per window is open, \"once-per:\" (who started its run and when the window closes). A key with no lease that blocks the election is named as stale, with the etcdctl del that removes it."),
-            ("--json", "One JSON object: name, key, token, lease (hex), ttl (seconds left), holder {host, pid, started, command}, waiters, and last_run (the --once-per window's run: host, pid, started, command, token, window_left in seconds; or null). With nobody leading, key, token, lease, ttl and holder are null."),
+            ("text", "Lines \"election:\", \"leader:\" (pid, host, the time it became leader, token; or \"none\"), \"command:\", \"token:\", \"key:\", \"lease:\" (id in hex and seconds left), \"waiting:\" (replicas queued with --wait), when a --once-per window is open, \"once-per:\" (who started its run and when the window closes), and from the run records \"this run:\" (a run in progress), \"last run:\" and \"last success:\" (outcome, host, start and end, token). A key with no lease that blocks the election is named as stale, with the etcdctl del that removes it."),
+            ("--json", "One JSON object: name, key, token, lease (hex), ttl (seconds left), holder {host, pid, started, command}, waiters, last_run (the --once-per window's run: host, pid, started, command, token, window_left in seconds; or null), and last_finished and last_succeeded (run records: host, pid, token, command, started, finished, duration_s, exit_code, and outcome, one of running, succeeded, failed, signalled, lost, timed_out, not_started; or null). With --max-running above 1, also holders (every runner) and max_running. With nobody leading, key, token, lease, ttl and holder are null."),
             ("--watch", "A line per change of leader, in order, each starting with the time it was seen: \"NAME: led by pid PID on HOST (token N)\", \"NAME: no leader\", or \"NAME: blocked by\" a stale key. It follows etcd's watch, so a queue that hands over quickly still gets a line per leader; it rides out an etcd restart, and ends on SIGINT or SIGTERM with exit 0, or quietly when its reader goes away."),
         ],
     );
@@ -197,6 +197,7 @@ pub fn status_man_page() -> Vec<u8> {
         &[
             ("0", "Someone leads (or --watch ended)."),
             ("3", "Nobody leads."),
+            ("2", "With --max-age: no run has succeeded within that age, or ever (Nagios's CRITICAL). The one line printed says when the last success was."),
             (
                 "125",
                 "status itself failed: usage, configuration, etcd unreachable or refusing.",

@@ -92,7 +92,7 @@ pub enum Mode {
     /// Print generated documentation (a man page, completions, a table).
     Docs(Vec<u8>),
     /// `leaderrun status`.
-    Status(StatusArgs),
+    Status(Box<StatusArgs>),
     /// Run the command as leader.
     Run(Box<Cli>),
 }
@@ -111,7 +111,7 @@ impl Cli {
             });
         }
         match self.subcommand {
-            Some(Command::Status(args)) => Mode::Status(args),
+            Some(Command::Status(args)) => Mode::Status(Box::new(args)),
             None => Mode::Run(Box::new(self)),
         }
     }
@@ -151,6 +151,12 @@ pub struct StatusArgs {
     /// Keep watching, printing a line each time the leader changes.
     #[arg(long, conflicts_with = "json")]
     pub watch: bool,
+
+    /// A freshness check for monitoring: exit 0 if a run succeeded within
+    /// DURATION of now, else 2, with one line saying when the last success
+    /// was. Works with nobody leading.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["watch", "json"], allow_hyphen_values = true)]
+    pub max_age: Option<Duration>,
 
     #[command(flatten)]
     pub connection: ConnectionArgs,

@@ -28,6 +28,7 @@ mod line;
 pub mod name;
 pub mod once_per;
 mod queue;
+pub mod record;
 mod watch;
 
 pub use line::{read_leader, Line, Snapshot};

@@ -102,11 +102,24 @@ pub async fn run(cli: Cli) -> Result<i32> {
 
     let phase = Cell::new(Phase::Dialling);
     let mut session = Session::new(connection.clone());
-    let result = lead(&config, &connection, &mut signals, &mut session, &phase).await;
+    let mut ended = None;
+    let result = lead(
+        &config,
+        &connection,
+        &mut signals,
+        &mut session,
+        &phase,
+        &mut ended,
+    )
+    .await;
     // Every way out passes here. Signals are no longer listened to: what
     // they would ask for, leaving, is under way (bounded by CLEANUP).
     phase.set(Phase::Resigning);
     session.give_back().await;
+    // After the lease is given back: the next leader does not wait.
+    if let Some(ended) = ended {
+        ended.write(&connection, &config.election).await;
+    }
     result
 }
 
@@ -117,6 +130,7 @@ async fn lead(
     signals: &mut Signals,
     session: &mut Session,
     phase: &Cell<Phase>,
+    ended: &mut Option<election::record::Ended>,
 ) -> Result<i32> {
     let give_up_at = config
         .wait_timeout
@@ -162,7 +176,9 @@ async fn lead(
         policy,
     };
     let mut started = false;
-    let code = supervision.run(signals, guard, || started = true).await;
+    let code = supervision
+        .run(signals, guard, || started = true, ended)
+        .await;
     if started {
         session.spend_window();
     }

@@ -21,6 +21,8 @@ use crate::child::env;
 use crate::child::guard::Guard;
 use crate::child::{Child, ChildEvent};
 use crate::clock;
+use crate::election::holder::Holder;
+use crate::election::record::{self, Outcome};
 use crate::election::{self, Leadership};
 use crate::etcd::Connection;
 use crate::exit::{self, Exit};
@@ -44,12 +46,14 @@ pub struct Supervision<'a> {
 
 impl Supervision<'_> {
     /// Spawns the command and runs it while leadership lasts; returns the
-    /// exit code. `started` is called once the command exists.
+    /// exit code. `started` is called once the command exists; `ended`
+    /// receives the run's records, to write once leadership is given back.
     pub async fn run(
         &self,
         signals: &mut Signals,
         mut guard: Guard,
         started: impl FnOnce(),
+        ended: &mut Option<record::Ended>,
     ) -> Result<i32> {
         let config = self.config;
         let schedule = KillSchedule::new(self.lease.ttl, config.kill_after);
@@ -68,15 +72,20 @@ impl Supervision<'_> {
             &config.election,
         );
         env.extend(config.etcd_env.iter().cloned());
+        let holder = Holder::for_this_process(&config.command, config.redact_args);
+        let run = record::Run::new(&holder, self.leadership.token);
         let mut child = match Child::spawn(&config.command, &env, guard.pid()) {
             Ok(child) => child,
             Err(err) => {
                 guard.release();
+                let not_started = run.ended(Outcome::NotStarted, Some(exit::code_of(&err)));
+                *ended = Some(record::Ended::new(not_started, None));
                 return Err(err);
             }
         };
         guard.watch(child.group);
         started();
+        let start = record::start(self.connection, &config.election, run.started());
         let timeout_at = config.timeout.map(|limit| clock::Instant::now() + limit);
 
         let ending = self
@@ -86,6 +95,13 @@ impl Supervision<'_> {
             signal: config.kill_signal,
             kill_at: schedule.kill_at(self.lease.state().expires),
             policy: self.policy,
+        };
+        let outcome = match &ending {
+            Ending::Exited(Ok(status)) if status.success() => Outcome::Succeeded,
+            Ending::Exited(Ok(status)) if status.signal().is_some() => Outcome::Signalled,
+            Ending::Exited(_) => Outcome::Failed,
+            Ending::Lost(_) => Outcome::Lost,
+            Ending::TimedOut => Outcome::TimedOut,
         };
         let code = match ending {
             Ending::Exited(status) => {
@@ -121,6 +137,10 @@ impl Supervision<'_> {
             }
         };
         guard.release();
+        *ended = Some(record::Ended::new(
+            run.ended(outcome, Some(code)),
+            Some(start),
+        ));
         Ok(code)
     }
 

@@ -12,6 +12,7 @@ use anyhow::Result;
 
 use crate::cli::StatusArgs;
 use crate::election::once_per::{self, Marker};
+use crate::election::record;
 use crate::election::{self, name, Leader};
 use crate::etcd::{self, Connection};
 use crate::exit::Exit;
@@ -29,6 +30,9 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
     let connection = etcd::connect(&args.connection, PING)?;
     if args.watch {
         return watch::watch(&connection, &election).await;
+    }
+    if let Some(max_age) = args.max_age {
+        return fresh(&connection, &election, max_age).await;
     }
     let report = Report::read(&connection, &election).await?;
     let shown = match args.json {
@@ -56,6 +60,8 @@ pub struct Report {
     pub waiters: i64,
     /// The open `--once-per` window's marker.
     pub marker: Option<Marker>,
+    /// The run records.
+    pub records: record::Records,
 }
 
 impl Report {
@@ -82,8 +88,42 @@ impl Report {
             leader,
             ttl,
             marker: once_per::current(connection, election).await?,
+            records: record::read(connection, election).await?,
         })
     }
+}
+
+/// `status --max-age`: did a run succeed within `max_age`? One line, and
+/// the exit code a monitoring check reads.
+async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Result<i32> {
+    let records = record::read(connection, election).await?;
+    let within = humantime::format_duration(max_age);
+    let (line, code) = match records
+        .last_succeeded
+        .as_ref()
+        .map(|last| (last, record::age(last)))
+    {
+        Some((last, Some(age))) if age <= max_age => (
+            format!(
+                "{election}: fresh: last success: {} (within {within})",
+                render::run_line(last)
+            ),
+            Exit::Success,
+        ),
+        Some((last, _)) => (
+            format!(
+                "{election}: stale: last success: {} (more than {within} ago)",
+                render::run_line(last)
+            ),
+            Exit::Stale,
+        ),
+        None => (
+            format!("{election}: stale: no run has succeeded (that etcd remembers)"),
+            Exit::Stale,
+        ),
+    };
+    write_out(format!("{line}\n").as_bytes())?;
+    Ok(code.code())
 }
 
 /// Writes to stdout in one go; false if the reader went away (a closed

@@ -6,6 +6,7 @@ use serde_json::json;
 use super::Report;
 use crate::election::holder::{etcdctl_del, printable};
 use crate::election::once_per::{self, Marker};
+use crate::election::record::{self, Record};
 
 pub fn json(report: &Report) -> String {
     let last_run = report.marker.as_ref().map(|marker| {
@@ -40,12 +41,61 @@ pub fn json(report: &Report) -> String {
         }),
     };
     object["last_run"] = last_run.unwrap_or_default();
+    let records = &report.records;
+    object["last_finished"] = records
+        .last_finished
+        .as_ref()
+        .map(record_json)
+        .unwrap_or_default();
+    object["last_succeeded"] = records
+        .last_succeeded
+        .as_ref()
+        .map(record_json)
+        .unwrap_or_default();
     if report.max_running > 1 {
         let holders: Vec<_> = report.runners.iter().map(runner_json).collect();
         object["holders"] = holders.into();
         object["max_running"] = report.max_running.into();
     }
     format!("{object}\n")
+}
+
+/// A run record in JSON: exactly these names, which scripts read.
+fn record_json(record: &Record) -> serde_json::Value {
+    json!({
+        "host": record.host,
+        "pid": record.pid,
+        "token": record.token,
+        "command": record.command,
+        "started": record.started,
+        "finished": record.finished,
+        "duration_s": record.duration_s,
+        "exit_code": record.exit_code,
+        "outcome": record.outcome,
+    })
+}
+
+/// "succeeded on web-2, 2026-11-29T00:00:01Z to 2026-11-29T00:03:12Z (3m 11s),
+/// token 1187".
+pub fn run_line(record: &Record) -> String {
+    let outcome = serde_json::to_value(record.outcome)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_default()
+        .replace('_', " ");
+    let took = record.duration_s.map(|seconds| {
+        humantime::format_duration(std::time::Duration::from_secs(seconds.round() as u64))
+    });
+    let until = match (&record.finished, took) {
+        (Some(finished), Some(took)) => format!(" to {} ({took})", printable(finished)),
+        _ => String::new(),
+    };
+    format!(
+        "{outcome} on {}, {}{until}, token {}",
+        printable(&record.host),
+        printable(&record.started),
+        record.token
+    )
 }
 
 /// One runner of a --max-running election.
@@ -89,6 +139,24 @@ pub fn text(report: &Report) -> String {
         }
     }
     lines.push(format!("waiting:  {}", report.waiters));
+    let records = &report.records;
+    let running = records.last_started.as_ref().filter(|started| {
+        started.outcome == record::Outcome::Running
+            && records
+                .last_finished
+                .as_ref()
+                .map(|finished| finished.token)
+                != Some(started.token)
+    });
+    if let Some(run) = running {
+        lines.push(format!("this run: {}", run_line(run)));
+    }
+    if let Some(last) = &report.records.last_finished {
+        lines.push(format!("last run: {}", run_line(last)));
+    }
+    if let Some(last) = &report.records.last_succeeded {
+        lines.push(format!("last success: {}", run_line(last)));
+    }
     if let Some(marker) = &report.marker {
         lines.push(window(&report.election, marker));
     }

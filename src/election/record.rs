@@ -1,0 +1,266 @@
+//! Run records: what the last run of an election did, kept in etcd where
+//! every replica and `status` can read it ("did last night's batch run,
+//! where, and did it succeed?").
+//!
+//! Three keys beside the election, never under `<name>/` (where they would
+//! count as candidates), so nothing grows without bound:
+//! - `<name>.last-started`: the latest run, written as it starts (outcome
+//!   `running`) and again as it ends;
+//! - `<name>.last-finished`: the latest run that ended;
+//! - `<name>.last-succeeded`: the latest run that succeeded.
+//!
+//! Every write is fenced by the run's token, the project's own idea: it
+//! replaces only a record with a token no larger than ours, compared and
+//! swapped on the key's mod revision. A stale leader can never overwrite a
+//! newer leader's record; a run that lost leadership still records that it
+//! was lost, as long as nobody newer has written since.
+//!
+//! Recording never hurts the run: writes are bounded, and a failed one is
+//! logged (with -v), never returned.
+
+use std::time::{Duration, SystemTime};
+
+use anyhow::Result;
+use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use serde::{Deserialize, Serialize};
+
+use tokio::task::JoinHandle;
+
+use crate::clock;
+use crate::election::holder::Holder;
+use crate::etcd::requests::ranges;
+use crate::etcd::Connection;
+use crate::retry::CLEANUP;
+
+/// How a run ended, from a fixed set that scripts may rely on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Running,
+    Succeeded,
+    Failed,
+    Signalled,
+    Lost,
+    TimedOut,
+    NotStarted,
+}
+
+/// One run, as recorded. The field names are read by scripts: keep them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    pub host: String,
+    pub pid: u32,
+    pub token: i64,
+    pub command: String,
+    /// RFC 3339, UTC.
+    pub started: String,
+    pub finished: Option<String>,
+    pub duration_s: Option<f64>,
+    pub exit_code: Option<i32>,
+    pub outcome: Outcome,
+}
+
+/// The records of an election.
+#[derive(Debug, Default)]
+pub struct Records {
+    pub last_started: Option<Record>,
+    pub last_finished: Option<Record>,
+    pub last_succeeded: Option<Record>,
+}
+
+pub fn key(election: &str, which: &str) -> String {
+    format!("{election}.{which}")
+}
+
+const STARTED: &str = "last-started";
+const FINISHED: &str = "last-finished";
+const SUCCEEDED: &str = "last-succeeded";
+
+/// A run in progress: what its records say, and when it started.
+pub struct Run {
+    record: Record,
+    started: SystemTime,
+}
+
+impl Run {
+    pub fn new(holder: &Holder, token: i64) -> Run {
+        let started = SystemTime::now();
+        Run {
+            record: Record {
+                host: holder.host.clone(),
+                pid: holder.pid,
+                token,
+                command: holder.command.clone(),
+                started: humantime::format_rfc3339_seconds(started).to_string(),
+                finished: None,
+                duration_s: None,
+                exit_code: None,
+                outcome: Outcome::Running,
+            },
+            started,
+        }
+    }
+
+    /// The record of the run starting.
+    pub fn started(&self) -> Record {
+        self.record.clone()
+    }
+
+    /// The record of the run ended now, with `outcome` and `exit_code`.
+    pub fn ended(&self, outcome: Outcome, exit_code: Option<i32>) -> Record {
+        let now = SystemTime::now();
+        let took = now.duration_since(self.started).unwrap_or_default();
+        Record {
+            finished: Some(humantime::format_rfc3339_seconds(now).to_string()),
+            duration_s: Some((took.as_millis() as f64) / 1000.0),
+            exit_code,
+            outcome,
+            ..self.record.clone()
+        }
+    }
+}
+
+/// Writes the record of a run that starts.
+pub async fn write_started(connection: &Connection, election: &str, record: &Record) {
+    log_failure(fenced_put(connection, &[key(election, STARTED)], record).await);
+}
+
+/// Writes the records of a run that ended.
+pub async fn write_ended(connection: &Connection, election: &str, record: &Record) {
+    let mut keys = vec![key(election, STARTED), key(election, FINISHED)];
+    if record.outcome == Outcome::Succeeded {
+        keys.push(key(election, SUCCEEDED));
+    }
+    log_failure(fenced_put(connection, &keys, record).await);
+}
+
+fn log_failure(result: Result<()>) {
+    if let Err(err) = result {
+        tracing::info!("recording the run: {err:#}");
+    }
+}
+
+/// Writes `record` under each of `keys` whose record there has a token no
+/// larger than ours: one read of them all, then one compare-and-swap on
+/// their mod revisions (a few times if someone writes in between). Two
+/// round trips, whatever the number of keys.
+async fn fenced_put(connection: &Connection, keys: &[String], record: &Record) -> Result<()> {
+    let value = serde_json::to_string(record).expect("a struct of strings and numbers");
+    let reads: Vec<TxnOp> = keys
+        .iter()
+        .map(|key| TxnOp::get(key.as_str(), None))
+        .collect();
+    for _ in 0..3 {
+        let current = connection
+            .txn(
+                "reading the run records",
+                Txn::new().and_then(reads.clone()),
+            )
+            .await?;
+        let mut compares = Vec::new();
+        let mut puts = Vec::new();
+        for (key, range) in keys.iter().zip(ranges(&current)) {
+            let found = range.kvs.first();
+            let theirs = found
+                .and_then(|kv| decode(kv.value()))
+                .map(|record| record.token);
+            if theirs.is_some_and(|theirs| theirs > record.token) {
+                tracing::debug!(key, "a newer run's record is there: left alone");
+                continue;
+            }
+            let revision = found.map_or(0, |kv| kv.mod_revision());
+            compares.push(Compare::mod_revision(
+                key.as_str(),
+                CompareOp::Equal,
+                revision,
+            ));
+            puts.push(TxnOp::put(key.as_str(), value.as_str(), None));
+        }
+        if puts.is_empty() {
+            return Ok(());
+        }
+        let swap = Txn::new().when(compares).and_then(puts);
+        if connection
+            .txn("writing the run records", swap)
+            .await?
+            .succeeded()
+        {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("the run records kept changing under us")
+}
+
+fn decode(value: &[u8]) -> Option<Record> {
+    serde_json::from_slice(value).ok()
+}
+
+/// Reads an election's records; a value that is not a record reads as
+/// none.
+pub async fn read(connection: &Connection, election: &str) -> Result<Records> {
+    let txn = Txn::new().and_then([
+        TxnOp::get(key(election, STARTED), None),
+        TxnOp::get(key(election, FINISHED), None),
+        TxnOp::get(key(election, SUCCEEDED), None),
+    ]);
+    let response = connection.txn("reading the run records", txn).await?;
+    let mut found = ranges(&response)
+        .into_iter()
+        .map(|range| range.kvs.first().and_then(|kv| decode(kv.value())));
+    Ok(Records {
+        last_started: found.next().flatten(),
+        last_finished: found.next().flatten(),
+        last_succeeded: found.next().flatten(),
+    })
+}
+
+/// How long ago a record's run finished, by this machine's clock.
+pub fn age(record: &Record) -> Option<Duration> {
+    let finished = humantime::parse_rfc3339(record.finished.as_deref()?).ok()?;
+    Some(
+        SystemTime::now()
+            .duration_since(finished)
+            .unwrap_or_default(),
+    )
+}
+
+/// Writes the record of a run that starts, in a task of its own: the
+/// command does not wait for it.
+pub fn start(connection: &Connection, election: &str, record: Record) -> JoinHandle<()> {
+    let (connection, election) = (connection.clone(), election.to_string());
+    tokio::spawn(async move {
+        let written = clock::timeout(WRITE_BOUND, write_started(&connection, &election, &record));
+        if written.await.is_none() {
+            tracing::info!("recording the run's start: no answer in time");
+        }
+    })
+}
+
+/// A run that has ended, its records still to write: after resigning, so
+/// that the next leader does not wait for them.
+pub struct Ended {
+    pub record: Record,
+    start: Option<JoinHandle<()>>,
+}
+
+impl Ended {
+    pub fn new(record: Record, start: Option<JoinHandle<()>>) -> Ended {
+        Ended { record, start }
+    }
+
+    /// Writes the end records, after the start record, each bounded.
+    pub async fn write(self, connection: &Connection, election: &str) {
+        if let Some(start) = self.start {
+            if clock::timeout(CLEANUP, start).await.is_none() {
+                tracing::info!("recording the run's start: no answer in time");
+            }
+        }
+        let written = clock::timeout(CLEANUP, write_ended(connection, election, &self.record));
+        if written.await.is_none() {
+            tracing::info!("recording the run's end: no answer within {CLEANUP:?}");
+        }
+    }
+}
+
+/// The bound on writing a start record, which runs beside the command.
+const WRITE_BOUND: Duration = Duration::from_secs(5);

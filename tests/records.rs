@@ -1,0 +1,182 @@
+//! Run records: every run leaves a record in etcd of where it ran, when,
+//! and how it ended; `status` shows them, and `status --max-age` checks that
+//! a run succeeded recently. Records are fenced by token: a stale leader
+//! never overwrites a newer one's.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn status_json(etcd: &Etcd, name: &str) -> serde_json::Value {
+    let done = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", name]),
+        LIMIT,
+    );
+    serde_json::from_str(&done.stdout)
+        .unwrap_or_else(|_| panic!("JSON: {} {}", done.stdout, done.stderr))
+}
+
+/// Runs `leaderrun --name NAME ARGS...` to its end; its exit code.
+fn run(etcd: &Etcd, name: &str, args: &[&str]) -> Option<i32> {
+    let done = run_within(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name])
+            .args(args),
+        LIMIT,
+    );
+    done.code
+}
+
+#[test]
+fn every_ending_is_recorded_and_the_last_success_kept() {
+    let etcd = Etcd::start();
+    let name = "jobs/rec";
+    assert_eq!(
+        status_json(&etcd, name)["last_finished"],
+        serde_json::Value::Null
+    );
+
+    assert_eq!(run(&etcd, name, &["--", "true"]), Some(0));
+    let shown = status_json(&etcd, name);
+    let finished = &shown["last_finished"];
+    assert_eq!(finished["outcome"], "succeeded", "{shown}");
+    assert_eq!(finished["exit_code"], 0, "{shown}");
+    assert_eq!(finished["command"], "true", "{shown}");
+    assert!(finished["duration_s"].as_f64().is_some(), "{shown}");
+    for field in ["host", "pid", "token", "started", "finished"] {
+        assert!(!finished[field].is_null(), "{field}: {shown}");
+    }
+    let success_token = finished["token"].clone();
+    assert_eq!(shown["last_succeeded"], *finished);
+
+    for (args, outcome, code) in [
+        (vec!["--", "sh", "-c", "exit 3"], "failed", 3),
+        (vec!["--", "sh", "-c", "kill -TERM $$"], "signalled", 143),
+        (
+            vec!["--timeout", "1s", "--", "sleep", "30"],
+            "timed_out",
+            123,
+        ),
+    ] {
+        assert_eq!(run(&etcd, name, &args), Some(code), "{args:?}");
+        let shown = status_json(&etcd, name);
+        assert_eq!(shown["last_finished"]["outcome"], outcome, "{shown}");
+        assert_eq!(shown["last_finished"]["exit_code"], code, "{shown}");
+        assert_eq!(
+            shown["last_succeeded"]["token"], success_token,
+            "the last success stays: {shown}"
+        );
+    }
+    let text = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--name", name]),
+        LIMIT,
+    );
+    assert!(
+        text.stdout.contains("\nlast run: timed out on "),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("\nlast success: succeeded on "),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_lost_run_is_recorded_as_lost() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/lost", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, LIMIT);
+    await_condition(LIMIT, "the start record", || {
+        status_json(&etcd, "jobs/lost")["last_finished"].is_null()
+            && etcd.get("jobs/lost.last-started").is_some()
+    });
+    etcd.revoke(etcd.candidates("jobs/lost")[0].2);
+    let (code, stderr) = replica.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
+    let shown = status_json(&etcd, "jobs/lost");
+    assert_eq!(shown["last_finished"]["outcome"], "lost", "{shown}");
+    assert_eq!(shown["last_succeeded"], serde_json::Value::Null, "{shown}");
+}
+
+/// A leader paused past its lease, resumed after a newer leader's run: its
+/// late "lost" record is fenced off by the newer token.
+#[test]
+fn a_stale_leader_cannot_overwrite_a_newer_record() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut stale = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/fence", "--ttl", "2s", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, LIMIT);
+    send(stale.pid(), nix::sys::signal::Signal::SIGSTOP);
+    let newer = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", "jobs/fence", "--wait", "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(newer.code, Some(0), "{}", newer.stderr);
+    let before = status_json(&etcd, "jobs/fence");
+    assert_eq!(before["last_finished"]["outcome"], "succeeded", "{before}");
+    send(stale.pid(), nix::sys::signal::Signal::SIGCONT);
+    let (code, stderr) = stale.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
+    let after = status_json(&etcd, "jobs/fence");
+    assert_eq!(after["last_finished"], before["last_finished"], "{after}");
+}
+
+#[test]
+fn max_age_is_a_freshness_check() {
+    let etcd = Etcd::start();
+    let check = |name: &str, age: &str| {
+        run_within(
+            leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", age]),
+            LIMIT,
+        )
+    };
+    // Never succeeded: stale, whoever leads (nobody).
+    let never = check("jobs/age", "1h");
+    assert_eq!(never.code, Some(2), "{}", never.stderr);
+    assert_eq!(never.stdout.lines().count(), 1, "{}", never.stdout);
+    assert!(
+        never.stdout.contains("no run has succeeded"),
+        "{}",
+        never.stdout
+    );
+
+    assert_eq!(run(&etcd, "jobs/age", &["--", "true"]), Some(0));
+    let fresh = check("jobs/age", "1h");
+    assert_eq!(fresh.code, Some(0), "{}", fresh.stderr);
+    assert!(
+        fresh
+            .stdout
+            .starts_with("jobs/age: fresh: last success: succeeded on "),
+        "{}",
+        fresh.stdout
+    );
+
+    // A failure does not refresh it, and time makes it stale.
+    assert_eq!(run(&etcd, "jobs/age", &["--", "false"]), Some(1));
+    await_condition(
+        Duration::from_secs(10),
+        "the success to age past 1s",
+        || check("jobs/age", "1s").code == Some(2),
+    );
+    let stale = check("jobs/age", "1s");
+    assert!(
+        stale.stdout.contains("stale: last success: succeeded on "),
+        "{}",
+        stale.stdout
+    );
+}
