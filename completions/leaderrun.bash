@@ -200,7 +200,7 @@ _leaderrun() {
             return 0
             ;;
         leaderrun__subcmd__status)
-            opts="-n -v -h --name --json --watch --max-age --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --verbose --help"
+            opts="-n -v -h --name --json --watch --max-age --all --prefix --format --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -216,6 +216,14 @@ _leaderrun() {
                     ;;
                 --max-age)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --endpoints)

@@ -59,6 +59,10 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "status" -d 'Show w
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l max-age -d 'A freshness check for monitoring: exit 0 if a run succeeded within DURATION of now, else 2, with one line saying when the last success was. Works with nobody leading' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l prefix -d 'With --all: only elections whose names start with PREFIX' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l format -d 'How to print: text, json (as --json), or prometheus (the text exposition format, for node_exporter\'s textfile collector)' -r -f -a "text\t''
+json\t''
+prometheus\t''"
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125)' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l cacert -d 'Trust the CAs in FILE (PEM) for etcd\'s server certificate, instead of the system\'s. Any TLS option makes bare `host:port` endpoints https' -r -F
@@ -68,6 +72,7 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l user -d '
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l password -d 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l json -d 'Print one JSON object instead of text'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l watch -d 'Keep watching, printing a line each time the leader changes'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l all -d 'Every election whose name starts with --prefix (every one in etcd without it): a line each, a JSON array with --json, or metrics with --format prometheus'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -117,6 +117,14 @@ impl Cli {
     }
 }
 
+/// How `status` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Prometheus,
+}
+
 /// The man pages the binary can print.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ManualPage {
@@ -157,6 +165,21 @@ pub struct StatusArgs {
     /// was. Works with nobody leading.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["watch", "json"], allow_hyphen_values = true)]
     pub max_age: Option<Duration>,
+
+    /// Every election whose name starts with --prefix (every one in etcd
+    /// without it): a line each, a JSON array with --json, or metrics with
+    /// --format prometheus.
+    #[arg(long, conflicts_with_all = ["name", "watch", "max_age", "command"])]
+    pub all: bool,
+
+    /// With --all: only elections whose names start with PREFIX.
+    #[arg(long, value_name = "PREFIX", requires = "all")]
+    pub prefix: Option<String>,
+
+    /// How to print: text, json (as --json), or prometheus (the text
+    /// exposition format, for node_exporter's textfile collector).
+    #[arg(long, value_name = "FORMAT", value_enum, conflicts_with_all = ["json", "watch", "max_age"])]
+    pub format: Option<Format>,
 
     #[command(flatten)]
     pub connection: ConnectionArgs,

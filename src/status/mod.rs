@@ -2,6 +2,7 @@
 //! once ([`Report`], printed by [`render`]) or followed ([`watch`]). Reads
 //! only: nothing here writes to etcd.
 
+mod all;
 mod render;
 mod watch;
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::StatusArgs;
+use crate::cli::{Format, StatusArgs};
 use crate::election::once_per::{self, Marker};
 use crate::election::record;
 use crate::election::{self, name, Leader};
@@ -22,6 +23,16 @@ use crate::exit::Exit;
 const PING: Duration = Duration::from_secs(5);
 
 pub async fn status(args: StatusArgs) -> Result<i32> {
+    let format = match (args.format, args.json) {
+        (Some(format), _) => format,
+        (None, true) => Format::Json,
+        (None, false) => Format::Text,
+    };
+    if args.all {
+        let connection = etcd::connect(&args.connection, PING)?;
+        let prefix = args.prefix.as_deref().unwrap_or_default();
+        return all::all(&connection, prefix, format).await;
+    }
     let election = match (&args.name.name, args.command.is_empty()) {
         (Some(name), _) if !name.is_empty() => name.clone(),
         (None, false) => name::derive(&args.command),
@@ -35,9 +46,10 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
         return fresh(&connection, &election, max_age).await;
     }
     let report = Report::read(&connection, &election).await?;
-    let shown = match args.json {
-        true => render::json(&report),
-        false => render::text(&report),
+    let shown = match format {
+        Format::Json => render::json(&report),
+        Format::Text => render::text(&report),
+        Format::Prometheus => all::prometheus(std::slice::from_ref(&report)),
     };
     write_out(shown.as_bytes())?;
     Ok(match report.leader {

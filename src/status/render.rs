@@ -9,6 +9,11 @@ use crate::election::once_per::{self, Marker};
 use crate::election::record::{self, Record};
 
 pub fn json(report: &Report) -> String {
+    format!("{}\n", json_value(report))
+}
+
+/// A report as one JSON object.
+pub fn json_value(report: &Report) -> serde_json::Value {
     let last_run = report.marker.as_ref().map(|marker| {
         let last = &marker.last;
         json!({
@@ -57,7 +62,7 @@ pub fn json(report: &Report) -> String {
         object["holders"] = holders.into();
         object["max_running"] = report.max_running.into();
     }
-    format!("{object}\n")
+    object
 }
 
 /// A run record in JSON: exactly these names, which scripts read.

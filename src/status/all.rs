@@ -1,0 +1,246 @@
+//! `status --all`: every election under a prefix, found by reading etcd's
+//! keys page by page (keys only), so that memory holds the names and not
+//! the keys. Text and JSON are written election by election; the metrics
+//! for Prometheus are grouped by family, as its text format wants.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use anyhow::Result;
+use etcd_client::GetOptions;
+
+use super::{render, write_out, Report};
+use crate::cli::Format;
+use crate::election::name;
+use crate::etcd::Connection;
+use crate::exit::Exit;
+
+/// Keys per page when looking for elections.
+const PAGE: i64 = 1000;
+
+/// The suffixes of the keys leaderrun keeps beside an election.
+const BESIDE: [&str; 4] = [
+    ".once-per",
+    ".last-started",
+    ".last-finished",
+    ".last-succeeded",
+];
+
+pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Result<i32> {
+    let names = elections(connection, prefix).await?;
+    match format {
+        Format::Prometheus => {
+            let mut reports = Vec::new();
+            for election in &names {
+                reports.push(Report::read(connection, election).await?);
+            }
+            write_out(prometheus(&reports).as_bytes())?;
+        }
+        Format::Json | Format::Text => {
+            let json = format == Format::Json;
+            let mut first = true;
+            for election in &names {
+                let report = Report::read(connection, election).await?;
+                let shown = match json {
+                    true => format!(
+                        "{}{}",
+                        if first { "[" } else { "," },
+                        render::json_value(&report)
+                    ),
+                    false => format!("{}\n", line(&report)),
+                };
+                first = false;
+                if !write_out(shown.as_bytes())? {
+                    return Ok(Exit::Success.code());
+                }
+            }
+            if json {
+                write_out(if first { b"[]\n" } else { b"]\n" })?;
+            }
+        }
+    }
+    Ok(Exit::Success.code())
+}
+
+/// The names of the elections whose keys lie under `prefix`: those with a
+/// candidate (`<name>/<lease hex>`) or a key leaderrun keeps beside one.
+async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<String>> {
+    let mut names = BTreeSet::new();
+    let mut start = prefix.as_bytes().to_vec();
+    let end = range_end(prefix);
+    let mut revision = 0;
+    loop {
+        let mut options = GetOptions::new().with_keys_only().with_limit(PAGE);
+        options = match &end {
+            Some(end) => options.with_range(end.clone()),
+            None => options.with_from_key(),
+        };
+        if revision > 0 {
+            options = options.with_revision(revision);
+        }
+        let mut response = connection
+            .get("listing the elections", start.clone(), Some(options))
+            .await?;
+        if revision == 0 {
+            revision = response.header().map_or(0, |header| header.revision());
+        }
+        let more = response.more();
+        let kvs = response.take_kvs();
+        for kv in &kvs {
+            let key = String::from_utf8_lossy(kv.key());
+            if let Some(name) = election_of(&key).filter(|name| name.starts_with(prefix)) {
+                names.insert(name.to_string());
+            }
+        }
+        match kvs.last() {
+            Some(last) if more => {
+                start = last.key().to_vec();
+                start.push(0);
+            }
+            _ => return Ok(names),
+        }
+    }
+}
+
+/// The election a key belongs to, if it is one of leaderrun's.
+fn election_of(key: &str) -> Option<&str> {
+    if let Some(name) = BESIDE.iter().find_map(|suffix| key.strip_suffix(suffix)) {
+        return Some(name).filter(|name| !name.is_empty());
+    }
+    let (name, _) = key.rsplit_once('/')?;
+    (!name.is_empty() && name::is_candidate(name, key.as_bytes())).then_some(name)
+}
+
+/// The end of the range of keys that start with `prefix`; None for every
+/// key (an empty prefix, or one of 0xff bytes).
+fn range_end(prefix: &str) -> Option<Vec<u8>> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// One line for an election.
+fn line(report: &Report) -> String {
+    let leader = match &report.leader {
+        Some(leader) => format!("led by {}", leader.describe()),
+        None => "no leader".into(),
+    };
+    let last = match &report.records.last_finished {
+        Some(last) => format!("; last run: {}", render::run_line(last)),
+        None => String::new(),
+    };
+    format!(
+        "{}: {leader}, {} waiting{last}",
+        crate::election::holder::printable(&report.election),
+        report.waiters
+    )
+}
+
+/// A metric family: its name, its help, and its value for an election.
+type Family = (&'static str, &'static str, fn(&Report) -> Option<f64>);
+
+/// The text exposition format: a family a block, a sample per election.
+pub fn prometheus(reports: &[Report]) -> String {
+    let families: [Family; 6] = [
+        (
+            "leaderrun_leader_present",
+            "Whether the election has a leader (1) or not (0).",
+            |r| Some(f64::from(u8::from(r.leader.is_some()))),
+        ),
+        (
+            "leaderrun_waiters",
+            "Candidates queued behind the runners.",
+            |r| Some(r.waiters as f64),
+        ),
+        (
+            "leaderrun_last_success_timestamp_seconds",
+            "When the last successful run finished, in seconds since the epoch.",
+            |r| {
+                r.records
+                    .last_succeeded
+                    .as_ref()
+                    .and_then(|run| finished(run.finished.as_deref()))
+            },
+        ),
+        (
+            "leaderrun_last_run_finished_timestamp_seconds",
+            "When the last run finished, in seconds since the epoch.",
+            |r| {
+                r.records
+                    .last_finished
+                    .as_ref()
+                    .and_then(|run| finished(run.finished.as_deref()))
+            },
+        ),
+        (
+            "leaderrun_last_run_duration_seconds",
+            "How long the last finished run took.",
+            |r| {
+                r.records
+                    .last_finished
+                    .as_ref()
+                    .and_then(|run| run.duration_s)
+            },
+        ),
+        (
+            "leaderrun_last_run_exit_code",
+            "The exit code of the last finished run.",
+            |r| {
+                r.records
+                    .last_finished
+                    .as_ref()
+                    .and_then(|run| run.exit_code)
+                    .map(f64::from)
+            },
+        ),
+    ];
+    let mut out = String::new();
+    for (metric, help, value) in families {
+        let _ = writeln!(out, "# HELP {metric} {help}");
+        let _ = writeln!(out, "# TYPE {metric} gauge");
+        for report in reports {
+            if let Some(value) = value(report) {
+                let election = label(&report.election);
+                let _ = writeln!(out, "{metric}{{election=\"{election}\"}} {value}");
+            }
+        }
+    }
+    out
+}
+
+fn finished(at: Option<&str>) -> Option<f64> {
+    let at = humantime::parse_rfc3339(at?).ok()?;
+    let since = at.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+    Some(since.as_secs() as f64)
+}
+
+/// A label value as the exposition format escapes it.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_name_their_elections() {
+        assert_eq!(election_of("jobs/a/694d9a5bc1f21a0b"), Some("jobs/a"));
+        assert_eq!(election_of("jobs/a.last-finished"), Some("jobs/a"));
+        assert_eq!(election_of("jobs/a.once-per"), Some("jobs/a"));
+        assert_eq!(election_of("jobs/a/sweep"), None);
+        assert_eq!(election_of("unrelated"), None);
+        assert_eq!(range_end("jobs/"), Some(b"jobs0".to_vec()));
+        assert_eq!(range_end(""), None);
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}
