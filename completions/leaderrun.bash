@@ -35,7 +35,7 @@ _leaderrun() {
 
     case "${cmd}" in
         leaderrun)
-            opts="-n -w -v -h -V --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --name --ttl --wait --wait-timeout --once-per --redact-args --max-running --conflict-exit-code --kill-signal --kill-after --timeout --verbose --manual --completions --help --version status help"
+            opts="-n -w -v -h -V --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --name --ttl --wait --wait-timeout --once-per --redact-args --max-running --conflict-exit-code --kill-signal --kill-after --timeout --verbose --log-format --manual --completions --help --version status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -142,6 +142,10 @@ _leaderrun() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 --manual)
                     COMPREPLY=($(compgen -W "leaderrun status exit-codes environment" -- "${cur}"))
                     return 0
@@ -200,7 +204,7 @@ _leaderrun() {
             return 0
             ;;
         leaderrun__subcmd__status)
-            opts="-n -v -h --name --json --watch --max-age --all --prefix --format --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --verbose --help"
+            opts="-n -v -h --name --json --watch --max-age --all --prefix --format --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --verbose --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -285,6 +289,10 @@ _leaderrun() {
                     ;;
                 --password)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

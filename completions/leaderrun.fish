@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_leaderrun_global_optspecs
-    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= redact-args max-running= conflict-exit-code= kill-signal= kill-after= timeout= v/verbose manual= completions= h/help V/version
+    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= redact-args max-running= conflict-exit-code= kill-signal= kill-after= timeout= v/verbose log-format= manual= completions= h/help V/version
 end
 
 function __fish_leaderrun_needs_command
@@ -40,6 +40,8 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -l conflict-exit-code 
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-signal -d 'Signal sent to the command\'s process group when leadership is lost' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l kill-after -d 'Send SIGKILL this long after --kill-signal if the group is still there. Shortened automatically so that SIGKILL always lands before the lease could expire on the server' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l timeout -d 'Stop the command if it runs longer than this, as on loss of leadership (--kill-signal, then SIGKILL after --kill-after), and exit 123. Counts from the command\'s start: --wait-timeout bounds the queueing' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l log-format -d 'text, or json: every line leaderrun writes to stderr (its errors, a loss, why it did not run, the -v logs) as one JSON object, for log shippers' -r -f -a "text\t''
+json\t''"
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l manual -d 'Print a man page (roff) and exit: leaderrun(1), or with `status`, leaderrun-status(1)' -r -f -a "leaderrun\t''
 status\t''
 exit-codes\t'README\'s exit status table (Markdown)'
@@ -70,6 +72,8 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l cert -d '
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l key -d 'Private key (PEM) of --cert' -r -F
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l user -d 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l password -d 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l log-format -d 'text, or json: every line leaderrun writes to stderr (its errors, a loss, why it did not run, the -v logs) as one JSON object, for log shippers' -r -f -a "text\t''
+json\t''"
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l json -d 'Print one JSON object instead of text'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l watch -d 'Keep watching, printing a line each time the leader changes'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l all -d 'Every election whose name starts with --prefix (every one in etcd without it): a line each, a JSON array with --json, or metrics with --format prometheus'

@@ -41,6 +41,7 @@ use clap::Parser;
 
 use cli::Mode;
 use exit::Exit;
+use logging::Level;
 
 /// The whole program; returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
@@ -53,13 +54,19 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
+    let output = match &cli.subcommand {
+        Some(cli::Command::Status(status)) => &status.output,
+        None => &cli.output,
+    };
+    logging::set_format(output.log_format);
     // `leaderrun -v status ...`: options before `status` make it the
     // command to run, not the subcommand. Running a program called status
     // as leader is never what that meant; `-- status` still does it.
     if !separated && cli.subcommand.is_none() && cli.command.first().is_some_and(|c| c == "status")
     {
-        eprintln!(
-            "leaderrun: error: options go after 'status' (leaderrun status --name NAME ...); to run a program called status, write -- status"
+        logging::say(
+            Level::Error,
+            "error: options go after 'status' (leaderrun status --name NAME ...); to run a program called status, write -- status",
         );
         return Exit::Internal.code();
     }
@@ -83,7 +90,7 @@ fn print_docs(text: &[u8]) -> i32 {
 fn execute(verbose: u8, work: impl std::future::Future<Output = anyhow::Result<i32>>) -> i32 {
     logging::init(verbose);
     if let Err(message) = enough_file_descriptors() {
-        eprintln!("leaderrun: error: {message}");
+        logging::say(Level::Error, &format!("error: {message}"));
         return Exit::Internal.code();
     }
     // One thread: the child must be spawned from a thread that lives as long
@@ -94,14 +101,17 @@ fn execute(verbose: u8, work: impl std::future::Future<Output = anyhow::Result<i
     {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("leaderrun: error: cannot start the runtime: {err}");
+            logging::say(
+                Level::Error,
+                &format!("error: cannot start the runtime: {err}"),
+            );
             return Exit::Internal.code();
         }
     };
     match runtime.block_on(work) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("leaderrun: error: {err:#}");
+            logging::say(Level::Error, &format!("error: {err:#}"));
             exit::code_of(&err)
         }
     }
@@ -122,7 +132,10 @@ fn install_panic_hook() {
             .location()
             .map(|at| format!(" at {}:{}", at.file(), at.line()))
             .unwrap_or_default();
-        eprintln!("leaderrun: error: internal error: {message}{place}");
+        logging::say(
+            Level::Error,
+            &format!("error: internal error: {message}{place}"),
+        );
         std::process::exit(Exit::Internal.code());
     }));
 }

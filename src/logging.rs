@@ -1,10 +1,38 @@
 //! Logs go to stderr, and only when asked for: quiet by default, so that cron
 //! mails nothing. `-v` and `-vv` raise leaderrun's own level; LEADERRUN_LOG
 //! takes a full tracing filter, for debugging the libraries underneath too.
+//!
+//! leaderrun's own lines ("leaderrun: error: ...", the loss of leadership,
+//! why it did not run) go through [`say`], so that `--log-format json` makes
+//! every line on stderr one JSON object, in the shape tracing's JSON lines
+//! have: `{"timestamp", "level", "fields": {"message"}, "target"}`.
+
+use std::sync::OnceLock;
+use std::time::SystemTime;
 
 use tracing_subscriber::EnvFilter;
 
 pub const LOG_ENV: &str = "LEADERRUN_LOG";
+
+/// How leaderrun writes to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+static FORMAT: OnceLock<LogFormat> = OnceLock::new();
+
+/// Chooses the format of every line on stderr from here on. The first
+/// call wins.
+pub fn set_format(format: LogFormat) {
+    let _ = FORMAT.set(format);
+}
+
+fn format() -> LogFormat {
+    FORMAT.get().copied().unwrap_or_default()
+}
 
 pub fn init(verbose: u8) {
     let filter = match EnvFilter::try_from_env(LOG_ENV) {
@@ -16,10 +44,43 @@ pub fn init(verbose: u8) {
             _ => EnvFilter::new("leaderrun=trace,etcd_client=debug,tonic=debug,h2=info"),
         },
     };
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(false)
-        .try_init();
+        .with_ansi(false);
+    let _ = match format() {
+        LogFormat::Text => builder.with_target(false).try_init(),
+        LogFormat::Json => builder.json().with_target(true).try_init(),
+    };
+}
+
+/// How much a line of leaderrun's own matters.
+#[derive(Debug, Clone, Copy)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+}
+
+/// One of leaderrun's own lines on stderr: `leaderrun: MESSAGE`, or its
+/// JSON object. Written whatever the verbosity: the callers decide when.
+pub fn say(level: Level, message: &str) {
+    let line = format!("leaderrun: {message}");
+    match format() {
+        LogFormat::Text => eprintln!("{line}"),
+        LogFormat::Json => {
+            let level = match level {
+                Level::Error => "ERROR",
+                Level::Warn => "WARN",
+                Level::Info => "INFO",
+            };
+            let object = serde_json::json!({
+                "timestamp": humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
+                "level": level,
+                "fields": { "message": line },
+                "target": "leaderrun",
+            });
+            eprintln!("{object}");
+        }
+    }
 }

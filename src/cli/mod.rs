@@ -343,6 +343,12 @@ pub struct OutputArgs {
     /// (e.g. `leaderrun=trace,h2=debug`).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// text, or json: every line leaderrun writes to stderr (its errors, a
+    /// loss, why it did not run, the -v logs) as one JSON object, for log
+    /// shippers.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
+    pub log_format: crate::logging::LogFormat,
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ use crate::election::once_per::Marker;
 use crate::election::{self, Leader};
 use crate::etcd::{self, Connection};
 use crate::exit;
+use crate::logging::{self, Level};
 use crate::retry::CLEANUP;
 use crate::signals::Signals;
 use campaign::{Campaign, Outcome, Session};
@@ -219,10 +220,11 @@ fn explain_conflict(config: &Config, leader: Option<&Leader>, after: &str) {
         return;
     }
     let holder = leader.map_or_else(|| "another replica".to_string(), Leader::describe);
-    eprintln!(
-        "leaderrun: not running{after}: {} is held by {holder}",
+    let line = format!(
+        "not running{after}: {} is held by {holder}",
         config.election
     );
+    logging::say(Level::Info, &line);
 }
 
 fn explain_window(config: &Config, marker: &Marker) {
@@ -242,9 +244,10 @@ fn explain_window(config: &Config, marker: &Marker) {
             humantime::format_duration(left)
         ),
     };
-    eprintln!(
-        "leaderrun: not running: {} already started in this --once-per window, {}{left}",
+    let line = format!(
+        "not running: {} already started in this --once-per window, {}{left}",
         config.election,
         marker.last.describe()
     );
+    logging::say(Level::Info, &line);
 }

@@ -27,6 +27,7 @@ use crate::election::{self, Leadership};
 use crate::etcd::Connection;
 use crate::exit::{self, Exit};
 use crate::lease::Lease;
+use crate::logging::{self, Level};
 use crate::signals::Signals;
 
 enum Ending {
@@ -116,21 +117,23 @@ impl Supervision<'_> {
                 exit::from_status(status)
             }
             Ending::Lost(loss) => {
-                eprintln!(
-                    "leaderrun: leadership of {} lost: {loss}; stopping the command",
+                let lost = format!(
+                    "leadership of {} lost: {loss}; stopping the command",
                     config.election
                 );
+                logging::say(Level::Warn, &lost);
                 kill.run(&mut child, signals).await;
                 child.restore_terminal();
                 Exit::LeadershipLost.code()
             }
             Ending::TimedOut => {
                 let limit = config.timeout.map(humantime::format_duration);
-                eprintln!(
-                    "leaderrun: {}: the command ran past --timeout {}; stopping it",
+                let past = format!(
+                    "{}: the command ran past --timeout {}; stopping it",
                     config.election,
                     limit.map(|limit| limit.to_string()).unwrap_or_default()
                 );
+                logging::say(Level::Warn, &past);
                 kill.run(&mut child, signals).await;
                 child.restore_terminal();
                 Exit::TimedOut.code()
