@@ -225,10 +225,14 @@ pub fn age(record: &Record) -> Option<Duration> {
 }
 
 /// Writes the record of a run that starts, in a task of its own: the
-/// command does not wait for it.
+/// command does not wait for it. Not at once: a command that ends within
+/// [`START_DELAY`] gets only its end records, so that a chain of short runs
+/// does not load etcd with a write at each change of leader, on the next
+/// leader's path.
 pub fn start(connection: &Connection, election: &str, record: Record) -> JoinHandle<()> {
     let (connection, election) = (connection.clone(), election.to_string());
     tokio::spawn(async move {
+        clock::sleep(START_DELAY).await;
         let written = clock::timeout(WRITE_BOUND, write_started(&connection, &election, &record));
         if written.await.is_none() {
             tracing::info!("recording the run's start: no answer in time");
@@ -248,11 +252,19 @@ impl Ended {
         Ended { record, start }
     }
 
-    /// Writes the end records, after the start record, each bounded.
+    /// Writes the end records (the start record among them), each
+    /// bounded. A start record not yet written is not needed any more; one
+    /// being written is let finish first, so that it cannot land after.
     pub async fn write(self, connection: &Connection, election: &str) {
         if let Some(start) = self.start {
-            if clock::timeout(CLEANUP, start).await.is_none() {
-                tracing::info!("recording the run's start: no answer in time");
+            if start.is_finished()
+                || self.record.duration_s.unwrap_or(0.0) >= START_DELAY.as_secs_f64()
+            {
+                if clock::timeout(CLEANUP, start).await.is_none() {
+                    tracing::info!("recording the run's start: no answer in time");
+                }
+            } else {
+                start.abort();
             }
         }
         let written = clock::timeout(CLEANUP, write_ended(connection, election, &self.record));
@@ -264,3 +276,6 @@ impl Ended {
 
 /// The bound on writing a start record, which runs beside the command.
 const WRITE_BOUND: Duration = Duration::from_secs(5);
+
+/// How long a command runs before its start is recorded.
+const START_DELAY: Duration = Duration::from_secs(1);
