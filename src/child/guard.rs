@@ -75,6 +75,13 @@ impl Guard {
         Ok(Guard { pipe, process })
     }
 
+    /// The pipe to the guardian, for the child to name its own group
+    /// between fork and exec (see `Child::spawn`).
+    pub fn pipe_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.pipe.as_raw_fd()
+    }
+
     /// The guardian's pid: not part of the command's job.
     pub fn pid(&self) -> Pid {
         Pid::from_raw(self.process.id() as i32)

@@ -103,7 +103,12 @@ impl Child {
     /// Spawns the child. Must run on the main thread: PR_SET_PDEATHSIG fires
     /// when the spawning *thread* exits, and the main thread lives as long as
     /// leaderrun does. `spared` is the guardian, which is not part of the job.
-    pub fn spawn(command: &[OsString], env: &env::Variables, spared: Pid) -> anyhow::Result<Child> {
+    pub fn spawn(
+        command: &[OsString],
+        env: &env::Variables,
+        spared: Pid,
+        guardian_pipe: std::os::fd::RawFd,
+    ) -> anyhow::Result<Child> {
         // Before the spawn, so that no stop of the child goes unseen.
         let child_changes = tokio::signal::unix::signal(SignalKind::child())
             .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
@@ -123,6 +128,11 @@ impl Child {
                 if getppid() != parent {
                     return Err(io::Error::other("leaderrun exited"));
                 }
+                // Name our group to the guardian before exec: a SIGKILL of
+                // leaderrun before its own word to the guardian would
+                // otherwise leave what the command starts running
+                // (PDEATHSIG reaches the command only, not its children).
+                tell_guardian(guardian_pipe, getpid().as_raw());
                 if take_terminal {
                     // Restores the signal mask, which exec inherits.
                     terminal::set_foreground(getpid());
@@ -268,6 +278,30 @@ impl Child {
     pub fn restore_terminal(&mut self) {
         self.terminal.take_back(true);
     }
+}
+
+/// Writes `group` and a newline to the guardian's pipe. Async-signal-safe:
+/// no allocation, one write(2) (atomic on a pipe, so it never interleaves
+/// with leaderrun's own line).
+fn tell_guardian(pipe: std::os::fd::RawFd, group: i32) {
+    let mut line = [0u8; 16];
+    let mut digits = [0u8; 12];
+    let (mut value, mut count) = (group.unsigned_abs(), 0);
+    loop {
+        digits[count] = b'0' + (value % 10) as u8;
+        count += 1;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    for (at, digit) in digits[..count].iter().rev().enumerate() {
+        line[at] = *digit;
+    }
+    line[count] = b'\n';
+    // SAFETY: the pipe is open in this process until exec (close-on-exec).
+    let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(pipe) };
+    let _ = nix::unistd::write(pipe, &line[..=count]);
 }
 
 fn spawn_error(program: &OsString, err: io::Error) -> anyhow::Error {

@@ -75,7 +75,7 @@ impl Supervision<'_> {
         env.extend(config.etcd_env.iter().cloned());
         let holder = Holder::for_this_process(&config.command, config.redact_args);
         let run = record::Run::new(&holder, self.leadership.token);
-        let mut child = match Child::spawn(&config.command, &env, guard.pid()) {
+        let mut child = match Child::spawn(&config.command, &env, guard.pid(), guard.pipe_fd()) {
             Ok(child) => child,
             Err(err) => {
                 guard.release();
