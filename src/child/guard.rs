@@ -24,13 +24,16 @@
 //! reach; only the group is killed. While leaderrun lives it stops such
 //! descendants itself (see `job`).
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{ChildStdin, Command, Stdio};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 
+use nix::fcntl::OFlag;
+use nix::libc;
 use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{ForkResult, Pid};
 
 /// The guardian's process name, `comm` and only argument.
 pub const GUARD_NAME: &str = "lr-guardian";
@@ -39,8 +42,9 @@ pub const GUARD_NAME: &str = "lr-guardian";
 const GUARD_VARIABLE: &str = "LEADERRUN_GUARDIAN_OF";
 
 pub struct Guard {
-    pipe: ChildStdin,
-    process: std::process::Child,
+    /// None once closed (on drop).
+    pipe: Option<std::fs::File>,
+    pid: Pid,
 }
 
 /// Whether this process was started as the guardian.
@@ -50,53 +54,120 @@ pub fn is_guardian(args: &[OsString]) -> bool {
 
 impl Guard {
     /// Starts the guardian; call before spawning the child.
+    ///
+    /// A bare fork and exec, not `Command::spawn`: the parent returns as
+    /// soon as the fork does, while the guardian execs on its own (spawn
+    /// would wait for the exec, up to a millisecond or two on a busy
+    /// machine, on the next leader's path). The pipe exists from the fork
+    /// on, so a group written to it is read whenever the guardian gets
+    /// there, even after leaderrun is gone. Everything the child needs is
+    /// made before the fork: between fork and exec it only makes system
+    /// calls, as a child of a threaded process must.
     pub fn start() -> std::io::Result<Guard> {
         let exe = if std::path::Path::new("/proc/self/exe").exists() {
             std::path::PathBuf::from("/proc/self/exe")
         } else {
             std::env::current_exe()?
         };
-        let mut command = Command::new(exe);
-        command
-            .arg0(GUARD_NAME)
-            .env(GUARD_VARIABLE, std::process::id().to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        // SAFETY: setsid is async-signal-safe.
-        unsafe {
-            command.pre_exec(|| {
-                nix::unistd::setsid()?;
-                Ok(())
-            });
+        let exe = CString::new(exe.as_os_str().as_bytes())?;
+        let name = CString::new(GUARD_NAME)?;
+        let variable = CString::new(format!("{GUARD_VARIABLE}={}", std::process::id()))?;
+        let argv = [name.as_ptr(), std::ptr::null()];
+        let envp = [variable.as_ptr(), std::ptr::null()];
+        let null = nix::fcntl::open(
+            "/dev/null",
+            OFlag::O_RDWR | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )?;
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        // SAFETY: the child makes only async-signal-safe system calls
+        // (setsid, sigprocmask, dup2, execve, _exit) on memory made before
+        // the fork.
+        match unsafe { nix::unistd::fork() }? {
+            ForkResult::Child => unsafe {
+                // A session of its own, so that the terminal's signals
+                // miss it; no signal blocked; stdin the pipe.
+                libc::setsid();
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+                libc::dup2(read.as_raw_fd(), 0);
+                libc::dup2(null.as_raw_fd(), 1);
+                libc::dup2(null.as_raw_fd(), 2);
+                libc::execve(exe.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                libc::_exit(127)
+            },
+            ForkResult::Parent { child } => {
+                drop(read);
+                Ok(Guard {
+                    pipe: Some(std::fs::File::from(write)),
+                    pid: child,
+                })
+            }
         }
-        let mut process = command.spawn()?;
-        let pipe = process.stdin.take().expect("stdin was piped");
-        Ok(Guard { pipe, process })
     }
 
     /// The pipe to the guardian, for the child to name its own group
     /// between fork and exec (see `Child::spawn`).
     pub fn pipe_fd(&self) -> std::os::fd::RawFd {
-        use std::os::fd::AsRawFd;
-        self.pipe.as_raw_fd()
+        self.pipe.as_ref().map_or(-1, AsRawFd::as_raw_fd)
     }
 
     /// The guardian's pid: not part of the command's job.
     pub fn pid(&self) -> Pid {
-        Pid::from_raw(self.process.id() as i32)
+        self.pid
     }
 
     /// Tells the guardian which group to kill should leaderrun die.
+    /// Says so if the guardian is already gone (its exec failed, or
+    /// someone killed it): the run goes on, without that protection.
     pub fn watch(&mut self, group: Pid) {
-        let _ = writeln!(self.pipe, "{}", group.as_raw());
+        self.tell(&format!("{}", group.as_raw()));
+        if !matches!(
+            waitpid(self.pid, Some(WaitPidFlag::WNOHANG)),
+            Ok(WaitStatus::StillAlive)
+        ) {
+            crate::logging::say(
+                crate::logging::Level::Warn,
+                "the guardian process is gone: if leaderrun is killed, what the command started may live on",
+            );
+        }
+    }
+
+    fn tell(&mut self, line: &str) {
+        if let Some(pipe) = &mut self.pipe {
+            let _ = writeln!(pipe, "{line}");
+        }
     }
 
     /// leaderrun has dealt with the group itself: release the guardian.
+    /// Not waited for: it exits on reading "done", and the next leader is
+    /// waiting for us to resign (see [`Drop`]).
     pub fn release(mut self) {
-        let _ = writeln!(self.pipe, "done");
-        drop(self.pipe);
-        let _ = self.process.wait();
+        self.tell("done");
+    }
+}
+
+/// Closes the pipe: after "done" the guardian exits quietly, without it
+/// the guardian kills the group it was told (an unused guardian was told
+/// none). Its exit is collected by a task of the runtime, as SIGCHLD
+/// comes; if leaderrun exits first, whoever adopts it collects it.
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let pid = self.pid;
+        drop(self.pipe.take());
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let kind = tokio::signal::unix::SignalKind::child();
+            let Ok(mut exits) = tokio::signal::unix::signal(kind) else {
+                return;
+            };
+            while let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+                exits.recv().await;
+            }
+        });
     }
 }
 

@@ -50,6 +50,22 @@ fn process_table() -> Vec<Process> {
         .collect()
 }
 
+/// leaderrun's children, from `/proc/self/task/*/children` (a child
+/// belongs to the thread that forked it, or that adopted it); None if the
+/// kernel does not offer that file.
+fn own_children() -> Option<Vec<i32>> {
+    let mut children = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let listed = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
+        children.extend(
+            listed
+                .split_whitespace()
+                .filter_map(|pid| pid.parse::<i32>().ok()),
+        );
+    }
+    Some(children)
+}
+
 /// `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses,
 /// so the fields are counted from the last ')'.
 fn parse_stat(pid: i32, stat: &str) -> Option<Process> {
@@ -83,6 +99,9 @@ impl Job {
     /// members of the group and leaderrun's descendants, the guardian
     /// excepted. One walk of `/proc` serves both.
     pub fn reap_and_list(&self, command: Pid) -> Vec<Pid> {
+        if self.surely_gone() {
+            return Vec::new();
+        }
         let table = process_table();
         self.reap(&table, command);
         self.members(&table)
@@ -90,6 +109,20 @@ impl Job {
             .filter(|process| !process.zombie)
             .map(|process| Pid::from_raw(process.pid))
             .collect()
+    }
+
+    /// Whether the job is gone, judged cheaply: no process of the group is
+    /// left (zombies included: `kill(-pgid, 0)` counts them), and leaderrun
+    /// has no child but the guardian, so no descendant either (orphans are
+    /// reparented to leaderrun, the subreaper). A walk of `/proc` costs about
+    /// a millisecond on a busy machine, on the next leader's path; this is
+    /// a few system calls. False means "look closer", not "alive".
+    fn surely_gone(&self) -> bool {
+        if killpg(self.group, None) != Err(nix::errno::Errno::ESRCH) {
+            return false;
+        }
+        let spared = self.spared.map(Pid::as_raw);
+        own_children().is_some_and(|children| children.iter().all(|pid| Some(*pid) == spared))
     }
 
     fn members(&self, table: &[Process]) -> Vec<Process> {

@@ -11,12 +11,16 @@
 //! - a per-request timeout on the client also cuts a blocking `Campaign`,
 //!   so a long wait cannot be bounded that way.
 //!
-//! Every win here is proven by a transaction on our own key (its create
-//! revision and lease, first in line) before anything runs. The layout
-//! ([`Election`]): this file writes and proves our key, `queue.rs` waits
-//! for our turn, `watch.rs` watches our key while we lead, and `line.rs`
-//! reads the candidates in order. Nothing here runs processes or keeps the
-//! lease alive.
+//! Every win here is proven before anything runs: our own key, with its
+//! create revision and our lease, among the first --max-running in line,
+//! all read at one revision. The read that finds our turn (`Queued`,
+//! `Turn::Ours`) is such a proof; with more than one runner [`Election::prove`]
+//! proves again with a transaction that also rewrites our key, to wake the
+//! waiter behind. Leadership is given up with [`Election::resign`], one
+//! write. The layout ([`Election`]): this file writes, proves and resigns
+//! our key, `queue.rs` waits for our turn, `watch.rs` watches our key while
+//! we lead, and `line.rs` reads the candidates in order. Nothing here runs
+//! processes or keeps the lease alive.
 //!
 //! Only keys `<name>/<lease hex>` are candidates ([`name::is_candidate`]).
 //! The keys of an election whose name extends ours (`<name>/sub/<lease>`)
@@ -110,7 +114,9 @@ pub struct Candidate {
 }
 
 pub enum Turn {
-    Ours,
+    /// Our key, ours and among the first --max-running in line, read at
+    /// this revision: the proof a win needs.
+    Ours(i64),
     /// Our place is gone while we queued: start again.
     Lost(PlaceLost),
     /// An error no wait will change (a refusal, a disagreement on
@@ -123,6 +129,9 @@ pub struct Queued {
     pub candidate: Candidate,
     /// The first --max-running candidates in line: those that run.
     pub runners: Vec<Leader>,
+    /// The revision at which our key, intact, was among the runners (a
+    /// proof of the win, as `Turn::Ours` is), if it was.
+    pub proven_at: Option<i64>,
 }
 
 /// Why a place in the queue is gone.
@@ -242,7 +251,9 @@ impl<'a> Election<'a> {
         // one comparison. So join the queue and run only if among the first
         // N, proven as any queued win is; otherwise the caller's lease revoke
         // takes our key out again.
-        let Queued { candidate, runners } = self.enqueue(lease, holder).await?;
+        let Queued {
+            candidate, runners, ..
+        } = self.enqueue(lease, holder).await?;
         if !runners.iter().any(|runner| runner.key == candidate.key) {
             return Ok(Attempt::Lost(runners.into_iter().next()));
         }
@@ -271,12 +282,16 @@ impl<'a> Election<'a> {
             .next()
             .context("etcd did not return the key it just wrote")?;
         let runners = self.runners(range_at(&response, 1), revision).await?;
+        let token = ours.create_revision();
+        let intact = judge(Some(&ours), token, lease).is_none();
+        let running = runners.iter().any(|runner| runner.token == token);
         Ok(Queued {
             candidate: Candidate {
                 key,
-                revision: ours.create_revision(),
+                revision: token,
             },
             runners,
+            proven_at: (intact && running).then_some(revision),
         })
     }
 
@@ -324,10 +339,7 @@ impl<'a> Election<'a> {
     ) -> Result<Option<Leadership>> {
         let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
-            .when([
-                Compare::create_revision(key.as_str(), CompareOp::Equal, candidate.revision),
-                Compare::lease(key.as_str(), CompareOp::Equal, lease),
-            ])
+            .when(ours(&key, candidate.revision, lease))
             .and_then([put, first_in_line(self.name)]);
         let response = self.connection.txn("proving leadership", txn).await?;
         if !response.succeeded() {
@@ -349,4 +361,41 @@ impl<'a> Election<'a> {
             revision,
         }))
     }
+    /// Gives leadership up in one write: deletes our key, if it is still
+    /// ours (its create revision and our lease), together with `also`, at
+    /// one revision: the one the next leader's watch wakes on. False if the
+    /// key was not ours any more (nothing is written then).
+    ///
+    /// With one runner, our intact key also proves that no newer run has
+    /// written anything: a candidate created after ours can only have run
+    /// once ours was gone, and a deleted key never comes back with its
+    /// create revision. So `also` needs no fence of its own.
+    pub async fn resign(&self, lease: i64, token: i64, also: Vec<TxnOp>) -> Result<bool> {
+        let key = name::candidate_key(self.name, lease);
+        let mut ops = vec![TxnOp::delete(key.as_str(), None)];
+        ops.extend(also);
+        let txn = Txn::new().when(ours(&key, token, lease)).and_then(ops);
+        let response = self.connection.txn("resigning", txn).await?;
+        Ok(response.succeeded())
+    }
+
+    /// Rewrites our key's value with `holder`, if the key is still ours:
+    /// how `status` learns since when we lead, off the path to running.
+    pub async fn mark_leading(&self, leadership: &Leadership, holder: &Holder) -> Result<()> {
+        let (key, put) = self.our_key(leadership.lease, holder);
+        let txn = Txn::new()
+            .when(ours(&key, leadership.token, leadership.lease))
+            .and_then([put]);
+        self.connection.txn("marking our key", txn).await?;
+        Ok(())
+    }
+}
+
+/// The comparisons that hold while `key` is ours: created at `token`,
+/// attached to our lease.
+fn ours(key: &str, token: i64, lease: i64) -> [Compare; 2] {
+    [
+        Compare::create_revision(key, CompareOp::Equal, token),
+        Compare::lease(key, CompareOp::Equal, lease),
+    ]
 }

@@ -17,11 +17,15 @@ impl Election<'_> {
     /// Waits until every key ahead of ours is gone, watching only the one just
     /// ahead (no herd, no polling). Returns when it is our turn, or when our key
     /// disappeared (lease lost) so the caller must start again.
+    ///
+    /// `next_in_line` is called each time we are found to be the first
+    /// waiter (only the runners ahead): the caller's chance to get ready.
     pub async fn wait_for_turn(
         &self,
         candidate: &Candidate,
         lease_id: i64,
         lease: &mut watch::Receiver<LeaseState>,
+        mut next_in_line: impl FnMut(),
     ) -> Turn {
         let mut backoff = Backoff::new(retry::KEEPING);
         let mut broken_watches = Backoff::new(retry::KEEPING);
@@ -31,7 +35,7 @@ impl Election<'_> {
             }
             let (ahead, revision) = match self.look_ahead(candidate, lease_id).await {
                 Ok(Ahead::Lost(loss)) => return Turn::Lost(PlaceLost::Key(loss)),
-                Ok(Ahead::Nobody) => return Turn::Ours,
+                Ok(Ahead::Nobody(revision)) => return Turn::Ours(revision),
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
                 Err(err) if exit::is_final(&err) => return Turn::Failed(err),
                 Err(err) => {
@@ -45,6 +49,9 @@ impl Election<'_> {
                 }
             };
             backoff.reset();
+            if ahead.first_waiter {
+                next_in_line();
+            }
             let watched = String::from_utf8_lossy(&ahead.key).into_owned();
             tracing::debug!(%watched, "queued; watching");
             let mut from = revision + 1;
@@ -94,20 +101,22 @@ impl Election<'_> {
             .await?;
         self.agree(&ahead.iter().map(Leader::from_kv).collect::<Vec<_>>())?;
         let Some(nearest) = ahead.first() else {
-            return Ok(Ahead::Nobody);
+            return Ok(Ahead::Nobody(revision));
         };
         let first_waiter = ahead.len() == self.slots;
         let watch = match (ahead.len() < self.slots, first_waiter && self.slots > 1) {
-            (true, _) => return Ok(Ahead::Nobody),
+            (true, _) => return Ok(Ahead::Nobody(revision)),
             (false, true) => Watch {
                 key: name::prefix(self.name).into_bytes(),
                 watched: Watched::Prefix,
                 wake_on_put: false,
+                first_waiter,
             },
             (false, false) => Watch {
                 key: nearest.key().to_vec(),
                 watched: Watched::Key,
                 wake_on_put: self.slots > 1,
+                first_waiter,
             },
         };
         Ok(Ahead::Watch(watch, revision))
@@ -118,8 +127,9 @@ impl Election<'_> {
 enum Ahead {
     /// Our own key is gone, or not ours any more.
     Lost(KeyLoss),
-    /// Fewer than --max-running: our turn.
-    Nobody,
+    /// Fewer than --max-running, with our key ours, at this revision: our
+    /// turn, and the proof of it.
+    Nobody(i64),
     /// What to watch, as read at this revision.
     Watch(Watch, i64),
 }
@@ -130,6 +140,8 @@ struct Watch {
     watched: Watched,
     /// Deletions always wake; a rewrite only when this is set.
     wake_on_put: bool,
+    /// Only the runners are ahead: we are next.
+    first_waiter: bool,
 }
 
 /// Resolves once the lease is gone. Renewals change the lease's state too,

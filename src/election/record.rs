@@ -127,11 +127,16 @@ pub async fn write_started(connection: &Connection, election: &str, record: &Rec
 
 /// Writes the records of a run that ended.
 pub async fn write_ended(connection: &Connection, election: &str, record: &Record) {
+    log_failure(fenced_put(connection, &end_keys(election, record), record).await);
+}
+
+/// The keys a run's end is written under.
+fn end_keys(election: &str, record: &Record) -> Vec<String> {
     let mut keys = vec![key(election, STARTED), key(election, FINISHED)];
     if record.outcome == Outcome::Succeeded {
         keys.push(key(election, SUCCEEDED));
     }
-    log_failure(fenced_put(connection, &keys, record).await);
+    keys
 }
 
 fn log_failure(result: Result<()>) {
@@ -228,20 +233,28 @@ pub fn age(record: &Record) -> Option<Duration> {
 /// command does not wait for it. Not at once: a command that ends within
 /// [`START_DELAY`] gets only its end records, so that a chain of short runs
 /// does not load etcd with a write at each change of leader, on the next
-/// leader's path.
-pub fn start(connection: &Connection, election: &str, record: Record) -> JoinHandle<()> {
+/// leader's path. `also` is written then too (the leader key's "since").
+pub fn start(
+    connection: &Connection,
+    election: &str,
+    record: Record,
+    also: impl std::future::Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()> {
     let (connection, election) = (connection.clone(), election.to_string());
     tokio::spawn(async move {
         clock::sleep(START_DELAY).await;
-        let written = clock::timeout(WRITE_BOUND, write_started(&connection, &election, &record));
-        if written.await.is_none() {
-            tracing::info!("recording the run's start: no answer in time");
-        }
+        let record = async {
+            let written = write_started(&connection, &election, &record);
+            if clock::timeout(WRITE_BOUND, written).await.is_none() {
+                tracing::info!("recording the run's start: no answer in time");
+            }
+        };
+        tokio::join!(record, also);
     })
 }
 
-/// A run that has ended, its records still to write: after resigning, so
-/// that the next leader does not wait for them.
+/// A run that has ended, its records still to write: with the resignation
+/// or after it, so that the next leader does not wait for them.
 pub struct Ended {
     pub record: Record,
     start: Option<JoinHandle<()>>,
@@ -252,21 +265,38 @@ impl Ended {
         Ended { record, start }
     }
 
-    /// Writes the end records (the start record among them), each
-    /// bounded. A start record not yet written is not needed any more; one
-    /// being written is let finish first, so that it cannot land after.
-    pub async fn write(self, connection: &Connection, election: &str) {
-        if let Some(start) = self.start {
-            if start.is_finished()
-                || self.record.duration_s.unwrap_or(0.0) >= START_DELAY.as_secs_f64()
-            {
-                if clock::timeout(CLEANUP, start).await.is_none() {
-                    tracing::info!("recording the run's start: no answer in time");
-                }
-            } else {
-                start.abort();
+    /// Settles the start record before the end records are written: one
+    /// being written is let finish first, so that it cannot land after
+    /// them; one not yet begun is not needed any more.
+    pub async fn settle_start(&mut self) {
+        let Some(start) = self.start.take() else {
+            return;
+        };
+        if start.is_finished() || self.record.duration_s.unwrap_or(0.0) >= START_DELAY.as_secs_f64()
+        {
+            if clock::timeout(CLEANUP, start).await.is_none() {
+                tracing::info!("recording the run's start: no answer in time");
             }
+        } else {
+            start.abort();
         }
+    }
+
+    /// The end records as plain puts, for a resignation that proves in
+    /// the same transaction that no newer run can have written (see
+    /// `Election::resign`).
+    pub fn puts(&self, election: &str) -> Vec<TxnOp> {
+        let value = serde_json::to_string(&self.record).expect("a struct of strings and numbers");
+        end_keys(election, &self.record)
+            .into_iter()
+            .map(|key| TxnOp::put(key, value.as_str(), None))
+            .collect()
+    }
+
+    /// Writes the end records (the start record among them), fenced and
+    /// bounded.
+    pub async fn write(mut self, connection: &Connection, election: &str) {
+        self.settle_start().await;
         let written = clock::timeout(CLEANUP, write_ended(connection, election, &self.record));
         if written.await.is_none() {
             tracing::info!("recording the run's end: no answer within {CLEANUP:?}");
@@ -275,7 +305,7 @@ impl Ended {
 }
 
 /// The bound on writing a start record, which runs beside the command.
-const WRITE_BOUND: Duration = Duration::from_secs(5);
+pub const WRITE_BOUND: Duration = Duration::from_secs(5);
 
 /// How long a command runs before its start is recorded.
 const START_DELAY: Duration = Duration::from_secs(1);

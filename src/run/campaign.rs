@@ -4,10 +4,14 @@
 //!
 //! [`Session`] owns what a run holds in etcd: at most one election lease
 //! and at most one unspent window lease. Every way out of a run ends with
-//! [`Session::give_back`], so nothing is left behind by forgetting a path:
-//! a lease (and with it our queue key) is revoked on every path where we do
-//! not lead, and a window is given back on every path where the command did
-//! not start.
+//! [`Session::give_back`] (after a run, through [`Session::resign`]), so
+//! nothing is left behind by forgetting a path: a lease (and with it our
+//! queue key) is revoked on every path, and a window is given back on every
+//! path where the command did not start.
+//!
+//! The guardian is the campaign's to start: while we wait as the next in
+//! line, so that it is ready when our turn comes, or at the latest once
+//! the win is proven.
 //!
 //! The campaign itself never looks at signals or the user's deadline: the
 //! caller races it against them and drops it, which cancels whatever request
@@ -22,8 +26,10 @@ use anyhow::Result;
 use super::phase::{decide, Action, Event, Phase, Policy};
 use super::Config;
 use crate::child::guard::Guard;
+use crate::clock;
 use crate::election::holder::{self, Holder};
 use crate::election::once_per::{self, Claim, Marker};
+use crate::election::record::{self, Ended};
 use crate::election::{Attempt, Election, KeyLoss, Leader, Leadership, PlaceLost, Queued, Turn};
 use crate::etcd::connection::Connection;
 use crate::exit;
@@ -82,6 +88,36 @@ impl Session {
         );
     }
 
+    /// Gives everything back after a run, with its records: with one
+    /// runner and our key intact, in one transaction that deletes the key
+    /// and writes the records (the next leader wakes on it), then the lease
+    /// revoke; otherwise the revoke first and the records after, fenced.
+    /// A run that lost its key skips the transaction: it would fail.
+    pub async fn resign(&mut self, mut ended: Ended, election: &Election<'_>) {
+        ended.settle_start().await;
+        let try_at_once = election.slots == 1 && ended.record.outcome != record::Outcome::Lost;
+        let mut resigned = false;
+        if let (Some(lease), true) = (&self.lease, try_at_once) {
+            let resign = election.resign(lease.id, ended.record.token, ended.puts(election.name));
+            resigned = match clock::timeout(CLEANUP, resign).await {
+                Some(Ok(resigned)) => resigned,
+                Some(Err(err)) => {
+                    tracing::info!("{err:#}");
+                    false
+                }
+                None => {
+                    tracing::info!("resigning: no answer within {CLEANUP:?}");
+                    false
+                }
+            };
+            tracing::trace!(resigned, "resigned with the run's records");
+        }
+        self.give_back().await;
+        if !resigned {
+            ended.write(&self.connection, election.name).await;
+        }
+    }
+
     async fn grant(&mut self, ttl: Duration) -> Result<&Lease> {
         self.give_back().await;
         let lease = Lease::grant(&self.connection, ttl).await?;
@@ -125,6 +161,8 @@ pub struct Campaign<'a> {
     /// someone ahead), or an attempt failed: --wait-timeout may end the wait
     /// from then on, so that `--wait-timeout 0` tries once, as `flock -w 0`.
     looked: tokio::sync::watch::Sender<bool>,
+    /// The guardian, started ahead of our turn (see `queue`).
+    guard: Option<Guard>,
 }
 
 impl<'a> Campaign<'a> {
@@ -135,6 +173,7 @@ impl<'a> Campaign<'a> {
             phase,
             queued_before: false,
             looked: tokio::sync::watch::Sender::new(false),
+            guard: None,
         }
     }
 
@@ -241,24 +280,56 @@ impl<'a> Campaign<'a> {
     /// With --wait: join the queue, wait for our turn, prove the win.
     async fn queue(&mut self, lease: &Lease, holder: &Holder) -> Result<Leadership, Step> {
         let election = self.election();
-        let Queued { candidate, runners } = election.enqueue(lease.id, holder).await?;
+        let queued = election.enqueue(lease.id, holder).await?;
+        let Queued {
+            candidate,
+            runners,
+            proven_at,
+        } = queued;
         self.queued_before = true;
-        if !runners.iter().any(|runner| runner.key == candidate.key) {
+        if proven_at.is_none() {
             if let Some(leader) = runners.first() {
                 tracing::info!("waiting: {} leads", leader.describe());
             }
             self.looked.send_replace(true);
         }
         self.phase.set(Phase::Waiting);
-        let turn = election
-            .wait_for_turn(&candidate, lease.id, &mut lease.watch())
-            .await;
-        match turn {
-            Turn::Ours => {}
-            Turn::Lost(lost) => return Err(Step::Event(Event::PlaceLost(lost), None)),
-            Turn::Failed(err) => return Err(err.into()),
-        }
+        let proven_at = match proven_at {
+            Some(revision) => revision,
+            None => {
+                let guard = &mut self.guard;
+                let next_in_line = || {
+                    // Off the next leader's path: ready before our turn.
+                    if guard.is_none() {
+                        *guard = Guard::start().ok();
+                        tracing::trace!("next in line; guardian started");
+                    }
+                };
+                let turn = election
+                    .wait_for_turn(&candidate, lease.id, &mut lease.watch(), next_in_line)
+                    .await;
+                match turn {
+                    Turn::Ours(revision) => revision,
+                    Turn::Lost(lost) => return Err(Step::Event(Event::PlaceLost(lost), None)),
+                    Turn::Failed(err) => return Err(err.into()),
+                }
+            }
+        };
         self.phase.set(Phase::Proving);
+        if self.config.max_running == 1 {
+            // The read that found our turn is the proof: our key, with its
+            // create revision and our lease, and nothing ahead of it, at one
+            // revision. Proving again would cost the next leader a round
+            // trip. Only with more runners must the proof also write: the
+            // waiter behind wakes on that rewrite (see `wait_for_turn`).
+            return Ok(Leadership {
+                name: self.config.election.clone(),
+                key: candidate.key,
+                lease: lease.id,
+                token: candidate.revision,
+                revision: proven_at,
+            });
+        }
         let holder = Holder {
             started: holder::now_rfc3339(),
             ..holder.clone()
@@ -270,16 +341,20 @@ impl<'a> Campaign<'a> {
         }
     }
 
-    /// Starts the guardian, then claims the window: in that order, so that
-    /// a guardian that cannot start never uses up a window.
+    /// Starts the guardian (unless it is ready), then claims the window: in
+    /// that order, so that a guardian that cannot start never uses up a
+    /// window.
     async fn claim(
         &mut self,
         session: &mut Session,
         leadership: Leadership,
         holder: &Holder,
     ) -> Step {
-        let guard = match Guard::start() {
-            Ok(guard) => guard,
+        let guard = match self.guard.take().map_or_else(Guard::start, Ok) {
+            Ok(guard) => {
+                tracing::trace!("TMP guardian ready");
+                guard
+            }
             Err(err) => {
                 let err = anyhow::anyhow!("starting the guardian process: {err}");
                 return Step::Done(Outcome::Failed(err));
@@ -305,16 +380,18 @@ impl<'a> Campaign<'a> {
                 );
                 Step::Done(Outcome::Won(leadership, guard))
             }
+            // The guardian was told no group: it is kept for the next
+            // attempt, or dropped with the campaign, which ends it.
             Ok(Claim::Taken(marker)) => {
-                guard.release();
+                self.guard = Some(guard);
                 Step::Done(Outcome::WindowTaken(marker))
             }
             Ok(Claim::LeadershipLost) => {
-                guard.release();
+                self.guard = Some(guard);
                 Step::Event(Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted)), None)
             }
             Err(err) => {
-                guard.release();
+                self.guard = Some(guard);
                 err.into()
             }
         }

@@ -26,7 +26,7 @@ use crate::cli::Cli;
 use crate::clock;
 use crate::election::name;
 use crate::election::once_per::Marker;
-use crate::election::{self, Leader};
+use crate::election::{self, Election, Leader};
 use crate::etcd::{self, Connection};
 use crate::exit;
 use crate::logging::{self, Level};
@@ -116,11 +116,14 @@ pub async fn run(cli: Cli) -> Result<i32> {
     // Every way out passes here. Signals are no longer listened to: what
     // they would ask for, leaving, is under way (bounded by CLEANUP).
     phase.set(Phase::Resigning);
-    session.give_back().await;
-    // After the lease is given back: the next leader does not wait.
-    if let Some(ended) = ended {
-        ended.write(&connection, &config.election).await;
+    match ended {
+        Some(ended) => {
+            let election = Election::new(&connection, &config.election, config.max_running);
+            session.resign(ended, &election).await;
+        }
+        None => session.give_back().await,
     }
+    tracing::trace!("given back");
     result
 }
 

@@ -8,12 +8,13 @@
 //! | Dialling   | connects to etcd                                                |
 //! | Granting   | asks for a lease                                                |
 //! | Joining    | writes its candidate key (or, without --wait, tries to lead)    |
-//! | Waiting    | watches the key ahead of it in the queue                        |
-//! | Proving    | proves in one transaction that its key is alive and first       |
-//! | Claiming   | starts the guardian; claims the --once-per window               |
+//! | Waiting    | watches the key ahead of it; next in line, starts the guardian  |
+//! | Proving    | its key alive and first, read at one revision (N > 1: a txn)    |
+//! | Claiming   | starts the guardian if not yet; claims the --once-per window    |
 //! | Running    | the command runs                                                |
 //! | Stopping   | the kill schedule: --kill-signal, the grace, SIGKILL            |
-//! | Resigning  | revokes its lease (and an unspent window), within a short bound |
+//! | Resigning  | deletes its key with the records, revokes its lease (and an     |
+//! |            | unspent window), each within a short bound                      |
 //!
 //! The events, and what each does ([`decide`] is this table, as code):
 //!

@@ -75,6 +75,7 @@ impl Supervision<'_> {
         env.extend(config.etcd_env.iter().cloned());
         let holder = Holder::for_this_process(&config.command, config.redact_args);
         let run = record::Run::new(&holder, self.leadership.token);
+        tracing::trace!("TMP spawning");
         let mut child = match Child::spawn(&config.command, &env, guard.pid(), guard.pipe_fd()) {
             Ok(child) => child,
             Err(err) => {
@@ -85,8 +86,14 @@ impl Supervision<'_> {
             }
         };
         guard.watch(child.group);
+        tracing::trace!(pid = child.group.as_raw(), "command spawned");
         started();
-        let start = record::start(self.connection, &config.election, run.started());
+        let start = record::start(
+            self.connection,
+            &config.election,
+            run.started(),
+            self.mark_leading(holder),
+        );
         let timeout_at = config.timeout.map(|limit| clock::Instant::now() + limit);
 
         let ending = self
@@ -104,10 +111,13 @@ impl Supervision<'_> {
             Ending::Lost(_) => Outcome::Lost,
             Ending::TimedOut => Outcome::TimedOut,
         };
+        tracing::trace!("supervision ended");
         let code = match ending {
             Ending::Exited(status) => {
                 let status = status.context("waiting for the command")?;
-                if child.job_alive() {
+                let alive = child.job_alive();
+                tracing::trace!(alive, "job checked");
+                if alive {
                     tracing::info!("the command exited; stopping what it left running");
                     kill.run(&mut child, signals).await;
                 }
@@ -140,11 +150,36 @@ impl Supervision<'_> {
             }
         };
         guard.release();
+        tracing::trace!("guardian released");
         *ended = Some(record::Ended::new(
             run.ended(outcome, Some(code)),
             Some(start),
         ));
         Ok(code)
+    }
+
+    /// With one runner, our key still holds the holder as it queued (the
+    /// win was proven by a read): rewrite it with the time we began to
+    /// lead, for `status`. More runners proved with that rewrite already.
+    fn mark_leading(
+        &self,
+        holder: Holder,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let connection = self.connection.clone();
+        let (name, slots) = (self.config.election.clone(), self.config.max_running);
+        let leadership = self.leadership.clone();
+        async move {
+            if slots != 1 {
+                return;
+            }
+            let election = election::Election::new(&connection, &name, slots);
+            let marked = election.mark_leading(&leadership, &holder);
+            match clock::timeout(record::WRITE_BOUND, marked).await {
+                Some(Ok(())) => {}
+                Some(Err(err)) => tracing::info!("{err:#}"),
+                None => tracing::info!("marking our key: no answer in time"),
+            }
+        }
     }
 
     async fn while_leading(

@@ -1,0 +1,166 @@
+//! The handoff to the next in line, and what keeps it short without
+//! giving up safety: the run's records go in the resignation's own write,
+//! the next in line has its guardian ready before its turn, and the win
+//! proven by the read that found it (the leader key's "since" is written
+//! after, off the path).
+
+mod common;
+use common::*;
+use etcd_client::GetOptions;
+use std::time::{Duration, SystemTime};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// The mod revision and token of an election's `.last-finished` record.
+fn last_finished(etcd: &Etcd, name: &str) -> (i64, i64) {
+    let key = format!("{name}.last-finished");
+    etcd.with(async move |mut client| {
+        let response = client.get(key, None).await.unwrap();
+        let kv = response.kvs().first().expect("a record");
+        let record: serde_json::Value = serde_json::from_slice(kv.value()).unwrap();
+        (kv.mod_revision(), record["token"].as_i64().unwrap())
+    })
+}
+
+/// The create revisions of the election's candidates at `revision`.
+fn tokens_at(etcd: &Etcd, name: &str, revision: i64) -> Vec<i64> {
+    let prefix = format!("{name}/");
+    etcd.with(async move |mut client| {
+        let options = GetOptions::new().with_prefix().with_revision(revision);
+        let response = client.get(prefix, Some(options)).await.unwrap();
+        response
+            .kvs()
+            .iter()
+            .map(|kv| kv.create_revision())
+            .collect()
+    })
+}
+
+#[test]
+fn the_leader_key_goes_in_the_same_write_as_the_runs_records() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff";
+    let done = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let (written, token) = last_finished(&etcd, name);
+    assert_eq!(
+        tokens_at(&etcd, name, written - 1),
+        [token],
+        "the leader key was there just before the records"
+    );
+    assert_eq!(
+        tokens_at(&etcd, name, written),
+        Vec::<i64>::new(),
+        "and gone in the records' own revision"
+    );
+}
+
+#[test]
+fn a_run_that_lost_its_key_still_records_its_end() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-lost";
+    let mut leader =
+        Replica::spawn(leaderrun(&etcd.endpoint()).args(["--name", name, "--", "sleep", "60"]));
+    await_condition(LIMIT, "a leader", || etcd.candidates(name).len() == 1);
+    let (key, token, _) = etcd.candidates(name)[0].clone();
+    etcd.delete(&key);
+    let (code, stderr) = leader.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
+    let (_, recorded) = last_finished(&etcd, name);
+    assert_eq!(recorded, token);
+}
+
+/// What lets a leader's command of [`lead_until_released`] end.
+struct Release {
+    _dir: tempfile::TempDir,
+    flag: std::path::PathBuf,
+}
+
+/// A leader of `name` whose command runs until [`Release::go`].
+fn lead_until_released(etcd: &Etcd, name: &str) -> (Replica, Release) {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("go");
+    let until = format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display());
+    let leader = Replica::spawn(
+        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "sh", "-c", &until]),
+    );
+    await_condition(LIMIT, "a leader", || etcd.candidates(name).len() == 1);
+    (leader, Release { _dir: dir, flag })
+}
+
+impl Release {
+    fn go(&self) {
+        std::fs::write(&self.flag, "").unwrap();
+    }
+}
+
+/// The direct children of `pid` that are leaderrun's guardian.
+fn guardians_of(pid: i32) -> usize {
+    children_of(pid)
+        .into_iter()
+        .filter(|child| comm(*child).as_deref() == Some("lr-guardian"))
+        .count()
+}
+
+#[test]
+fn the_next_in_line_has_its_guardian_ready_before_its_turn() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-guardian";
+    let (mut leader, release) = lead_until_released(&etcd, name);
+    let mut next = Replica::spawn(
+        leaderrun(&etcd.endpoint()).args(["-vv", "--name", name, "--wait", "--", "true"]),
+    );
+    await_condition(LIMIT, "the next in line's guardian", || {
+        guardians_of(next.pid()) == 1
+    });
+    let mut behind = Replica::spawn(
+        leaderrun(&etcd.endpoint()).args(["-vv", "--name", name, "--wait", "--", "true"]),
+    );
+    await_condition(LIMIT, "the one behind to queue", || {
+        behind.stderr_so_far().contains("queued; watching")
+    });
+    assert_eq!(etcd.candidates(name).len(), 3, "nobody's turn has come");
+    assert_eq!(
+        guardians_of(behind.pid()),
+        0,
+        "only the next in line starts one"
+    );
+    release.go();
+    for replica in [&mut leader, &mut next, &mut behind] {
+        let (code, stderr) = replica.finish(LIMIT);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+}
+
+#[test]
+fn a_waiter_that_comes_to_lead_shows_since_when_it_leads() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-since";
+    let (mut leader, release) = lead_until_released(&etcd, name);
+    let waiter = Replica::spawn(
+        leaderrun(&etcd.endpoint()).args(["--name", name, "--wait", "--", "sleep", "60"]),
+    );
+    await_condition(LIMIT, "a waiter", || etcd.candidates(name).len() == 2);
+    let waiter_key = etcd.candidates(name)[1].0.clone();
+    let started = |key: &str| -> SystemTime {
+        let value: serde_json::Value =
+            serde_json::from_str(&etcd.get(key).expect("the key")).unwrap();
+        humantime::parse_rfc3339(value["started"].as_str().unwrap()).unwrap()
+    };
+    let queued = started(&waiter_key);
+    // The records say seconds: let two go by between queueing and leading.
+    await_condition(LIMIT, "two seconds since the waiter queued", || {
+        SystemTime::now() > queued + Duration::from_secs(2)
+    });
+    let leads_from = SystemTime::now() - Duration::from_secs(1);
+    release.go();
+    let (code, stderr) = leader.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    await_condition(LIMIT, "the waiter's key to say since when it leads", || {
+        etcd.candidates(name).len() == 1 && started(&waiter_key) >= leads_from
+    });
+    drop(waiter);
+}
