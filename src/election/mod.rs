@@ -157,7 +157,9 @@ pub enum KeyLoss {
 impl std::fmt::Display for KeyLoss {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            KeyLoss::Deleted => "the leader key was deleted",
+            // A revoked lease deletes the key too, and the deletion is
+            // usually seen before the renewal that would say so.
+            KeyLoss::Deleted => "the leader key was deleted (by hand, or with its lease)",
             KeyLoss::Replaced => "the leader key was replaced",
             KeyLoss::Overwritten => "the leader key was overwritten by another writer",
         })

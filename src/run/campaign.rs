@@ -351,10 +351,7 @@ impl<'a> Campaign<'a> {
         holder: &Holder,
     ) -> Step {
         let guard = match self.guard.take().map_or_else(Guard::start, Ok) {
-            Ok(guard) => {
-                tracing::trace!("TMP guardian ready");
-                guard
-            }
+            Ok(guard) => guard,
             Err(err) => {
                 let err = anyhow::anyhow!("starting the guardian process: {err}");
                 return Step::Done(Outcome::Failed(err));

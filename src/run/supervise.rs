@@ -75,7 +75,6 @@ impl Supervision<'_> {
         env.extend(config.etcd_env.iter().cloned());
         let holder = Holder::for_this_process(&config.command, config.redact_args);
         let run = record::Run::new(&holder, self.leadership.token);
-        tracing::trace!("TMP spawning");
         let mut child = match Child::spawn(&config.command, &env, guard.pid(), guard.pipe_fd()) {
             Ok(child) => child,
             Err(err) => {
