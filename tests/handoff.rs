@@ -1,12 +1,11 @@
 //! The handoff to the next in line, and what keeps it short without
-//! giving up safety: the run's records go in the resignation's own write,
-//! the next in line has its guardian ready before its turn, and the win
-//! proven by the read that found it (the leader key's "since" is written
-//! after, off the path).
+//! giving up safety: the run's records go in one write beside the lease
+//! revoke (fenced as ever), the next in line has its guardian ready before
+//! its turn, and the win is proven by the read that found it (the leader
+//! key's "since" is written after, off the path).
 
 mod common;
 use common::*;
-use etcd_client::GetOptions;
 use std::time::{Duration, SystemTime};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -22,40 +21,67 @@ fn last_finished(etcd: &Etcd, name: &str) -> (i64, i64) {
     })
 }
 
-/// The create revisions of the election's candidates at `revision`.
-fn tokens_at(etcd: &Etcd, name: &str, revision: i64) -> Vec<i64> {
-    let prefix = format!("{name}/");
-    etcd.with(async move |mut client| {
-        let options = GetOptions::new().with_prefix().with_revision(revision);
-        let response = client.get(prefix, Some(options)).await.unwrap();
-        response
-            .kvs()
-            .iter()
-            .map(|kv| kv.create_revision())
-            .collect()
-    })
+/// How many requests of `method` (Txn, Range, ...) etcd has handled.
+fn handled(etcd: &Etcd, method: &str) -> u64 {
+    let wanted = format!("grpc_method=\"{method}\"");
+    etcd.metrics()
+        .lines()
+        .filter(|line| line.starts_with("grpc_server_handled_total") && line.contains(&wanted))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
 }
 
 #[test]
-fn the_leader_key_goes_in_the_same_write_as_the_runs_records() {
+fn a_run_records_its_end_in_one_write_beside_the_revoke() {
     let etcd = Etcd::start();
     let name = "jobs/handoff";
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
-        LIMIT,
-    );
-    assert_eq!(done.code, Some(0), "{}", done.stderr);
-    let (written, token) = last_finished(&etcd, name);
+    let run = || {
+        let done = run_within(
+            leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
+            LIMIT,
+        );
+        assert_eq!(done.code, Some(0), "{}", done.stderr);
+    };
+    run();
+    let (txns, reads) = (handled(&etcd, "Txn"), handled(&etcd, "Range"));
+    run();
     assert_eq!(
-        tokens_at(&etcd, name, written - 1),
-        [token],
-        "the leader key was there just before the records"
+        (
+            handled(&etcd, "Txn") - txns,
+            handled(&etcd, "Range") - reads
+        ),
+        (2, 0),
+        "one transaction to lead, one to record the end, and no read"
     );
-    assert_eq!(
-        tokens_at(&etcd, name, written),
-        Vec::<i64>::new(),
-        "and gone in the records' own revision"
-    );
+    let (_, token) = last_finished(&etcd, name);
+    assert!(token > 0);
+}
+
+/// Writes `record` (a JSON object) as the election's `.last-finished`.
+fn put_record(etcd: &Etcd, name: &str, token: i64) {
+    let record = serde_json::json!({
+        "host": "elsewhere", "pid": 1, "token": token, "command": "other",
+        "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z",
+        "duration_s": 1.0, "exit_code": 0, "outcome": "succeeded",
+    });
+    etcd.put(&format!("{name}.last-finished"), &record.to_string(), 0);
+}
+
+#[test]
+fn a_record_written_while_we_ran_is_replaced_only_if_older() {
+    let etcd = Etcd::start();
+    for (name, theirs, ours_wins) in [
+        ("jobs/handoff-older", 1, true),
+        ("jobs/handoff-newer", i64::MAX / 2, false),
+    ] {
+        let (mut leader, release) = lead_until_released(&etcd, name);
+        put_record(&etcd, name, theirs);
+        release.go();
+        let (code, stderr) = leader.finish(LIMIT);
+        assert_eq!(code, Some(0), "{stderr}");
+        let (_, recorded) = last_finished(&etcd, name);
+        assert_eq!(recorded != theirs, ours_wins, "{name}: token {recorded}");
+    }
 }
 
 #[test]

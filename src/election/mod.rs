@@ -16,8 +16,7 @@
 //! all read at one revision. The read that finds our turn (`Queued`,
 //! `Turn::Ours`) is such a proof; with more than one runner [`Election::prove`]
 //! proves again with a transaction that also rewrites our key, to wake the
-//! waiter behind. Leadership is given up with [`Election::resign`], one
-//! write. The layout ([`Election`]): this file writes, proves and resigns
+//! waiter behind. The layout ([`Election`]): this file writes and proves
 //! our key, `queue.rs` waits for our turn, `watch.rs` watches our key while
 //! we lead, and `line.rs` reads the candidates in order. Nothing here runs
 //! processes or keeps the lease alive.
@@ -363,24 +362,6 @@ impl<'a> Election<'a> {
             revision,
         }))
     }
-    /// Gives leadership up in one write: deletes our key, if it is still
-    /// ours (its create revision and our lease), together with `also`, at
-    /// one revision: the one the next leader's watch wakes on. False if the
-    /// key was not ours any more (nothing is written then).
-    ///
-    /// With one runner, our intact key also proves that no newer run has
-    /// written anything: a candidate created after ours can only have run
-    /// once ours was gone, and a deleted key never comes back with its
-    /// create revision. So `also` needs no fence of its own.
-    pub async fn resign(&self, lease: i64, token: i64, also: Vec<TxnOp>) -> Result<bool> {
-        let key = name::candidate_key(self.name, lease);
-        let mut ops = vec![TxnOp::delete(key.as_str(), None)];
-        ops.extend(also);
-        let txn = Txn::new().when(ours(&key, token, lease)).and_then(ops);
-        let response = self.connection.txn("resigning", txn).await?;
-        Ok(response.succeeded())
-    }
-
     /// Rewrites our key's value with `holder`, if the key is still ours:
     /// how `status` learns since when we lead, off the path to running.
     pub async fn mark_leading(&self, leadership: &Leadership, holder: &Holder) -> Result<()> {

@@ -13,7 +13,10 @@
 //! replaces only a record with a token no larger than ours, compared and
 //! swapped on the key's mod revision. A stale leader can never overwrite a
 //! newer leader's record; a run that lost leadership still records that it
-//! was lost, as long as nobody newer has written since.
+//! was lost, as long as nobody newer has written since. A run that was not
+//! lost skips the read: its records replace what has not changed since its
+//! win was proven, which then held no newer token ([`Ended::write_unchanged`]).
+//! Anything else falls back to the read.
 //!
 //! Recording never hurts the run: writes are bounded, and a failed one is
 //! logged (with -v), never returned.
@@ -28,7 +31,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock;
 use crate::election::holder::Holder;
-use crate::etcd::requests::ranges;
+use crate::etcd::requests::{ranges, revision_of};
 use crate::etcd::Connection;
 use crate::retry::CLEANUP;
 
@@ -120,9 +123,14 @@ impl Run {
     }
 }
 
-/// Writes the record of a run that starts.
-pub async fn write_started(connection: &Connection, election: &str, record: &Record) {
-    log_failure(fenced_put(connection, &[key(election, STARTED)], record).await);
+/// Writes the record of a run that starts; the revision it was written
+/// at, if it was.
+pub async fn write_started(
+    connection: &Connection,
+    election: &str,
+    record: &Record,
+) -> Option<i64> {
+    log_failure(fenced_put(connection, &[key(election, STARTED)], record).await).flatten()
 }
 
 /// Writes the records of a run that ended.
@@ -139,17 +147,26 @@ fn end_keys(election: &str, record: &Record) -> Vec<String> {
     keys
 }
 
-fn log_failure(result: Result<()>) {
-    if let Err(err) = result {
-        tracing::info!("recording the run: {err:#}");
+fn log_failure<T>(result: Result<T>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(err) => {
+            tracing::info!("recording the run: {err:#}");
+            None
+        }
     }
 }
 
 /// Writes `record` under each of `keys` whose record there has a token no
 /// larger than ours: one read of them all, then one compare-and-swap on
 /// their mod revisions (a few times if someone writes in between). Two
-/// round trips, whatever the number of keys.
-async fn fenced_put(connection: &Connection, keys: &[String], record: &Record) -> Result<()> {
+/// round trips, whatever the number of keys. The revision written at, or
+/// None if newer records were left alone.
+async fn fenced_put(
+    connection: &Connection,
+    keys: &[String],
+    record: &Record,
+) -> Result<Option<i64>> {
     let value = serde_json::to_string(record).expect("a struct of strings and numbers");
     let reads: Vec<TxnOp> = keys
         .iter()
@@ -182,15 +199,12 @@ async fn fenced_put(connection: &Connection, keys: &[String], record: &Record) -
             puts.push(TxnOp::put(key.as_str(), value.as_str(), None));
         }
         if puts.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let swap = Txn::new().when(compares).and_then(puts);
-        if connection
-            .txn("writing the run records", swap)
-            .await?
-            .succeeded()
-        {
-            return Ok(());
+        let response = connection.txn("writing the run records", swap).await?;
+        if response.succeeded() {
+            return Ok(Some(revision_of(&response)));
         }
     }
     anyhow::bail!("the run records kept changing under us")
@@ -234,63 +248,108 @@ pub fn age(record: &Record) -> Option<Duration> {
 /// [`START_DELAY`] gets only its end records, so that a chain of short runs
 /// does not load etcd with a write at each change of leader, on the next
 /// leader's path. `also` is written then too (the leader key's "since").
+/// The task returns the revision the record was written at, if it was.
 pub fn start(
     connection: &Connection,
     election: &str,
     record: Record,
     also: impl std::future::Future<Output = ()> + Send + 'static,
-) -> JoinHandle<()> {
+) -> JoinHandle<Option<i64>> {
     let (connection, election) = (connection.clone(), election.to_string());
     tokio::spawn(async move {
         clock::sleep(START_DELAY).await;
         let record = async {
             let written = write_started(&connection, &election, &record);
-            if clock::timeout(WRITE_BOUND, written).await.is_none() {
+            let written = clock::timeout(WRITE_BOUND, written).await;
+            if written.is_none() {
                 tracing::info!("recording the run's start: no answer in time");
             }
+            written.flatten()
         };
-        tokio::join!(record, also);
+        tokio::join!(record, also).0
     })
 }
 
-/// A run that has ended, its records still to write: with the resignation
-/// or after it, so that the next leader does not wait for them.
+/// A run that has ended, its records still to write: beside the lease
+/// revoke, or after it, so that the next leader does not wait for them.
 pub struct Ended {
     pub record: Record,
-    start: Option<JoinHandle<()>>,
+    start: Option<JoinHandle<Option<i64>>>,
+    /// The revision at which the run's win was proven.
+    proven_at: i64,
+    /// The revision this run's start record was written at, if it was.
+    started_at: Option<i64>,
 }
 
 impl Ended {
-    pub fn new(record: Record, start: Option<JoinHandle<()>>) -> Ended {
-        Ended { record, start }
+    pub fn new(record: Record, start: Option<JoinHandle<Option<i64>>>, proven_at: i64) -> Ended {
+        Ended {
+            record,
+            start,
+            proven_at,
+            started_at: None,
+        }
     }
 
     /// Settles the start record before the end records are written: one
-    /// being written is let finish first, so that it cannot land after
-    /// them; one not yet begun is not needed any more.
+    /// being written is let finish first (within [`CLEANUP`], else stopped),
+    /// so that it cannot land after them; one not yet begun is not needed
+    /// any more.
     pub async fn settle_start(&mut self) {
-        let Some(start) = self.start.take() else {
+        let Some(mut start) = self.start.take() else {
             return;
         };
         if start.is_finished() || self.record.duration_s.unwrap_or(0.0) >= START_DELAY.as_secs_f64()
         {
-            if clock::timeout(CLEANUP, start).await.is_none() {
-                tracing::info!("recording the run's start: no answer in time");
+            match clock::timeout(CLEANUP, &mut start).await {
+                Some(written) => self.started_at = written.ok().flatten(),
+                None => {
+                    start.abort();
+                    tracing::info!("recording the run's start: no answer in time");
+                }
             }
         } else {
             start.abort();
         }
     }
 
-    /// The end records as plain puts, for a resignation that proves in
-    /// the same transaction that no newer run can have written (see
-    /// `Election::resign`).
-    pub fn puts(&self, election: &str) -> Vec<TxnOp> {
+    /// With one runner: writes the end records in one compare-and-swap,
+    /// no read first, if none of them changed since the win was proven
+    /// (but for this run's own start record). At that revision no record
+    /// could hold a newer token than ours: a candidate created after ours
+    /// runs only once ours is gone. So a record unchanged since holds none
+    /// either. False if one changed (a stale leader's late write, say): the
+    /// caller then writes them fenced by token.
+    pub async fn write_unchanged(&self, connection: &Connection, election: &str) -> bool {
         let value = serde_json::to_string(&self.record).expect("a struct of strings and numbers");
-        end_keys(election, &self.record)
-            .into_iter()
-            .map(|key| TxnOp::put(key, value.as_str(), None))
-            .collect()
+        let keys = end_keys(election, &self.record);
+        let started = key(election, STARTED);
+        let compares: Vec<Compare> = keys
+            .iter()
+            .map(|key| match self.started_at {
+                Some(ours) if *key == started => {
+                    Compare::mod_revision(key.as_str(), CompareOp::Equal, ours)
+                }
+                _ => Compare::mod_revision(key.as_str(), CompareOp::Less, self.proven_at + 1),
+            })
+            .collect();
+        let puts: Vec<TxnOp> = keys
+            .iter()
+            .map(|key| TxnOp::put(key.as_str(), value.as_str(), None))
+            .collect();
+        let swap = Txn::new().when(compares).and_then(puts);
+        let written = clock::timeout(CLEANUP, connection.txn("writing the run records", swap));
+        match written.await {
+            Some(Ok(response)) => response.succeeded(),
+            Some(Err(err)) => {
+                tracing::info!("recording the run's end: {err:#}");
+                false
+            }
+            None => {
+                tracing::info!("recording the run's end: no answer within {CLEANUP:?}");
+                false
+            }
+        }
     }
 
     /// Writes the end records (the start record among them), fenced and

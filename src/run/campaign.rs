@@ -26,7 +26,6 @@ use anyhow::Result;
 use super::phase::{decide, Action, Event, Phase, Policy};
 use super::Config;
 use crate::child::guard::Guard;
-use crate::clock;
 use crate::election::holder::{self, Holder};
 use crate::election::once_per::{self, Claim, Marker};
 use crate::election::record::{self, Ended};
@@ -88,32 +87,24 @@ impl Session {
         );
     }
 
-    /// Gives everything back after a run, with its records: with one
-    /// runner and our key intact, in one transaction that deletes the key
-    /// and writes the records (the next leader wakes on it), then the lease
-    /// revoke; otherwise the revoke first and the records after, fenced.
-    /// A run that lost its key skips the transaction: it would fail.
+    /// Gives everything back after a run, then or with its records. With
+    /// one runner and the run not lost, the end records go in one
+    /// compare-and-swap sent right behind the lease revoke, not after its
+    /// answer: etcd commits the two together, so the records cost the next
+    /// leader (woken by the revoke) nothing. Otherwise, or if a record
+    /// changed under us, they are written after the revoke, fenced by
+    /// token.
     pub async fn resign(&mut self, mut ended: Ended, election: &Election<'_>) {
         ended.settle_start().await;
-        let try_at_once = election.slots == 1 && ended.record.outcome != record::Outcome::Lost;
-        let mut resigned = false;
-        if let (Some(lease), true) = (&self.lease, try_at_once) {
-            let resign = election.resign(lease.id, ended.record.token, ended.puts(election.name));
-            resigned = match clock::timeout(CLEANUP, resign).await {
-                Some(Ok(resigned)) => resigned,
-                Some(Err(err)) => {
-                    tracing::info!("{err:#}");
-                    false
-                }
-                None => {
-                    tracing::info!("resigning: no answer within {CLEANUP:?}");
-                    false
-                }
-            };
-            tracing::trace!(resigned, "resigned with the run's records");
-        }
-        self.give_back().await;
-        if !resigned {
+        let at_once = election.slots == 1 && ended.record.outcome != record::Outcome::Lost;
+        let connection = self.connection.clone();
+        let write = async {
+            let written = at_once && ended.write_unchanged(&connection, election.name).await;
+            tracing::trace!(written, "the run's records written beside the revoke");
+            written
+        };
+        let ((), written) = tokio::join!(self.give_back(), write);
+        if !written {
             ended.write(&self.connection, election.name).await;
         }
     }

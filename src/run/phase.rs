@@ -13,8 +13,8 @@
 //! | Claiming   | starts the guardian if not yet; claims the --once-per window    |
 //! | Running    | the command runs                                                |
 //! | Stopping   | the kill schedule: --kill-signal, the grace, SIGKILL            |
-//! | Resigning  | deletes its key with the records, revokes its lease (and an     |
-//! |            | unspent window), each within a short bound                      |
+//! | Resigning  | revokes its lease (and an unspent window), the records right    |
+//! |            | behind, each within a short bound                               |
 //!
 //! The events, and what each does ([`decide`] is this table, as code):
 //!

@@ -80,7 +80,11 @@ impl Supervision<'_> {
             Err(err) => {
                 guard.release();
                 let not_started = run.ended(Outcome::NotStarted, Some(exit::code_of(&err)));
-                *ended = Some(record::Ended::new(not_started, None));
+                *ended = Some(record::Ended::new(
+                    not_started,
+                    None,
+                    self.leadership.revision,
+                ));
                 return Err(err);
             }
         };
@@ -153,6 +157,7 @@ impl Supervision<'_> {
         *ended = Some(record::Ended::new(
             run.ended(outcome, Some(code)),
             Some(start),
+            self.leadership.revision,
         ));
         Ok(code)
     }

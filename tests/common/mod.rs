@@ -286,6 +286,22 @@ impl Etcd {
         }
     }
 
+    /// The first member's Prometheus metrics (plain HTTP only), as text.
+    pub fn metrics(&self) -> String {
+        use std::io::{Read, Write};
+        let port = self.members[0].client_port;
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("etcd's port");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(stream, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream
+            .read_to_string(&mut response)
+            .expect("etcd's metrics");
+        response
+    }
+
     /// The client URL of the first member.
     pub fn endpoint(&self) -> String {
         self.member_endpoint(0)
