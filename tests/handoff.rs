@@ -190,3 +190,40 @@ fn a_waiter_that_comes_to_lead_shows_since_when_it_leads() {
     });
     drop(waiter);
 }
+
+#[test]
+fn the_one_behind_gets_its_guardian_once_the_one_ahead_leads() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-behind";
+    let (mut leader, release) = lead_until_released(&etcd, name);
+    let queue = |command: &[&str]| {
+        Replica::spawn(
+            leaderrun(&etcd.endpoint())
+                .args(["-vv", "--name", name, "--wait", "--"])
+                .args(command),
+        )
+    };
+    let mut next = queue(&["sleep", "120"]);
+    await_condition(LIMIT, "the next in line's guardian", || {
+        guardians_of(next.pid()) == 1
+    });
+    let mut behind = queue(&["true"]);
+    await_condition(LIMIT, "the one behind to queue", || {
+        behind.stderr_so_far().contains("queued; watching")
+    });
+    assert_eq!(guardians_of(behind.pid()), 0, "not next in line yet");
+    release.go();
+    let (code, stderr) = leader.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    // The one ahead now leads; once it marks since when, the one behind
+    // learns that it is next.
+    await_condition(LIMIT, "the guardian of the one behind", || {
+        guardians_of(behind.pid()) == 1
+    });
+    assert_eq!(etcd.candidates(name).len(), 2, "its turn has not come");
+    send(next.pid(), nix::sys::signal::Signal::SIGTERM);
+    let (code, stderr) = next.finish(LIMIT);
+    assert_eq!(code, Some(143), "{stderr}");
+    let (code, stderr) = behind.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+}

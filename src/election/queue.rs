@@ -79,9 +79,11 @@ impl Election<'_> {
     ///   see any runner go: with one runner, that is the key just ahead;
     ///   with more, it watches the prefix for deletions (the one waiter that
     ///   does);
-    /// - every other waiter watches the key just ahead, and with more than
-    ///   one runner wakes on its rewrite too: that is the waiter ahead
-    ///   proving its win, which makes this one the first waiter.
+    /// - every other waiter watches the key just ahead, and wakes on its
+    ///   rewrite too: that is the waiter ahead proving its win (more than
+    ///   one runner) or marking since when it leads (one runner, once its
+    ///   command has run a second), either of which makes this one the
+    ///   first waiter, which starts its guardian.
     async fn look_ahead(&self, candidate: &Candidate, lease_id: i64) -> Result<Ahead> {
         let ahead = in_line(SortOrder::Descend, FIRST_PAGE)
             .with_max_create_revision(candidate.revision - 1);
@@ -115,7 +117,7 @@ impl Election<'_> {
             (false, false) => Watch {
                 key: nearest.key().to_vec(),
                 watched: Watched::Key,
-                wake_on_put: self.slots > 1,
+                wake_on_put: true,
                 first_waiter,
             },
         };
