@@ -27,7 +27,7 @@
 use std::ffi::{CString, OsString};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use nix::fcntl::OFlag;
 use nix::libc;
@@ -71,9 +71,28 @@ impl Guard {
         };
         let exe = CString::new(exe.as_os_str().as_bytes())?;
         let name = CString::new(GUARD_NAME)?;
-        let variable = CString::new(format!("{GUARD_VARIABLE}={}", std::process::id()))?;
+        // leaderrun's own environment (the dynamic loader may need some of
+        // it, LD_LIBRARY_PATH say), and the variable that makes it the
+        // guardian.
+        let mut environment: Vec<CString> = std::env::vars_os()
+            .filter(|(name, _)| name != GUARD_VARIABLE)
+            .filter_map(|(name, value)| {
+                let mut pair = name.into_vec();
+                pair.push(b'=');
+                pair.extend(value.into_vec());
+                CString::new(pair).ok()
+            })
+            .collect();
+        environment.push(CString::new(format!(
+            "{GUARD_VARIABLE}={}",
+            std::process::id()
+        ))?);
         let argv = [name.as_ptr(), std::ptr::null()];
-        let envp = [variable.as_ptr(), std::ptr::null()];
+        let envp: Vec<*const libc::c_char> = environment
+            .iter()
+            .map(|pair| pair.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
         let null = nix::fcntl::open(
             "/dev/null",
             OFlag::O_RDWR | OFlag::O_CLOEXEC,
