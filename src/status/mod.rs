@@ -77,12 +77,19 @@ pub struct Report {
 }
 
 impl Report {
+    /// The line, the `--once-per` marker and the records are read at once;
+    /// the leader's lease after, once it is known.
     async fn read(connection: &Connection, election: &str) -> Result<Report> {
+        let (snapshot, marker, records) = tokio::try_join!(
+            election::read_leader(connection, election),
+            once_per::current(connection, election),
+            record::read(connection, election),
+        )?;
         let election::Snapshot {
             leader,
             runners,
             candidates,
-        } = election::read_leader(connection, election).await?;
+        } = snapshot;
         let ttl = match &leader {
             Some(leader) => connection
                 .time_left(leader.lease)
@@ -99,8 +106,8 @@ impl Report {
             runners,
             leader,
             ttl,
-            marker: once_per::current(connection, election).await?,
-            records: record::read(connection, election).await?,
+            marker,
+            records,
         })
     }
 }
