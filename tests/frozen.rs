@@ -18,24 +18,12 @@ fn dial_timeout() -> [String; 2] {
     ["--dial-timeout".into(), seconds(DIAL_TIMEOUT)]
 }
 
-/// A leader that holds `name` until it is killed.
-fn leader(etcd: &Etcd, name: &str, dir: &std::path::Path) -> Replica {
-    let pidfile = dir.join("leader");
-    let leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--"])
-            .args(pid_job(&pidfile)),
-    );
-    read_pid(&pidfile, Duration::from_secs(10));
-    leader
-}
-
 #[test]
 fn sigint_to_a_queued_replica_exits_at_once() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let name = "jobs/frozen-queued";
-    let _leader = leader(&etcd, name, dir.path());
+    let (_leader, _) = pid_job_leader(&etcd, name, dir.path());
     let mut waiter = Replica::spawn(
         leaderrun(&etcd.endpoint())
             .args(["--name", name, "--wait"])
@@ -61,7 +49,7 @@ fn the_wait_timeout_holds() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let name = "jobs/frozen-timeout";
-    let _leader = leader(&etcd, name, dir.path());
+    let (_leader, _) = pid_job_leader(&etcd, name, dir.path());
     let wait_timeout = Duration::from_secs(4);
     let started = Instant::now();
     let mut waiter = Replica::spawn(

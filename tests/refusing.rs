@@ -19,13 +19,7 @@ fn waiter_refused_a_new_lease(
     extra: &[&str],
     dir: &std::path::Path,
 ) -> (Replica, Replica, Instant) {
-    let pidfile = dir.join("leader");
-    let leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--"])
-            .args(pid_job(&pidfile)),
-    );
-    read_pid(&pidfile, Duration::from_secs(10));
+    let (leader, _) = pid_job_leader(etcd, name, dir);
     let started = Instant::now();
     // A short TTL: the waiter hears of its revoked lease within a second.
     let waiter = Replica::spawn(

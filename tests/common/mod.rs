@@ -992,6 +992,19 @@ pub fn pid_job(pidfile: &Path) -> Vec<String> {
     ]
 }
 
+/// A leader of `name` running [`pid_job`] (its pid file in `dir`), once its
+/// command runs: the replica, and the command's pid.
+pub fn pid_job_leader(etcd: &Etcd, name: &str, dir: &Path) -> (Replica, i32) {
+    let pidfile = dir.join("leader");
+    let leader = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    (leader, pid)
+}
+
 /// A job that records whether process `other` still ran when it started.
 pub fn checking_job(other: i32, report: &Path) -> Vec<String> {
     let script = format!(
