@@ -57,30 +57,39 @@ fn a_run_records_its_end_in_one_write_beside_the_revoke() {
     assert!(token > 0);
 }
 
-/// Writes `record` (a JSON object) as the election's `.last-finished`.
-fn put_record(etcd: &Etcd, name: &str, token: i64) {
-    let record = serde_json::json!({
+/// A whole record with `token`, as JSON.
+fn record_with(token: i64) -> String {
+    serde_json::json!({
         "host": "elsewhere", "pid": 1, "token": token, "command": "other",
         "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z",
         "duration_s": 1.0, "exit_code": 0, "outcome": "succeeded",
-    });
-    etcd.put(&format!("{name}.last-finished"), &record.to_string(), 0);
+    })
+    .to_string()
 }
 
 #[test]
 fn a_record_written_while_we_ran_is_replaced_only_if_older() {
     let etcd = Etcd::start();
-    for (name, theirs, ours_wins) in [
-        ("jobs/handoff-older", 1, true),
-        ("jobs/handoff-newer", i64::MAX / 2, false),
+    let newer = i64::MAX / 2;
+    for (name, theirs, token, ours_wins) in [
+        ("jobs/handoff-older", record_with(1), 1, true),
+        ("jobs/handoff-newer", record_with(newer), newer, false),
+        // A newer version's record that this one cannot read whole (an
+        // outcome it does not know): still fenced by its token.
+        (
+            "jobs/handoff-partial",
+            format!(r#"{{"token":{newer},"outcome":"postponed"}}"#),
+            newer,
+            false,
+        ),
     ] {
         let (mut leader, release) = lead_until_released(&etcd, name);
-        put_record(&etcd, name, theirs);
+        etcd.put(&format!("{name}.last-finished"), &theirs, 0);
         release.go();
         let (code, stderr) = leader.finish(LIMIT);
         assert_eq!(code, Some(0), "{stderr}");
         let (_, recorded) = last_finished(&etcd, name);
-        assert_eq!(recorded != theirs, ours_wins, "{name}: token {recorded}");
+        assert_eq!(recorded != token, ours_wins, "{name}: token {recorded}");
     }
 }
 

@@ -35,6 +35,30 @@ fn an_overwritten_leader_key_is_loss_of_leadership() {
     assert!(stderr.contains("overwritten"), "{stderr}");
 }
 
+/// A waiter whose key is overwritten says so when its turn comes (not that
+/// its key disappeared), and queues again, behind the stale key.
+#[test]
+fn an_overwritten_waiter_key_is_named_as_overwritten() {
+    let etcd = Etcd::start();
+    let name = "jobs/overwait";
+    let dir = tempfile::tempdir().unwrap();
+    let (leader, _) = pid_job_leader(&etcd, name, dir.path());
+    let waiter = Replica::spawn(
+        leaderrun(&etcd.endpoint()).args(["-v", "--name", name, "--wait", "--", "true"]),
+    );
+    let limit = Duration::from_secs(20);
+    await_condition(limit, "the waiter to queue", || {
+        etcd.candidates(name).len() == 2
+    });
+    etcd.put(&etcd.candidates(name)[1].0, "handwritten", 0);
+    send(leader.pid(), nix::sys::signal::Signal::SIGTERM);
+    await_condition(limit, "the waiter to say what happened", || {
+        waiter
+            .stderr_so_far()
+            .contains("our key was overwritten by another writer while queued; campaigning again")
+    });
+}
+
 /// A key with no lease under the election never expires: whoever finds it
 /// in the lead says what it is and how to remove it.
 #[test]

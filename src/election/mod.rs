@@ -169,7 +169,13 @@ impl std::fmt::Display for PlaceLost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PlaceLost::LeaseGone => f.write_str("etcd says our lease is gone"),
-            PlaceLost::Key(_) => f.write_str("our key disappeared while queued"),
+            PlaceLost::Key(KeyLoss::Deleted) => f.write_str("our key disappeared while queued"),
+            PlaceLost::Key(KeyLoss::Replaced) => {
+                f.write_str("our key was replaced by another while queued")
+            }
+            PlaceLost::Key(KeyLoss::Overwritten) => {
+                f.write_str("our key was overwritten by another writer while queued")
+            }
         }
     }
 }

@@ -183,9 +183,7 @@ async fn fenced_put(
         let mut puts = Vec::new();
         for (key, range) in keys.iter().zip(ranges(&current)) {
             let found = range.kvs.first();
-            let theirs = found
-                .and_then(|kv| decode(kv.value()))
-                .map(|record| record.token);
+            let theirs = found.and_then(|kv| token_of(kv.value()));
             if theirs.is_some_and(|theirs| theirs > record.token) {
                 tracing::debug!(key, "a newer run's record is there: left alone");
                 continue;
@@ -212,6 +210,19 @@ async fn fenced_put(
 
 fn decode(value: &[u8]) -> Option<Record> {
     serde_json::from_slice(value).ok()
+}
+
+/// The token of a stored record, read on its own: a record that is not
+/// whole to this version (a newer version's outcome, a field it lacks) is
+/// still fenced by its token.
+fn token_of(value: &[u8]) -> Option<i64> {
+    #[derive(Deserialize)]
+    struct Token {
+        token: i64,
+    }
+    serde_json::from_slice::<Token>(value)
+        .ok()
+        .map(|found| found.token)
 }
 
 /// Reads an election's records; a value that is not a record reads as
