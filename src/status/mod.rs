@@ -80,11 +80,14 @@ impl Report {
     /// The line, the `--once-per` marker and the records are read at once;
     /// the leader's lease after, once it is known.
     async fn read(connection: &Connection, election: &str) -> Result<Report> {
-        let (snapshot, marker, records) = tokio::try_join!(
+        let (snapshot, marker, records) = tokio::join!(
             election::read_leader(connection, election),
             once_per::current(connection, election),
             record::read(connection, election),
-        )?;
+        );
+        // Their errors in this order, whichever came first: the line's
+        // refusal is the one to name.
+        let (snapshot, marker, records) = (snapshot?, marker?, records?);
         let election::Snapshot {
             leader,
             runners,
