@@ -217,8 +217,8 @@ impl<'a> Campaign<'a> {
     async fn attempt(&mut self, session: &mut Session) -> Step {
         let config = self.config;
         let holder = Holder {
-            max_running: config.max_running,
-            ..Holder::for_this_process(&config.command, config.redact_args)
+            started: holder::now_rfc3339(),
+            ..config.holder.clone()
         };
         let lease = match session.grant(config.ttl).await {
             Ok(lease) => lease,

@@ -24,6 +24,7 @@ use crate::child::env;
 use crate::child::{self, job, terminal};
 use crate::cli::Cli;
 use crate::clock;
+use crate::election::holder::Holder;
 use crate::election::name;
 use crate::election::once_per::Marker;
 use crate::election::{self, Election, Leader};
@@ -53,10 +54,12 @@ pub struct Config {
     /// Say why we did not run (cron mails whatever is printed, so only when
     /// someone is watching: a terminal, or -v).
     pub explain: bool,
-    /// Keep the command's arguments out of etcd (--redact-args).
-    pub redact_args: bool,
     /// The ETCDCTL_* variables that take the command to our etcd.
     pub etcd_env: env::Variables,
+    /// Who we are, as our key and our records say (host, pid, the command
+    /// as stored, --max-running): made once, with `started` set anew
+    /// wherever it is written.
+    pub holder: Holder,
 }
 
 impl Config {
@@ -68,7 +71,12 @@ impl Config {
             Some(name) => name,
             None => name::derive(&command),
         };
+        let holder = Holder {
+            max_running: cli.election.max_running,
+            ..Holder::for_this_process(&command, cli.election.redact_args)
+        };
         Ok(Config {
+            holder,
             election,
             ttl: cli.election.ttl,
             wait: cli.election.wait,
@@ -80,7 +88,6 @@ impl Config {
             timeout: cli.child.timeout,
             max_running: cli.election.max_running,
             explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
-            redact_args: cli.election.redact_args,
             etcd_env: Vec::new(),
             command,
         })

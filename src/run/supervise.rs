@@ -21,7 +21,7 @@ use crate::child::env;
 use crate::child::guard::Guard;
 use crate::child::{Child, ChildEvent};
 use crate::clock;
-use crate::election::holder::Holder;
+use crate::election::holder::{self, Holder};
 use crate::election::record::{self, Outcome};
 use crate::election::{self, Leadership};
 use crate::etcd::Connection;
@@ -73,7 +73,10 @@ impl Supervision<'_> {
             &config.election,
         );
         env.extend(config.etcd_env.iter().cloned());
-        let holder = Holder::for_this_process(&config.command, config.redact_args);
+        let holder = Holder {
+            started: holder::now_rfc3339(),
+            ..config.holder.clone()
+        };
         let run = record::Run::new(&holder, self.leadership.token);
         let mut child = match Child::spawn(&config.command, &env, guard.pid(), guard.pipe_fd()) {
             Ok(child) => child,
