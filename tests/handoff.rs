@@ -1,8 +1,8 @@
 //! The handoff to the next in line, and what keeps it short without
 //! giving up safety: the run's records go in one write beside the lease
-//! revoke (fenced as ever), the next in line has its guardian ready before
-//! its turn, and the win is proven by the read that found it (the leader
-//! key's "since" is written after, off the path).
+//! revoke (fenced as ever), every waiter has its guardian ready before its
+//! turn, and the win is proven by the read that found it (the leader key's
+//! "since" is written after, off the path, and wakes nobody).
 
 mod common;
 use common::*;
@@ -132,6 +132,12 @@ impl Release {
     }
 }
 
+/// A candidate key's `started`: since when it queued, or leads.
+fn since(etcd: &Etcd, key: &str) -> SystemTime {
+    let value: serde_json::Value = serde_json::from_str(&etcd.get(key).expect("the key")).unwrap();
+    humantime::parse_rfc3339(value["started"].as_str().unwrap()).unwrap()
+}
+
 /// The direct children of `pid` that are leaderrun's guardian.
 fn guardians_of(pid: i32) -> usize {
     children_of(pid)
@@ -141,28 +147,22 @@ fn guardians_of(pid: i32) -> usize {
 }
 
 #[test]
-fn the_next_in_line_has_its_guardian_ready_before_its_turn() {
+fn every_waiter_has_its_guardian_ready_before_its_turn() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-guardian";
     let (mut leader, release) = lead_until_released(&etcd, name);
-    let mut next = Replica::spawn(
-        leaderrun(&etcd.endpoint()).args(["-vv", "--name", name, "--wait", "--", "true"]),
-    );
-    await_condition(LIMIT, "the next in line's guardian", || {
-        guardians_of(next.pid()) == 1
-    });
-    let mut behind = Replica::spawn(
-        leaderrun(&etcd.endpoint()).args(["-vv", "--name", name, "--wait", "--", "true"]),
-    );
-    await_condition(LIMIT, "the one behind to queue", || {
-        behind.stderr_so_far().contains("queued; watching")
-    });
+    let queue = || {
+        Replica::spawn(
+            leaderrun(&etcd.endpoint()).args(["-vv", "--name", name, "--wait", "--", "true"]),
+        )
+    };
+    let (mut next, mut behind) = (queue(), queue());
+    for waiter in [&next, &behind] {
+        await_condition(LIMIT, "a waiter's guardian", || {
+            waiter.stderr_so_far().contains("queued; watching") && guardians_of(waiter.pid()) == 1
+        });
+    }
     assert_eq!(etcd.candidates(name).len(), 3, "nobody's turn has come");
-    assert_eq!(
-        guardians_of(behind.pid()),
-        0,
-        "only the next in line starts one"
-    );
     release.go();
     for replica in [&mut leader, &mut next, &mut behind] {
         let (code, stderr) = replica.finish(LIMIT);
@@ -180,11 +180,7 @@ fn a_waiter_that_comes_to_lead_shows_since_when_it_leads() {
     );
     await_condition(LIMIT, "a waiter", || etcd.candidates(name).len() == 2);
     let waiter_key = etcd.candidates(name)[1].0.clone();
-    let started = |key: &str| -> SystemTime {
-        let value: serde_json::Value =
-            serde_json::from_str(&etcd.get(key).expect("the key")).unwrap();
-        humantime::parse_rfc3339(value["started"].as_str().unwrap()).unwrap()
-    };
+    let started = |key: &str| since(&etcd, key);
     let queued = started(&waiter_key);
     // The records say seconds: let two go by between queueing and leading.
     await_condition(LIMIT, "two seconds since the waiter queued", || {
@@ -201,7 +197,7 @@ fn a_waiter_that_comes_to_lead_shows_since_when_it_leads() {
 }
 
 #[test]
-fn the_one_behind_gets_its_guardian_once_the_one_ahead_leads() {
+fn a_leader_marking_since_when_it_leads_wakes_nobody() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-behind";
     let (mut leader, release) = lead_until_released(&etcd, name);
@@ -213,26 +209,36 @@ fn the_one_behind_gets_its_guardian_once_the_one_ahead_leads() {
         )
     };
     let mut next = queue(&["sleep", "120"]);
-    await_condition(LIMIT, "the next in line's guardian", || {
-        guardians_of(next.pid()) == 1
+    await_condition(LIMIT, "the next in line", || {
+        etcd.candidates(name).len() == 2
     });
+    let next_key = etcd.candidates(name)[1].0.clone();
     let mut behind = queue(&["true"]);
     await_condition(LIMIT, "the one behind to queue", || {
         behind.stderr_so_far().contains("queued; watching")
     });
-    assert_eq!(guardians_of(behind.pid()), 0, "not next in line yet");
+    // The records say seconds: let two go by between queueing and leading.
+    let queued = since(&etcd, &next_key);
+    await_condition(LIMIT, "two seconds since the next queued", || {
+        SystemTime::now() > queued + Duration::from_secs(2)
+    });
+    let leads_from = SystemTime::now() - Duration::from_secs(1);
     release.go();
     let (code, stderr) = leader.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
-    // The one ahead now leads; once it marks since when, the one behind
-    // learns that it is next.
-    await_condition(LIMIT, "the guardian of the one behind", || {
-        guardians_of(behind.pid()) == 1
+    // The one ahead leads, and after a second rewrites its key with since
+    // when: the one behind, watching that key, must sleep through it.
+    await_condition(LIMIT, "the new leader to mark since when it leads", || {
+        since(&etcd, &next_key) >= leads_from
     });
-    assert_eq!(etcd.candidates(name).len(), 2, "its turn has not come");
     send(next.pid(), nix::sys::signal::Signal::SIGTERM);
     let (code, stderr) = next.finish(LIMIT);
     assert_eq!(code, Some(143), "{stderr}");
     let (code, stderr) = behind.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("queued; watching").count(),
+        1,
+        "woken only by the deletion of the key ahead: {stderr}"
+    );
 }

@@ -137,11 +137,12 @@ impl Guard {
         self.pid
     }
 
-    /// Tells the guardian which group to kill should leaderrun die.
-    /// Says so if the guardian is already gone (its exec failed, or
-    /// someone killed it): the run goes on, without that protection.
-    pub fn watch(&mut self, group: Pid) {
-        self.tell(&format!("{}", group.as_raw()));
+    /// Once the command's process has been told to exec (it names its
+    /// group to the guardian itself, before the exec: see
+    /// `child::spawn`): says so if the guardian is already gone (its exec
+    /// failed, or someone killed it). The run goes on, without that
+    /// protection.
+    pub fn check(&mut self) {
         if !matches!(
             waitpid(self.pid, Some(WaitPidFlag::WNOHANG)),
             Ok(WaitStatus::StillAlive)
@@ -155,7 +156,8 @@ impl Guard {
 
     fn tell(&mut self, line: &str) {
         if let Some(pipe) = &mut self.pipe {
-            let _ = writeln!(pipe, "{line}");
+            // One write: a line never interleaves with the child's.
+            let _ = pipe.write_all(format!("{line}\n").as_bytes());
         }
     }
 
@@ -173,20 +175,8 @@ impl Guard {
 /// comes; if leaderrun exits first, whoever adopts it collects it.
 impl Drop for Guard {
     fn drop(&mut self) {
-        let pid = self.pid;
         drop(self.pipe.take());
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        runtime.spawn(async move {
-            let kind = tokio::signal::unix::SignalKind::child();
-            let Ok(mut exits) = tokio::signal::unix::signal(kind) else {
-                return;
-            };
-            while let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-                exits.recv().await;
-            }
-        });
+        super::reap_later(self.pid);
     }
 }
 

@@ -10,23 +10,24 @@ pub mod env;
 
 pub mod guard;
 pub mod job;
+pub mod spawn;
 pub mod terminal;
 
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
-use nix::unistd::{getpid, getppid, Pid};
+use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
 use tokio::signal::unix::{Signal as SignalStream, SignalKind};
 
 use crate::clock;
 use crate::exit::{CodedError, Exit};
 use job::Job;
+use spawn::Process;
 use terminal::Lent;
 
 /// Something that happened to the running command.
@@ -39,7 +40,7 @@ pub enum ChildEvent {
 }
 
 pub struct Child {
-    process: tokio::process::Child,
+    process: Process,
     /// The child's pid, which is also its process group id.
     pub group: Pid,
     job: Job,
@@ -100,59 +101,31 @@ pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
 }
 
 impl Child {
-    /// Spawns the child. Must run on the main thread: PR_SET_PDEATHSIG fires
-    /// when the spawning *thread* exits, and the main thread lives as long as
-    /// leaderrun does. `spared` is the guardian, which is not part of the job.
+    /// Spawns the command in a process group of its own (see [`spawn`]),
+    /// with `env` over leaderrun's environment. `guardian` is told the
+    /// group before the exec, and is not part of the job.
     pub fn spawn(
         command: &[OsString],
         env: &env::Variables,
-        spared: Pid,
-        guardian_pipe: std::os::fd::RawFd,
+        guardian: &guard::Guard,
     ) -> anyhow::Result<Child> {
-        // Before the spawn, so that no stop of the child goes unseen.
+        // Before the spawn, so that no stop or exit of the child goes unseen.
         let child_changes = tokio::signal::unix::signal(SignalKind::child())
             .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
         let lent = Lent::prepare();
         let take_terminal = lent.is_some();
-        let parent = getpid();
-        let mut builder = std::process::Command::new(&command[0]);
-        builder
-            .args(&command[1..])
-            .envs(env.iter().map(|(name, value)| (name, value)))
-            .process_group(0);
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            builder.pre_exec(move || {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-                // leaderrun may have died before the line above took effect.
-                if getppid() != parent {
-                    return Err(io::Error::other("leaderrun exited"));
-                }
-                // Name our group to the guardian before exec: a SIGKILL of
-                // leaderrun before its own word to the guardian would
-                // otherwise leave what the command starts running
-                // (PDEATHSIG reaches the command only, not its children).
-                tell_guardian(guardian_pipe, getpid().as_raw());
-                if take_terminal {
-                    // Restores the signal mask, which exec inherits.
-                    terminal::set_foreground(getpid());
-                }
-                Ok(())
-            });
-        }
-        let process = tokio::process::Command::from(builder)
-            .kill_on_drop(false)
-            .spawn()
+        let process = spawn::spawn(command, env, guardian.pipe_fd(), take_terminal)
             .map_err(|err| spawn_error(&command[0], err))?;
-        let group = Pid::from_raw(process.id().expect("a just-spawned child has a pid") as i32);
+        let group = process.pid;
         let mut lent = lent.unwrap_or_default();
         if take_terminal {
+            // The child did the same before its exec; this only records it.
             lent.give(group);
         }
         Ok(Child {
             process,
             group,
-            job: Job::new(group, Some(spared)),
+            job: Job::new(group, Some(guardian.pid())),
             terminal: lent,
             child_changes,
             status: None,
@@ -162,22 +135,31 @@ impl Child {
     /// The next thing that happens to the command. Adopted orphans are
     /// reaped on the way.
     pub async fn event(&mut self) -> ChildEvent {
+        let mut woken = false;
         loop {
-            tokio::select! {
-                status = self.process.wait() => {
-                    self.terminal.take_back(false);
-                    if let Ok(status) = &status {
-                        self.status = Some(*status);
-                    }
-                    return ChildEvent::Exited(status);
+            // The command's exit first: a SIGCHLD is most often that, and
+            // the walk of /proc for orphans can wait (and is only worth it
+            // once a SIGCHLD has come).
+            let exited = match self.process.try_wait() {
+                Ok(None) => None,
+                Ok(Some(status)) => {
+                    self.status = Some(status);
+                    Some(Ok(status))
                 }
-                _ = self.child_changes.recv() => {
-                    self.job.reap_orphans(self.group);
-                    if let Some(signal) = self.job_control_stop() {
-                        return ChildEvent::Stopped(signal);
-                    }
+                Err(err) => Some(Err(err)),
+            };
+            if let Some(exited) = exited {
+                self.terminal.take_back(false);
+                return ChildEvent::Exited(exited);
+            }
+            if woken {
+                self.job.reap_orphans(self.group);
+                if let Some(signal) = self.job_control_stop() {
+                    return ChildEvent::Stopped(signal);
                 }
             }
+            self.child_changes.recv().await;
+            woken = true;
         }
     }
 
@@ -278,6 +260,23 @@ impl Child {
     pub fn restore_terminal(&mut self) {
         self.terminal.take_back(true);
     }
+}
+
+/// Collects the exit of `pid`, a child of ours, as SIGCHLD comes, in a task
+/// of the runtime; if leaderrun exits first, whoever adopts it does.
+fn reap_later(pid: Pid) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let kind = SignalKind::child();
+        let Ok(mut exits) = tokio::signal::unix::signal(kind) else {
+            return;
+        };
+        while let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            exits.recv().await;
+        }
+    });
 }
 
 /// Writes `group` and a newline to the guardian's pipe. Async-signal-safe:

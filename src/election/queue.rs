@@ -17,15 +17,11 @@ impl Election<'_> {
     /// Waits until every key ahead of ours is gone, watching only the one just
     /// ahead (no herd, no polling). Returns when it is our turn, or when our key
     /// disappeared (lease lost) so the caller must start again.
-    ///
-    /// `next_in_line` is called each time we are found to be the first
-    /// waiter (only the runners ahead): the caller's chance to get ready.
     pub async fn wait_for_turn(
         &self,
         candidate: &Candidate,
         lease_id: i64,
         lease: &mut watch::Receiver<LeaseState>,
-        mut next_in_line: impl FnMut(),
     ) -> Turn {
         let mut backoff = Backoff::new(retry::KEEPING);
         let mut broken_watches = Backoff::new(retry::KEEPING);
@@ -49,9 +45,6 @@ impl Election<'_> {
                 }
             };
             backoff.reset();
-            if ahead.first_waiter {
-                next_in_line();
-            }
             let watched = String::from_utf8_lossy(&ahead.key).into_owned();
             tracing::debug!(%watched, "queued; watching");
             let mut from = revision + 1;
@@ -79,11 +72,11 @@ impl Election<'_> {
     ///   see any runner go: with one runner, that is the key just ahead;
     ///   with more, it watches the prefix for deletions (the one waiter that
     ///   does);
-    /// - every other waiter watches the key just ahead, and wakes on its
-    ///   rewrite too: that is the waiter ahead proving its win (more than
-    ///   one runner) or marking since when it leads (one runner, once its
-    ///   command has run a second), either of which makes this one the
-    ///   first waiter, which starts its guardian.
+    /// - every other waiter watches the key just ahead; with more than one
+    ///   runner it wakes on its rewrite too: that is the waiter ahead
+    ///   proving its win, which makes this one the first waiter, the one
+    ///   that must watch the prefix. With one runner a rewrite (the leader
+    ///   marking since when it leads) wakes nobody.
     async fn look_ahead(&self, candidate: &Candidate, lease_id: i64) -> Result<Ahead> {
         let ahead = in_line(SortOrder::Descend, FIRST_PAGE)
             .with_max_create_revision(candidate.revision - 1);
@@ -112,13 +105,11 @@ impl Election<'_> {
                 key: name::prefix(self.name).into_bytes(),
                 watched: Watched::Prefix,
                 wake_on_put: false,
-                first_waiter,
             },
             (false, false) => Watch {
                 key: nearest.key().to_vec(),
                 watched: Watched::Key,
-                wake_on_put: true,
-                first_waiter,
+                wake_on_put: self.slots > 1,
             },
         };
         Ok(Ahead::Watch(watch, revision))
@@ -142,8 +133,6 @@ struct Watch {
     watched: Watched,
     /// Deletions always wake; a rewrite only when this is set.
     wake_on_put: bool,
-    /// Only the runners are ahead: we are next.
-    first_waiter: bool,
 }
 
 /// Resolves once the lease is gone. Renewals change the lease's state too,

@@ -9,9 +9,9 @@
 //! queue key) is revoked on every path, and a window is given back on every
 //! path where the command did not start.
 //!
-//! The guardian is the campaign's to start: while we wait as the next in
-//! line, so that it is ready when our turn comes, or at the latest once
-//! the win is proven.
+//! The guardian comes to the campaign already started (see `run`), so that
+//! it is ready when our turn comes; the campaign starts it only if that
+//! failed, once the win is proven.
 //!
 //! The campaign itself never looks at signals or the user's deadline: the
 //! caller races it against them and drops it, which cancels whatever request
@@ -152,19 +152,24 @@ pub struct Campaign<'a> {
     /// someone ahead), or an attempt failed: --wait-timeout may end the wait
     /// from then on, so that `--wait-timeout 0` tries once, as `flock -w 0`.
     looked: tokio::sync::watch::Sender<bool>,
-    /// The guardian, started ahead of our turn (see `queue`).
+    /// The guardian, started before the campaign.
     guard: Option<Guard>,
 }
 
 impl<'a> Campaign<'a> {
-    pub fn new(config: &'a Config, connection: &'a Connection, phase: &'a Cell<Phase>) -> Self {
+    pub fn new(
+        config: &'a Config,
+        connection: &'a Connection,
+        phase: &'a Cell<Phase>,
+        guard: Option<Guard>,
+    ) -> Self {
         Campaign {
             config,
             connection,
             phase,
             queued_before: false,
             looked: tokio::sync::watch::Sender::new(false),
-            guard: None,
+            guard,
         }
     }
 
@@ -288,16 +293,8 @@ impl<'a> Campaign<'a> {
         let proven_at = match proven_at {
             Some(revision) => revision,
             None => {
-                let guard = &mut self.guard;
-                let next_in_line = || {
-                    // Off the next leader's path: ready before our turn.
-                    if guard.is_none() {
-                        *guard = Guard::start().ok();
-                        tracing::trace!("next in line; guardian started");
-                    }
-                };
                 let turn = election
-                    .wait_for_turn(&candidate, lease.id, &mut lease.watch(), next_in_line)
+                    .wait_for_turn(&candidate, lease.id, &mut lease.watch())
                     .await;
                 match turn {
                     Turn::Ours(revision) => revision,
@@ -332,9 +329,9 @@ impl<'a> Campaign<'a> {
         }
     }
 
-    /// Starts the guardian (unless it is ready), then claims the window: in
-    /// that order, so that a guardian that cannot start never uses up a
-    /// window.
+    /// Starts the guardian (unless it is ready, as it almost always is), then
+    /// claims the window: in that order, so that a guardian that cannot
+    /// start never uses up a window.
     async fn claim(
         &mut self,
         session: &mut Session,

@@ -21,6 +21,7 @@ use anyhow::{Context, Result};
 use nix::sys::signal::Signal;
 
 use crate::child::env;
+use crate::child::guard::Guard;
 use crate::child::{self, job, terminal};
 use crate::cli::Cli;
 use crate::clock;
@@ -63,6 +64,14 @@ pub struct Config {
 }
 
 impl Config {
+    /// The command's environment over leaderrun's own: the election's
+    /// variables and the ETCDCTL_* ones.
+    pub fn command_env(&self, token: i64, key: &str, lease: i64) -> env::Variables {
+        let mut variables = env::election(token, key, lease, &self.election);
+        variables.extend(self.etcd_env.iter().cloned());
+        variables
+    }
+
     fn from_cli(cli: Cli) -> Result<Config> {
         let command = cli.command;
         child::resolve(&command[0])?;
@@ -100,6 +109,13 @@ pub async fn run(cli: Cli) -> Result<i32> {
     let connection_args = cli.connection.clone();
     let mut config = Config::from_cli(cli)?;
     tracing::info!("election {}", config.election);
+    // The guardian first, while leaderrun is small and before anything
+    // waits on etcd: its start is then off the path between winning and
+    // running, for a waiter and a first try alike. One that fails to start
+    // is tried again once we win, and that failure is fatal.
+    let guard = Guard::start()
+        .inspect_err(|err| tracing::debug!("starting the guardian: {err}; trying again on winning"))
+        .ok();
     // A dead connection must break the keep-alive stream well within the
     // TTL: ping every third of it.
     let ping = (config.ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
@@ -111,12 +127,14 @@ pub async fn run(cli: Cli) -> Result<i32> {
     let phase = Cell::new(Phase::Dialling);
     let mut session = Session::new(connection.clone());
     let mut ended = None;
+    let mut guardian = guard;
     let result = lead(
         &config,
         &connection,
         &mut signals,
         &mut session,
         &phase,
+        &mut guardian,
         &mut ended,
     )
     .await;
@@ -131,6 +149,11 @@ pub async fn run(cli: Cli) -> Result<i32> {
         None => session.give_back().await,
     }
     tracing::trace!("given back");
+    // Only now: the job is gone, and the next leader is not kept waiting
+    // while the guardian wakes and exits.
+    if let Some(guard) = guardian {
+        guard.release();
+    }
     result
 }
 
@@ -141,12 +164,16 @@ async fn lead(
     signals: &mut Signals,
     session: &mut Session,
     phase: &Cell<Phase>,
+    guardian: &mut Option<Guard>,
     ended: &mut Option<election::record::Ended>,
 ) -> Result<i32> {
     let give_up_at = config
         .wait_timeout
         .map(|timeout| clock::Instant::now() + timeout);
-    let mut campaign = Campaign::new(config, connection, phase);
+    // The campaign holds the guardian until we win (dropped with it, the
+    // guardian exits); a win hands it back in `guardian`, where it stays
+    // until we have resigned.
+    let mut campaign = Campaign::new(config, connection, phase, guardian.take());
     // --wait-timeout ends the wait, but never before the first look at the
     // queue: `--wait-timeout 0` tries once. Reaching etcd at all is bounded
     // by --dial-timeout.
@@ -167,7 +194,7 @@ async fn lead(
         Err(event) => return Ok(interrupted(config, connection, phase.get(), event, policy).await),
     };
     let (leadership, guard) = match outcome {
-        Outcome::Won(leadership, guard) => (leadership, guard),
+        Outcome::Won(leadership, guard) => (leadership, guardian.insert(guard)),
         Outcome::Held(leader) => {
             explain_conflict(config, leader.as_ref(), "");
             return Ok(config.conflict_code);

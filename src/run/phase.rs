@@ -5,16 +5,16 @@
 //!
 //! | phase      | what leaderrun does                                             |
 //! |------------|-----------------------------------------------------------------|
-//! | Dialling   | connects to etcd                                                |
+//! | Dialling   | starts the guardian, connects to etcd                           |
 //! | Granting   | asks for a lease                                                |
 //! | Joining    | writes its candidate key (or, without --wait, tries to lead)    |
-//! | Waiting    | watches the key ahead of it; next in line, starts the guardian  |
+//! | Waiting    | watches the key ahead of it                                     |
 //! | Proving    | its key alive and first, read at one revision (N > 1: a txn)    |
-//! | Claiming   | starts the guardian if not yet; claims the --once-per window    |
+//! | Claiming   | the guardian again if it failed to start; the --once-per window |
 //! | Running    | the command runs                                                |
 //! | Stopping   | the kill schedule: --kill-signal, the grace, SIGKILL            |
 //! | Resigning  | revokes its lease (and an unspent window), the records right    |
-//! |            | behind, each within a short bound                               |
+//! |            | behind, each within a short bound; then releases the guardian   |
 //!
 //! The events, and what each does ([`decide`] is this table, as code):
 //!

@@ -17,7 +17,6 @@ use nix::sys::signal::Signal;
 use super::phase::{decide, Action, Event, Loss, Phase, Policy};
 use super::schedule::KillSchedule;
 use super::Config;
-use crate::child::env;
 use crate::child::guard::Guard;
 use crate::child::{Child, ChildEvent};
 use crate::clock;
@@ -52,7 +51,7 @@ impl Supervision<'_> {
     pub async fn run(
         &self,
         signals: &mut Signals,
-        mut guard: Guard,
+        guard: &mut Guard,
         started: impl FnOnce(),
         ended: &mut Option<record::Ended>,
     ) -> Result<i32> {
@@ -66,22 +65,16 @@ impl Supervision<'_> {
                 humantime::format_duration(self.lease.ttl)
             );
         }
-        let mut env = env::election(
-            self.leadership.token,
-            &self.leadership.key,
-            self.lease.id,
-            &config.election,
-        );
-        env.extend(config.etcd_env.iter().cloned());
+        let token = self.leadership.token;
+        let env = config.command_env(token, &self.leadership.key, self.lease.id);
         let holder = Holder {
             started: holder::now_rfc3339(),
             ..config.holder.clone()
         };
-        let run = record::Run::new(&holder, self.leadership.token);
-        let mut child = match Child::spawn(&config.command, &env, guard.pid(), guard.pipe_fd()) {
+        let run = record::Run::new(&holder, token);
+        let mut child = match Child::spawn(&config.command, &env, guard) {
             Ok(child) => child,
             Err(err) => {
-                guard.release();
                 let not_started = run.ended(Outcome::NotStarted, Some(exit::code_of(&err)));
                 *ended = Some(record::Ended::new(
                     not_started,
@@ -91,7 +84,7 @@ impl Supervision<'_> {
                 return Err(err);
             }
         };
-        guard.watch(child.group);
+        guard.check();
         tracing::trace!(pid = child.group.as_raw(), "command spawned");
         started();
         let start = record::start(
@@ -105,6 +98,7 @@ impl Supervision<'_> {
         let ending = self
             .while_leading(&mut child, signals, schedule, timeout_at)
             .await;
+
         let kill = KillSequence {
             signal: config.kill_signal,
             kill_at: schedule.kill_at(self.lease.state().expires),
@@ -155,8 +149,6 @@ impl Supervision<'_> {
                 Exit::TimedOut.code()
             }
         };
-        guard.release();
-        tracing::trace!("guardian released");
         *ended = Some(record::Ended::new(
             run.ended(outcome, Some(code)),
             Some(start),

@@ -1,0 +1,214 @@
+//! Starting the command's process: `clone(CLONE_VM | CLONE_VFORK)`, as
+//! glibc's `posix_spawn` does, with leaderrun's own steps before the exec.
+//!
+//! std's `Command` forks once a `pre_exec` step is set: leaderrun's page
+//! tables are copied, and every page it writes afterwards is copied again,
+//! all on the next leader's path. Here the child borrows leaderrun's memory
+//! until it execs (leaderrun waits, as for any spawn, so an exec that fails
+//! is reported at once). What the child does before the exec is what the
+//! safety of the run needs, nothing more:
+//! - a process group of its own (the job, stopped and killed as one);
+//! - PR_SET_PDEATHSIG, and a check that leaderrun has not died already;
+//! - its group named to the guardian, so that a SIGKILL of leaderrun from
+//!   here on still stops everything the command starts;
+//! - the terminal's foreground, when leaderrun holds it;
+//! - signal handlers back to their defaults (and SIGPIPE, which Rust
+//!   ignores), no signal blocked.
+//!
+//! The child shares leaderrun's memory: it makes only system calls, on
+//! memory made before the clone, and writes nothing but the errno of a
+//! failed exec. Every signal is blocked across the clone, so no handler of
+//! leaderrun's runs in it.
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::libc;
+use nix::unistd::Pid;
+
+use super::env;
+
+/// The child's stack until its exec: system calls only, a few frames, and
+/// glibc's `execvpe`, which holds on the stack a path (at most PATH_MAX
+/// and NAME_MAX) and, for a script without `#!`, an argv one longer than
+/// the command's (counted in [`stack_size`]).
+const STACK: usize = 64 * 1024;
+
+/// The command's process.
+pub struct Process {
+    pub pid: Pid,
+}
+
+/// What the child needs, all made before the clone.
+struct Plan {
+    parent: libc::pid_t,
+    guardian: RawFd,
+    take_terminal: bool,
+    program: CString,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    /// The errno of a failed exec, written by the child.
+    failure: AtomicI32,
+}
+
+/// Starts `command` with `env` over leaderrun's own environment; returns
+/// once it has exec'd. `guardian` is the pipe it names its group on; with
+/// `take_terminal` it makes its group the terminal's foreground group.
+pub fn spawn(
+    command: &[OsString],
+    env: &env::Variables,
+    guardian: RawFd,
+    take_terminal: bool,
+) -> io::Result<Process> {
+    let args = command
+        .iter()
+        .map(|arg| CString::new(arg.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let environment = environment(env)?;
+    let plan = Plan {
+        parent: nix::unistd::getpid().as_raw(),
+        guardian,
+        take_terminal,
+        program: CString::new(command[0].as_bytes())?,
+        argv: pointers(&args),
+        envp: pointers(&environment),
+        failure: AtomicI32::new(0),
+    };
+    let size = stack_size(plan.argv.len());
+    let mut stack = vec![0u8; size];
+    // SAFETY: the stack outlives the child's use of it (CLONE_VFORK: we
+    // resume once it has exec'd or exited), and `plan` too; every signal is
+    // blocked across the clone and restored after.
+    let pid = unsafe {
+        let top = stack.as_mut_ptr().add(size);
+        let top = top.sub(top as usize % 16);
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut before);
+        let pid = libc::clone(
+            run_child,
+            top.cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&plan as *const Plan).cast_mut().cast(),
+        );
+        let err = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+        if pid == -1 {
+            return Err(err);
+        }
+        pid
+    };
+    let process = Process {
+        pid: Pid::from_raw(pid),
+    };
+    match plan.failure.load(Ordering::Acquire) {
+        0 => Ok(process),
+        errno => {
+            // It has exited: collect it.
+            let _ = process.wait_blocking();
+            Err(io::Error::from_raw_os_error(errno))
+        }
+    }
+}
+
+impl Process {
+    /// The exit status, if the process has exited (reaped now).
+    pub fn try_wait(&self) -> io::Result<Option<ExitStatus>> {
+        self.wait_with(libc::WNOHANG)
+    }
+
+    fn wait_blocking(&self) -> io::Result<Option<ExitStatus>> {
+        self.wait_with(0)
+    }
+
+    fn wait_with(&self, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, into a local.
+        match unsafe { libc::waitpid(self.pid.as_raw(), &mut status, flags) } {
+            0 => Ok(None),
+            -1 => Err(io::Error::last_os_error()),
+            _ => Ok(Some(ExitStatus::from_raw(status))),
+        }
+    }
+}
+
+/// The child, on leaderrun's memory until the exec: system calls only.
+extern "C" fn run_child(plan: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `plan` points to the parent's Plan, alive until we exec or
+    // exit (CLONE_VFORK); only system calls follow.
+    unsafe {
+        let plan = &*(plan as *const Plan);
+        // The handler table is the child's own copy: leaderrun's handlers
+        // back to the defaults the exec would give; SIGPIPE too.
+        for signal in 1..libc::SIGRTMAX() {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_DFL
+                && (old.sa_sigaction != libc::SIG_IGN || signal == libc::SIGPIPE)
+            {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+        libc::setpgid(0, 0);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != plan.parent {
+            libc::_exit(127);
+        }
+        // Name our group to the guardian before the exec: a SIGKILL of
+        // leaderrun from here on would otherwise leave what the command
+        // starts running (PDEATHSIG reaches this process only).
+        super::tell_guardian(plan.guardian, libc::getpid());
+        if plan.take_terminal {
+            // SIGTTOU, which tcsetpgrp raises from a background group, is
+            // blocked (every signal is, until the line below).
+            libc::tcsetpgrp(0, libc::getpid());
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        libc::execvpe(
+            plan.program.as_ptr(),
+            plan.argv.as_ptr(),
+            plan.envp.as_ptr(),
+        );
+        plan.failure
+            .store(*libc::__errno_location(), Ordering::Release);
+        libc::_exit(127)
+    }
+}
+
+/// The child's stack for a command of `pointers` argv pointers (the null
+/// included): [`STACK`], and room for execvpe's argv for a script.
+fn stack_size(pointers: usize) -> usize {
+    STACK + (pointers + 2) * std::mem::size_of::<*const libc::c_char>()
+}
+
+/// leaderrun's environment with `env` over it, as `NAME=value` strings.
+fn environment(env: &env::Variables) -> io::Result<Vec<CString>> {
+    let overridden = |name: &OsString| env.iter().any(|(over, _)| name == over);
+    std::env::vars_os()
+        .filter(|(name, _)| !overridden(name))
+        .chain(env.iter().map(|(name, value)| (name.into(), value.clone())))
+        .map(|(name, value)| {
+            let mut pair = name.into_vec();
+            pair.push(b'=');
+            pair.extend(value.into_vec());
+            CString::new(pair).map_err(io::Error::from)
+        })
+        .collect()
+}
+
+/// A null-terminated array of pointers to `strings`.
+fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|string| string.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
