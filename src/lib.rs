@@ -89,6 +89,7 @@ fn print_docs(text: &[u8]) -> i32 {
 /// one line on stderr and its exit code.
 fn execute(verbose: u8, work: impl std::future::Future<Output = anyhow::Result<i32>>) -> i32 {
     logging::init(verbose);
+    signals::unblock_listened();
     if let Err(message) = enough_file_descriptors() {
         logging::say(Level::Error, &format!("error: {message}"));
         return Exit::Internal.code();
@@ -168,10 +169,8 @@ fn usage_error(err: &clap::Error) -> i32 {
         let _ = err.print();
         return Exit::Success.code();
     }
-    eprintln!(
-        "leaderrun: error: {} (see 'leaderrun --help')",
-        one_line(err)
-    );
+    let line = format!("error: {} (see 'leaderrun --help')", one_line(err));
+    logging::say(Level::Error, &line);
     Exit::Internal.code()
 }
 

@@ -7,6 +7,7 @@
 //! every line on stderr one JSON object, in the shape tracing's JSON lines
 //! have: `{"timestamp", "level", "fields": {"message"}, "target"}`.
 
+use std::io::Write;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
@@ -44,9 +45,13 @@ pub fn init(verbose: u8) {
             _ => EnvFilter::new("leaderrun=trace,etcd_client=debug,tonic=debug,h2=info"),
         },
     };
+    // A stderr that fails (a full disk, a reader gone) loses the line, and
+    // that is all: tracing-subscriber would otherwise report it with
+    // `eprintln!`, which panics on that same stderr.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_ansi(false);
     let _ = match format() {
         LogFormat::Text => builder.with_target(false).try_init(),
@@ -64,10 +69,12 @@ pub enum Level {
 
 /// One of leaderrun's own lines on stderr: `leaderrun: MESSAGE`, or its
 /// JSON object. Written whatever the verbosity: the callers decide when.
+/// A stderr that fails (`2>/dev/full`, a closed pipe) loses the line; the
+/// exit code still says what happened.
 pub fn say(level: Level, message: &str) {
     let line = format!("leaderrun: {message}");
-    match format() {
-        LogFormat::Text => eprintln!("{line}"),
+    let text = match format() {
+        LogFormat::Text => line,
         LogFormat::Json => {
             let level = match level {
                 Level::Error => "ERROR",
@@ -80,7 +87,8 @@ pub fn say(level: Level, message: &str) {
                 "fields": { "message": line },
                 "target": "leaderrun",
             });
-            eprintln!("{object}");
+            object.to_string()
         }
-    }
+    };
+    let _ = writeln!(std::io::stderr(), "{text}");
 }

@@ -9,6 +9,34 @@
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, Signal as Stream, SignalKind};
 
+/// Every signal leaderrun listens for: the four it passes on, SIGCHLD (the
+/// command's exit and stops) and SIGCONT (job control).
+const LISTENED: [Signal; 6] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGCHLD,
+    Signal::SIGCONT,
+];
+
+/// Unblocks the signals leaderrun listens for, which whoever started it
+/// may have blocked (a blocked mask is inherited across exec): blocked,
+/// SIGCHLD would never say the command exited, and leaderrun would hold
+/// leadership for good. Called before the runtime starts a thread, so
+/// that every thread has them unblocked.
+pub fn unblock_listened() {
+    let mut set = nix::sys::signal::SigSet::empty();
+    for signal in LISTENED {
+        set.add(signal);
+    }
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_UNBLOCK,
+        Some(&set),
+        None,
+    );
+}
+
 pub struct Signals {
     streams: [(Signal, Stream); 4],
 }

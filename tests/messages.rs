@@ -269,3 +269,51 @@ fn a_very_long_command_line_runs() {
         done.stderr
     );
 }
+
+/// A stderr that fails (`2>/dev/full`, a reader that went away) loses
+/// leaderrun's lines, and nothing else: the exit codes stay the contract,
+/// and nothing panics.
+#[test]
+fn a_stderr_that_fails_changes_no_exit_code() {
+    let etcd = Etcd::start();
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let cases: [(&[&str], i32); 3] = [
+        (
+            &["--name", "jobs/full", "--", "nonexistent-command-zz"],
+            127,
+        ),
+        (
+            &["-vv", "--name", "jobs/full", "--", "sh", "-c", "exit 3"],
+            3,
+        ),
+        (
+            &[
+                "-v",
+                "--name",
+                "jobs/full",
+                "--timeout",
+                "1s",
+                "--",
+                "sleep",
+                "60",
+            ],
+            123,
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut command = leaderrun(&etcd.endpoint());
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(full());
+        let mut child = command.spawn().expect("leaderrun starts");
+        let status = wait_within(&mut child, Duration::from_secs(30), "leaderrun");
+        assert_eq!(status.code(), Some(expected), "{args:?}");
+    }
+}

@@ -150,3 +150,42 @@ fn sigint_while_etcd_is_frozen_mid_campaign_exits_at_once_and_never_runs() {
     });
     assert!(!ran.exists(), "the signalled waiter's command ran");
 }
+
+/// A blocked signal mask is inherited across exec: started with every
+/// signal blocked, leaderrun still sees its command exit (SIGCHLD) and
+/// still passes SIGTERM on, instead of holding leadership for good.
+#[test]
+fn signals_blocked_by_whoever_started_leaderrun_still_reach_it() {
+    use std::os::unix::process::CommandExt;
+    let block_all = |command: &mut std::process::Command| {
+        // SAFETY: one system call between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                let all = nix::sys::signal::SigSet::all();
+                nix::sys::signal::pthread_sigmask(
+                    nix::sys::signal::SigmaskHow::SIG_BLOCK,
+                    Some(&all),
+                    None,
+                )
+                .map_err(std::io::Error::from)
+            });
+        }
+    };
+    let etcd = Etcd::start();
+    let mut exits = leaderrun(&etcd.endpoint());
+    exits.args(["--name", "jobs/blocked", "--", "sh", "-c", "exit 4"]);
+    block_all(&mut exits);
+    let ran = run_within(&mut exits, Duration::from_secs(30));
+    assert_eq!(ran.code, Some(4), "{}", ran.stderr);
+
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!("echo $$ > '{}'; exec sleep 100", pidfile.display());
+    let mut runs = leaderrun(&etcd.endpoint());
+    runs.args(["--name", "jobs/blocked", "--", "sh", "-c", &script]);
+    block_all(&mut runs);
+    let mut replica = Replica::spawn(&mut runs);
+    let child = read_pid(&pidfile, Duration::from_secs(10));
+    signal_and_expect_exit(&mut replica, Signal::SIGTERM);
+    assert!(!alive(child), "the command outlived leaderrun");
+}

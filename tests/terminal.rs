@@ -93,6 +93,39 @@ fn ctrl_z_stops_the_job_in_a_shell_and_fg_continues_it() {
     wait_within(&mut bash, limit, "the shell");
 }
 
+/// A Ctrl-Z longer than the lease allows: leaderrun renewed nothing while
+/// stopped, so on `fg` it must not continue the command (it would run
+/// without leadership); it kills it and exits 124.
+#[test]
+fn fg_after_the_lease_could_have_expired_never_continues_the_command() {
+    let etcd = Etcd::start();
+    let (mut bash, mut master) = interactive_bash(&etcd);
+    let limit = Duration::from_secs(30);
+    master
+        .write_all(b"\"$LR\" --name jobs/tstp-late --ttl 3s -- sh -c 'read a; echo \"first $a\"; read b; echo \"second $b\"'\n")
+        .unwrap();
+    await_condition(limit, "the command to start", || {
+        etcd.candidates("jobs/tstp-late").len() == 1
+    });
+    master.write_all(b"one\n").unwrap();
+    read_until(&mut master, "first one", limit);
+    master.write_all(&[0x1a]).unwrap();
+    read_until(&mut master, "Stopped", limit);
+    await_condition(limit, "the lease to expire", || {
+        etcd.candidates("jobs/tstp-late").is_empty()
+    });
+    // Were the command continued, it would read "two" and answer.
+    master.write_all(b"fg; echo exit-$?\n").unwrap();
+    master.write_all(b"two\n").unwrap();
+    let seen = read_until(&mut master, "exit-124", limit);
+    assert!(
+        !seen.contains("second two"),
+        "continued without leadership: {seen}"
+    );
+    master.write_all(b"exit\n").unwrap();
+    wait_within(&mut bash, limit, "the shell");
+}
+
 /// A command that changed the terminal's modes and was killed cannot put
 /// them back: leaderrun does, as they were when it started the command.
 #[test]

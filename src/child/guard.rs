@@ -45,6 +45,8 @@ pub struct Guard {
     /// None once closed (on drop).
     pipe: Option<std::fs::File>,
     pid: Pid,
+    /// Collected by [`Guard::release`]: nothing left for [`Drop`] to do.
+    reaped: bool,
 }
 
 /// Whether this process was started as the guardian.
@@ -121,6 +123,7 @@ impl Guard {
                 Ok(Guard {
                     pipe: Some(std::fs::File::from(write)),
                     pid: child,
+                    reaped: false,
                 })
             }
         }
@@ -161,11 +164,24 @@ impl Guard {
         }
     }
 
-    /// leaderrun has dealt with the group itself: release the guardian.
-    /// Not waited for: it exits on reading "done", and the next leader is
-    /// waiting for us to resign (see [`Drop`]).
-    pub fn release(mut self) {
+    /// At the end of a run, once we have resigned (the job gone, or never
+    /// started): tells the guardian "done", then collects its exit within
+    /// `limit`, so that no zombie is left to whoever adopts it (a PID 1
+    /// that does not reap, in a container).
+    pub async fn release(mut self, limit: std::time::Duration) {
         self.tell("done");
+        drop(self.pipe.take());
+        let pid = self.pid;
+        let collected = async {
+            let kind = tokio::signal::unix::SignalKind::child();
+            let Ok(mut exits) = tokio::signal::unix::signal(kind) else {
+                return;
+            };
+            while let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+                exits.recv().await;
+            }
+        };
+        self.reaped = crate::clock::timeout(limit, collected).await.is_some();
     }
 }
 
@@ -176,7 +192,9 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         drop(self.pipe.take());
-        super::reap_later(self.pid);
+        if !self.reaped {
+            super::reap_later(self.pid);
+        }
     }
 }
 

@@ -186,8 +186,10 @@ impl Child {
     /// its job stopped and gives the prompt back. On `fg` (leaderrun is in
     /// the foreground again) it hands the terminal back; on `fg` or `bg` it
     /// continues the job. While stopped, leaderrun renews nothing: a stop
-    /// longer than the lease allows ends with the job killed on resume.
-    pub fn follow_stop(&mut self, signal: Signal) {
+    /// longer than the lease allows ends with the job killed on resume:
+    /// `may_continue`, asked once leaderrun runs again, says whether the
+    /// job may be continued at all.
+    pub fn follow_stop(&mut self, signal: Signal, may_continue: impl FnOnce() -> bool) {
         tracing::debug!(
             ?signal,
             "the command stopped for the terminal; stopping too"
@@ -198,6 +200,10 @@ impl Child {
                 ?signal,
                 "the command stopped for the terminal, and no shell controls leaderrun's job to continue it"
             );
+            return;
+        }
+        if !may_continue() {
+            tracing::info!("continued past the lease's deadline: the command stays stopped");
             return;
         }
         self.terminal.hand_over(self.group);
@@ -308,7 +314,15 @@ fn spawn_error(program: &OsString, err: io::Error) -> anyhow::Error {
     let code = match err.kind() {
         io::ErrorKind::NotFound => Exit::NotFound,
         io::ErrorKind::PermissionDenied => Exit::NotExecutable,
-        _ if err.raw_os_error() == Some(nix::libc::ENOEXEC) => Exit::NotExecutable,
+        // As a shell says: a program it cannot exec is 126, an argument
+        // list too long for the kernel included.
+        _ if matches!(
+            err.raw_os_error(),
+            Some(nix::libc::ENOEXEC | nix::libc::E2BIG)
+        ) =>
+        {
+            Exit::NotExecutable
+        }
         _ => Exit::Internal,
     };
     CodedError::error(code, format!("cannot run '{shown}': {err}"))

@@ -181,6 +181,11 @@ impl<'a> Campaign<'a> {
         }
     }
 
+    /// The guardian, unless a win has taken it.
+    pub fn take_guard(&mut self) -> Option<Guard> {
+        self.guard.take()
+    }
+
     pub fn policy(&self) -> Policy {
         Policy {
             wait: self.config.wait,

@@ -150,9 +150,9 @@ pub async fn run(cli: Cli) -> Result<i32> {
     }
     tracing::trace!("given back");
     // Only now: the job is gone, and the next leader is not kept waiting
-    // while the guardian wakes and exits.
+    // while the guardian wakes and exits. Every path hands it back here.
     if let Some(guard) = guardian {
-        guard.release();
+        guard.release(CLEANUP).await;
     }
     result
 }
@@ -189,6 +189,8 @@ async fn lead(
         outcome = campaign.run(session) => Ok(outcome),
     };
     let policy = campaign.policy();
+    // Back to `run`, to release at the end, unless a win carries it.
+    *guardian = campaign.take_guard();
     let outcome = match raced {
         Ok(outcome) => outcome,
         Err(event) => return Ok(interrupted(config, connection, phase.get(), event, policy).await),

@@ -212,7 +212,13 @@ impl Supervision<'_> {
                     tracing::info!(?signal, "passing the signal on to the command");
                     child.signal_job(signal);
                 }
-                (Action::FollowStop, Event::CommandStopped(signal)) => child.follow_stop(signal),
+                (Action::FollowStop, Event::CommandStopped(signal)) => {
+                    // Not continued if leaderrun was stopped past the point
+                    // where the job must be stopped: the loss comes next.
+                    let lease = self.lease;
+                    let in_time = || !schedule.stop_from(lease.state().expires).has_passed();
+                    child.follow_stop(signal, in_time);
+                }
                 (Action::StopLost, Event::Lost(loss)) => return Ending::Lost(loss),
                 (Action::StopTimedOut, _) => return Ending::TimedOut,
                 (Action::Finish, _) => {
@@ -271,6 +277,13 @@ struct KillSequence {
 
 impl KillSequence {
     async fn run(&self, child: &mut Child, signals: &mut Signals) {
+        if self.kill_at.has_passed() {
+            // No grace left (leaderrun was stopped, or paused, past it):
+            // --kill-signal would first continue a stopped job.
+            tracing::info!("no grace left before the lease could expire; SIGKILL");
+            child.kill_job(std::time::Duration::from_secs(1)).await;
+            return;
+        }
         child.signal_job(self.signal);
         let gone = loop {
             tokio::select! {
