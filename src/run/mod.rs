@@ -141,19 +141,25 @@ pub async fn run(cli: Cli) -> Result<i32> {
     // Every way out passes here. Signals are no longer listened to: what
     // they would ask for, leaving, is under way (bounded by CLEANUP).
     phase.set(Phase::Resigning);
-    match ended {
-        Some(ended) => {
-            let election = Election::new(&connection, &config.election, config.max_running);
-            session.resign(ended, &election).await;
+    let resign = async {
+        match ended {
+            Some(ended) => {
+                let election = Election::new(&connection, &config.election, config.max_running);
+                session.resign(ended, &election).await;
+            }
+            None => session.give_back().await,
         }
-        None => session.give_back().await,
-    }
-    tracing::trace!("given back");
-    // Only now: the job is gone, and the next leader is not kept waiting
-    // while the guardian wakes and exits. Every path hands it back here.
-    if let Some(guard) = guardian {
-        guard.release(CLEANUP).await;
-    }
+        tracing::trace!("given back");
+    };
+    // The job is gone (or never was): the guardian is released and
+    // collected beside the resignation, its exit overlapping the revoke's
+    // round trip rather than added after it. Every path hands it back here.
+    let release = async {
+        if let Some(guard) = guardian {
+            guard.release(CLEANUP).await;
+        }
+    };
+    tokio::join!(resign, release);
     result
 }
 

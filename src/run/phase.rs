@@ -14,7 +14,8 @@
 //! | Running    | the command runs                                                |
 //! | Stopping   | the kill schedule: --kill-signal, the grace, SIGKILL            |
 //! | Resigning  | revokes its lease (and an unspent window), the records right    |
-//! |            | behind, each within a short bound; then releases the guardian   |
+//! |            | behind, each within a short bound; beside it, the guardian is   |
+//! |            | released and collected (the job is gone by then)                |
 //!
 //! The events, and what each does ([`decide`] is this table, as code):
 //!
