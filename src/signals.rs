@@ -9,16 +9,17 @@
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, Signal as Stream, SignalKind};
 
-/// Every signal leaderrun listens for: the four it passes on, SIGCHLD (the
-/// command's exit and stops) and SIGCONT (job control).
-const LISTENED: [Signal; 6] = [
+/// The signals passed on to the command's job.
+const FORWARDED: [Signal; 4] = [
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
     Signal::SIGQUIT,
-    Signal::SIGCHLD,
-    Signal::SIGCONT,
 ];
+
+/// What else leaderrun listens for: SIGCHLD (the command's exit and stops)
+/// and SIGCONT (job control).
+const ALSO_LISTENED: [Signal; 2] = [Signal::SIGCHLD, Signal::SIGCONT];
 
 /// Unblocks the signals leaderrun listens for, which whoever started it
 /// may have blocked (a blocked mask is inherited across exec): blocked,
@@ -27,7 +28,7 @@ const LISTENED: [Signal; 6] = [
 /// that every thread has them unblocked.
 pub fn unblock_listened() {
     let mut set = nix::sys::signal::SigSet::empty();
-    for signal in LISTENED {
+    for signal in FORWARDED.into_iter().chain(ALSO_LISTENED) {
         set.add(signal);
     }
     let _ = nix::sys::signal::pthread_sigmask(
@@ -45,13 +46,13 @@ impl Signals {
     /// Installs the handlers. From here on these signals no longer kill
     /// leaderrun: it decides what they mean.
     pub fn install() -> std::io::Result<Signals> {
+        let stream = |forwarded: Signal| {
+            let kind = SignalKind::from_raw(forwarded as i32);
+            signal(kind).map(|stream| (forwarded, stream))
+        };
+        let [int, term, hup, quit] = FORWARDED;
         Ok(Signals {
-            streams: [
-                (Signal::SIGINT, signal(SignalKind::interrupt())?),
-                (Signal::SIGTERM, signal(SignalKind::terminate())?),
-                (Signal::SIGHUP, signal(SignalKind::hangup())?),
-                (Signal::SIGQUIT, signal(SignalKind::quit())?),
-            ],
+            streams: [stream(int)?, stream(term)?, stream(hup)?, stream(quit)?],
         })
     }
 

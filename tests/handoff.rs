@@ -132,6 +132,35 @@ impl Release {
     }
 }
 
+/// A waiter queued with `-vv` (its re-reads of the queue show).
+fn queue(etcd: &Etcd, name: &str, command: &[&str]) -> Replica {
+    Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["-vv", "--name", name, "--wait", "--"])
+            .args(command),
+    )
+}
+
+/// Releases `leader` once two seconds have gone by since the waiter with
+/// `key` queued (the records say seconds), and sees it exit 0. Returns the
+/// time from which the waiter's key may say it leads.
+fn hand_over_seconds_after_queueing(
+    etcd: &Etcd,
+    key: &str,
+    leader: &mut Replica,
+    release: &Release,
+) -> SystemTime {
+    let queued = since(etcd, key);
+    await_condition(LIMIT, "two seconds since the waiter queued", || {
+        SystemTime::now() > queued + Duration::from_secs(2)
+    });
+    let leads_from = SystemTime::now() - Duration::from_secs(1);
+    release.go();
+    let (code, stderr) = leader.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    leads_from
+}
+
 /// A candidate key's `started`: since when it queued, or leads.
 fn since(etcd: &Etcd, key: &str) -> SystemTime {
     let value: serde_json::Value = serde_json::from_str(&etcd.get(key).expect("the key")).unwrap();
@@ -151,12 +180,7 @@ fn every_waiter_has_its_guardian_ready_before_its_turn() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-guardian";
     let (mut leader, release) = lead_until_released(&etcd, name);
-    let queue = || {
-        Replica::spawn(
-            leaderrun(&etcd.endpoint()).args(["-vv", "--name", name, "--wait", "--", "true"]),
-        )
-    };
-    let (mut next, mut behind) = (queue(), queue());
+    let (mut next, mut behind) = (queue(&etcd, name, &["true"]), queue(&etcd, name, &["true"]));
     for waiter in [&next, &behind] {
         await_condition(LIMIT, "a waiter's guardian", || {
             waiter.stderr_so_far().contains("queued; watching") && guardians_of(waiter.pid()) == 1
@@ -180,18 +204,9 @@ fn a_waiter_that_comes_to_lead_shows_since_when_it_leads() {
     );
     await_condition(LIMIT, "a waiter", || etcd.candidates(name).len() == 2);
     let waiter_key = etcd.candidates(name)[1].0.clone();
-    let started = |key: &str| since(&etcd, key);
-    let queued = started(&waiter_key);
-    // The records say seconds: let two go by between queueing and leading.
-    await_condition(LIMIT, "two seconds since the waiter queued", || {
-        SystemTime::now() > queued + Duration::from_secs(2)
-    });
-    let leads_from = SystemTime::now() - Duration::from_secs(1);
-    release.go();
-    let (code, stderr) = leader.finish(LIMIT);
-    assert_eq!(code, Some(0), "{stderr}");
+    let leads_from = hand_over_seconds_after_queueing(&etcd, &waiter_key, &mut leader, &release);
     await_condition(LIMIT, "the waiter's key to say since when it leads", || {
-        etcd.candidates(name).len() == 1 && started(&waiter_key) >= leads_from
+        etcd.candidates(name).len() == 1 && since(&etcd, &waiter_key) >= leads_from
     });
     drop(waiter);
 }
@@ -201,31 +216,16 @@ fn a_leader_marking_since_when_it_leads_wakes_nobody() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-behind";
     let (mut leader, release) = lead_until_released(&etcd, name);
-    let queue = |command: &[&str]| {
-        Replica::spawn(
-            leaderrun(&etcd.endpoint())
-                .args(["-vv", "--name", name, "--wait", "--"])
-                .args(command),
-        )
-    };
-    let mut next = queue(&["sleep", "120"]);
+    let mut next = queue(&etcd, name, &["sleep", "120"]);
     await_condition(LIMIT, "the next in line", || {
         etcd.candidates(name).len() == 2
     });
     let next_key = etcd.candidates(name)[1].0.clone();
-    let mut behind = queue(&["true"]);
+    let mut behind = queue(&etcd, name, &["true"]);
     await_condition(LIMIT, "the one behind to queue", || {
         behind.stderr_so_far().contains("queued; watching")
     });
-    // The records say seconds: let two go by between queueing and leading.
-    let queued = since(&etcd, &next_key);
-    await_condition(LIMIT, "two seconds since the next queued", || {
-        SystemTime::now() > queued + Duration::from_secs(2)
-    });
-    let leads_from = SystemTime::now() - Duration::from_secs(1);
-    release.go();
-    let (code, stderr) = leader.finish(LIMIT);
-    assert_eq!(code, Some(0), "{stderr}");
+    let leads_from = hand_over_seconds_after_queueing(&etcd, &next_key, &mut leader, &release);
     // The one ahead leads, and after a second rewrites its key with since
     // when: the one behind, watching that key, must sleep through it.
     await_condition(LIMIT, "the new leader to mark since when it leads", || {

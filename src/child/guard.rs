@@ -27,13 +27,15 @@
 use std::ffi::{CString, OsString};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 
 use nix::fcntl::OFlag;
 use nix::libc;
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Pid};
+
+use super::spawn;
 
 /// The guardian's process name, `comm` and only argument.
 pub const GUARD_NAME: &str = "lr-guardian";
@@ -76,25 +78,10 @@ impl Guard {
         // leaderrun's own environment (the dynamic loader may need some of
         // it, LD_LIBRARY_PATH say), and the variable that makes it the
         // guardian.
-        let mut environment: Vec<CString> = std::env::vars_os()
-            .filter(|(name, _)| name != GUARD_VARIABLE)
-            .filter_map(|(name, value)| {
-                let mut pair = name.into_vec();
-                pair.push(b'=');
-                pair.extend(value.into_vec());
-                CString::new(pair).ok()
-            })
-            .collect();
-        environment.push(CString::new(format!(
-            "{GUARD_VARIABLE}={}",
-            std::process::id()
-        ))?);
+        let guardian_of = vec![(GUARD_VARIABLE, std::process::id().to_string().into())];
+        let environment = spawn::environment(&guardian_of)?;
         let argv = [name.as_ptr(), std::ptr::null()];
-        let envp: Vec<*const libc::c_char> = environment
-            .iter()
-            .map(|pair| pair.as_ptr())
-            .chain(std::iter::once(std::ptr::null()))
-            .collect();
+        let envp = spawn::pointers(&environment);
         let null = nix::fcntl::open(
             "/dev/null",
             OFlag::O_RDWR | OFlag::O_CLOEXEC,
@@ -145,7 +132,7 @@ impl Guard {
     /// `child::spawn`): says so if the guardian is already gone (its exec
     /// failed, or someone killed it). The run goes on, without that
     /// protection.
-    pub fn check(&mut self) {
+    pub fn check(&self) {
         if !matches!(
             waitpid(self.pid, Some(WaitPidFlag::WNOHANG)),
             Ok(WaitStatus::StillAlive)
@@ -171,17 +158,8 @@ impl Guard {
     pub async fn release(mut self, limit: std::time::Duration) {
         self.tell("done");
         drop(self.pipe.take());
-        let pid = self.pid;
-        let collected = async {
-            let kind = tokio::signal::unix::SignalKind::child();
-            let Ok(mut exits) = tokio::signal::unix::signal(kind) else {
-                return;
-            };
-            while let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-                exits.recv().await;
-            }
-        };
-        self.reaped = crate::clock::timeout(limit, collected).await.is_some();
+        let collected = crate::clock::timeout(limit, super::collect(self.pid));
+        self.reaped = collected.await.is_some();
     }
 }
 

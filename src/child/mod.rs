@@ -268,21 +268,23 @@ impl Child {
     }
 }
 
-/// Collects the exit of `pid`, a child of ours, as SIGCHLD comes, in a task
-/// of the runtime; if leaderrun exits first, whoever adopts it does.
+/// Collects the exit of `pid`, a child of ours, in a task of the runtime;
+/// if leaderrun exits first, whoever adopts it does.
 fn reap_later(pid: Pid) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(collect(pid));
+    }
+}
+
+/// Resolves once `pid`, a child of ours, has exited and been collected,
+/// waking as SIGCHLD comes.
+async fn collect(pid: Pid) {
+    let Ok(mut exits) = tokio::signal::unix::signal(SignalKind::child()) else {
         return;
     };
-    runtime.spawn(async move {
-        let kind = SignalKind::child();
-        let Ok(mut exits) = tokio::signal::unix::signal(kind) else {
-            return;
-        };
-        while let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-            exits.recv().await;
-        }
-    });
+    while let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+        exits.recv().await;
+    }
 }
 
 /// Writes `group` and a newline to the guardian's pipe. Async-signal-safe:

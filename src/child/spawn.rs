@@ -190,7 +190,7 @@ fn stack_size(pointers: usize) -> usize {
 }
 
 /// leaderrun's environment with `env` over it, as `NAME=value` strings.
-fn environment(env: &env::Variables) -> io::Result<Vec<CString>> {
+pub(super) fn environment(env: &env::Variables) -> io::Result<Vec<CString>> {
     let overridden = |name: &OsString| env.iter().any(|(over, _)| name == over);
     std::env::vars_os()
         .filter(|(name, _)| !overridden(name))
@@ -205,7 +205,7 @@ fn environment(env: &env::Variables) -> io::Result<Vec<CString>> {
 }
 
 /// A null-terminated array of pointers to `strings`.
-fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
+pub(super) fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
     strings
         .iter()
         .map(|string| string.as_ptr())

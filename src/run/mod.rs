@@ -113,7 +113,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
     // waits on etcd: its start is then off the path between winning and
     // running, for a waiter and a first try alike. One that fails to start
     // is tried again once we win, and that failure is fatal.
-    let guard = Guard::start()
+    let mut guardian = Guard::start()
         .inspect_err(|err| tracing::debug!("starting the guardian: {err}; trying again on winning"))
         .ok();
     // A dead connection must break the keep-alive stream well within the
@@ -127,7 +127,6 @@ pub async fn run(cli: Cli) -> Result<i32> {
     let phase = Cell::new(Phase::Dialling);
     let mut session = Session::new(connection.clone());
     let mut ended = None;
-    let mut guardian = guard;
     let result = lead(
         &config,
         &connection,

@@ -51,7 +51,7 @@ impl Supervision<'_> {
     pub async fn run(
         &self,
         signals: &mut Signals,
-        guard: &mut Guard,
+        guard: &Guard,
         started: impl FnOnce(),
         ended: &mut Option<record::Ended>,
     ) -> Result<i32> {
@@ -98,7 +98,6 @@ impl Supervision<'_> {
         let ending = self
             .while_leading(&mut child, signals, schedule, timeout_at)
             .await;
-
         let kill = KillSequence {
             signal: config.kill_signal,
             kill_at: schedule.kill_at(self.lease.state().expires),
@@ -277,13 +276,22 @@ struct KillSequence {
 
 impl KillSequence {
     async fn run(&self, child: &mut Child, signals: &mut Signals) {
-        if self.kill_at.has_passed() {
+        let gone = if self.kill_at.has_passed() {
             // No grace left (leaderrun was stopped, or paused, past it):
             // --kill-signal would first continue a stopped job.
             tracing::info!("no grace left before the lease could expire; SIGKILL");
+            false
+        } else {
+            self.within_grace(child, signals).await
+        };
+        if !gone {
             child.kill_job(std::time::Duration::from_secs(1)).await;
-            return;
         }
+    }
+
+    /// --kill-signal, then the grace, passing further signals on; true if
+    /// the job is gone within it.
+    async fn within_grace(&self, child: &mut Child, signals: &mut Signals) -> bool {
         child.signal_job(self.signal);
         let gone = loop {
             tokio::select! {
@@ -299,7 +307,7 @@ impl KillSequence {
         };
         if !gone {
             tracing::info!("the command's job outlived the grace; SIGKILL");
-            child.kill_job(std::time::Duration::from_secs(1)).await;
         }
+        gone
     }
 }
