@@ -1,8 +1,9 @@
 //! The handoff to the next in line, and what keeps it short without
-//! giving up safety: the run's records go in one write beside the lease
-//! revoke (fenced as ever), every waiter has its guardian ready before its
-//! turn, and the win is proven by the read that found it (the leader key's
-//! "since" is written after, off the path, and wakes nobody).
+//! giving up safety: the leader resigns in one write that deletes its key
+//! and writes the run's records (fenced as ever), its lease is revoked only
+//! if the command attached keys to it, every waiter has its guardian ready
+//! before its turn, and the win is proven by the read that found it (the
+//! leader key's "since" is written after, off the path, and wakes nobody).
 
 mod common;
 use common::*;
@@ -32,7 +33,7 @@ fn handled(etcd: &Etcd, method: &str) -> u64 {
 }
 
 #[test]
-fn a_run_records_its_end_in_one_write_beside_the_revoke() {
+fn a_run_resigns_and_records_its_end_in_one_write() {
     let etcd = Etcd::start();
     let name = "jobs/handoff";
     let run = || {
@@ -43,18 +44,81 @@ fn a_run_records_its_end_in_one_write_beside_the_revoke() {
         assert_eq!(done.code, Some(0), "{}", done.stderr);
     };
     run();
-    let (txns, reads) = (handled(&etcd, "Txn"), handled(&etcd, "Range"));
+    let before = requests(&etcd);
     run();
     assert_eq!(
-        (
-            handled(&etcd, "Txn") - txns,
-            handled(&etcd, "Range") - reads
-        ),
-        (2, 0),
-        "one transaction to lead, one to record the end, and no read"
+        since_then(&etcd, before),
+        [2, 0, 0],
+        "[Txn, Range, LeaseRevoke]: one transaction to lead, one to resign with the records, no read, and the lease (with nothing left on it) left to expire"
     );
+    assert!(etcd.candidates(name).is_empty());
     let (_, token) = last_finished(&etcd, name);
     assert!(token > 0);
+}
+
+/// The requests etcd has handled: [Txn, Range, LeaseRevoke].
+fn requests(etcd: &Etcd) -> [u64; 3] {
+    ["Txn", "Range", "LeaseRevoke"].map(|method| handled(etcd, method))
+}
+
+/// The requests handled since `before`.
+fn since_then(etcd: &Etcd, before: [u64; 3]) -> [u64; 3] {
+    let now = requests(etcd);
+    [0, 1, 2].map(|at| now[at] - before[at])
+}
+
+#[test]
+fn a_handoff_costs_three_transactions_and_no_revoke() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-cost";
+    let (mut leader, release) = lead_until_released(&etcd, name);
+    let mut next = queue(&etcd, name, &["true"]);
+    await_condition(LIMIT, "the next in line to watch", || {
+        next.stderr_so_far().contains("queued; watching")
+    });
+    let before = requests(&etcd);
+    release.go();
+    for replica in [&mut leader, &mut next] {
+        let (code, stderr) = replica.finish(LIMIT);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    // The leader's resignation (its records in it); the next one's proof,
+    // a read served by the member; its own resignation, whose records
+    // replace the leader's with no read first, because they were written
+    // at the revision that woke it.
+    assert_eq!(
+        since_then(&etcd, before),
+        [3, 0, 0],
+        "[Txn, Range, LeaseRevoke]"
+    );
+    let (_, token) = last_finished(&etcd, name);
+    assert_eq!(token, etcd_token_of_last_run(&etcd, name));
+}
+
+/// The token the last run's records say ran last.
+fn etcd_token_of_last_run(etcd: &Etcd, name: &str) -> i64 {
+    let value = etcd.get(&format!("{name}.last-started")).expect("a record");
+    serde_json::from_str::<serde_json::Value>(&value).unwrap()["token"]
+        .as_i64()
+        .unwrap()
+}
+
+#[test]
+fn keys_the_command_attached_to_its_lease_go_with_the_run() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-attached";
+    let put = format!(
+        "'{}' put --lease=\"$LEADERRUN_LEASE\" app/endpoint here >/dev/null",
+        etcdctl_binary().display()
+    );
+    let done = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "sh", "-c", &put]),
+        LIMIT,
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    // Revoked before leaderrun exited: gone at once, not a TTL later.
+    assert_eq!(etcd.get("app/endpoint"), None);
+    assert!(etcd.candidates(name).is_empty());
 }
 
 /// A whole record with `token`, as JSON.

@@ -95,8 +95,8 @@ fn leases(etcd: &Etcd) -> Vec<i64> {
 
 /// A refused run takes nothing with it: no key under the election, no
 /// marker, and the lease it was granted given back (it would otherwise
-/// live for its whole TTL, 15 s).
-fn assert_nothing_left(etcd: &Etcd, context: &str) {
+/// live for its whole TTL, 15 s): no lease but those of `before`.
+fn assert_nothing_left(etcd: &Etcd, before: &[i64], context: &str) {
     assert!(
         etcd.candidates(NAME).is_empty(),
         "{context}: {:?}",
@@ -106,7 +106,7 @@ fn assert_nothing_left(etcd: &Etcd, context: &str) {
     await_condition(
         Duration::from_secs(5),
         &format!("{context}: its lease given back"),
-        || leases(etcd).is_empty(),
+        || leases(etcd).iter().all(|lease| before.contains(lease)),
     );
 }
 
@@ -122,10 +122,13 @@ fn assert_every_run_refused(etcd: &Etcd, user: &str, label: &str) {
         let mut args = vec!["--name", NAME];
         args.extend(&options);
         args.extend(["--", "echo", "ran"]);
+        // A run that succeeded before leaves its lease, with nothing on
+        // it, to expire by itself.
+        let before = leases(etcd);
         let done = run_within(&mut as_user(etcd, user, &args), BOUND);
         let context = format!("{label} {options:?}");
         assert_one_error_line(&done, &format!("{step}: {denied}"), &context);
-        assert_nothing_left(etcd, &context);
+        assert_nothing_left(etcd, &before, &context);
     }
 }
 
@@ -300,6 +303,7 @@ fn the_election_prefix_alone_does_not_cover_the_once_per_marker() {
     assert_eq!(plain.code, Some(0), "{}", plain.stderr);
     assert_eq!(plain.stdout, "ran\n");
 
+    let before = leases(&etcd);
     let once = run_within(
         &mut as_user(
             &etcd,
@@ -313,7 +317,7 @@ fn the_election_prefix_alone_does_not_cover_the_once_per_marker() {
         "refused claiming the --once-per window: etcdserver: permission denied",
         "--once-per without the marker",
     );
-    assert_nothing_left(&etcd, "--once-per without the marker");
+    assert_nothing_left(&etcd, &before, "--once-per without the marker");
     let status = run_within(
         &mut as_user(&etcd, user, &["status", "--name", NAME]),
         BOUND,

@@ -102,9 +102,11 @@ pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
 
 impl Child {
     /// Spawns the command in a process group of its own (see [`spawn`]),
-    /// with `env` over leaderrun's environment. `guardian` is told the
+    /// with `env` over leaderrun's environment: `program`, where [`resolve`]
+    /// found it, with `command` as its arguments. `guardian` is told the
     /// group before the exec, and is not part of the job.
     pub fn spawn(
+        program: &Path,
         command: &[OsString],
         env: &env::Variables,
         guardian: &guard::Guard,
@@ -114,7 +116,7 @@ impl Child {
             .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
         let lent = Lent::prepare();
         let take_terminal = lent.is_some();
-        let process = spawn::spawn(command, env, guardian.pipe_fd(), take_terminal)
+        let process = spawn::spawn(program, command, env, guardian.pipe_fd(), take_terminal)
             .map_err(|err| spawn_error(&command[0], err))?;
         let group = process.pid;
         let mut lent = lent.unwrap_or_default();

@@ -25,6 +25,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -49,17 +50,28 @@ struct Plan {
     parent: libc::pid_t,
     guardian: RawFd,
     take_terminal: bool,
+    /// Where the command was found when leaderrun started.
     program: CString,
+    /// The command's name, searched for in PATH anew if `program` fails
+    /// to exec (gone since, say): the search `execvp` makes.
+    search: Option<CString>,
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     /// The errno of a failed exec, written by the child.
     failure: AtomicI32,
 }
 
-/// Starts `command` with `env` over leaderrun's own environment; returns
-/// once it has exec'd. `guardian` is the pipe it names its group on; with
-/// `take_terminal` it makes its group the terminal's foreground group.
+/// Starts `program` with `command` as its arguments and `env` over
+/// leaderrun's own environment; returns once it has exec'd. `guardian` is
+/// the pipe it names its group on; with `take_terminal` it makes its group
+/// the terminal's foreground group.
+///
+/// `program` is where COMMAND was found at start-up, so the exec searches
+/// no PATH: a search is an exec tried in each directory before the one
+/// that holds it, and the next leader waits for all of them. If it fails,
+/// COMMAND's name is searched for in PATH anew, as `execvp` would.
 pub fn spawn(
+    program: &Path,
     command: &[OsString],
     env: &env::Variables,
     guardian: RawFd,
@@ -74,7 +86,11 @@ pub fn spawn(
         parent: nix::unistd::getpid().as_raw(),
         guardian,
         take_terminal,
-        program: CString::new(command[0].as_bytes())?,
+        program: CString::new(program.as_os_str().as_bytes())?,
+        search: match program.as_os_str() == command[0] {
+            true => None,
+            false => Some(CString::new(command[0].as_bytes())?),
+        },
         argv: pointers(&args),
         envp: pointers(&environment),
         failure: AtomicI32::new(0),
@@ -172,11 +188,16 @@ extern "C" fn run_child(plan: *mut libc::c_void) -> libc::c_int {
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        // A path with a slash: execvpe searches nothing, but still runs a
+        // script without `#!` with /bin/sh.
         libc::execvpe(
             plan.program.as_ptr(),
             plan.argv.as_ptr(),
             plan.envp.as_ptr(),
         );
+        if let Some(name) = &plan.search {
+            libc::execvpe(name.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr());
+        }
         plan.failure
             .store(*libc::__errno_location(), Ordering::Release);
         libc::_exit(127)

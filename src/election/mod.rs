@@ -368,6 +368,29 @@ impl<'a> Election<'a> {
             revision,
         }))
     }
+    /// Gives up our key, if it is still ours, in one transaction with
+    /// `also`: deletes it, and does `then`, if `also` holds too. True if it
+    /// did; if not, nothing was written.
+    ///
+    /// The next in line wakes on this deletion and proves its win at or
+    /// after it, so whatever `then` writes (the run's end records) is in
+    /// place by the time it runs.
+    pub async fn resign_with(
+        &self,
+        leadership: (&str, i64, i64),
+        also: Vec<Compare>,
+        then: Vec<TxnOp>,
+    ) -> Result<bool> {
+        let (key, token, lease) = leadership;
+        let mut compares = ours(key, token, lease).to_vec();
+        compares.extend(also);
+        let mut ops = vec![TxnOp::delete(key, None)];
+        ops.extend(then);
+        let txn = Txn::new().when(compares).and_then(ops);
+        let response = self.connection.txn("resigning", txn).await?;
+        Ok(response.succeeded())
+    }
+
     /// Rewrites our key's value with `holder`, if the key is still ours:
     /// how `status` learns since when we lead, off the path to running.
     pub async fn mark_leading(&self, leadership: &Leadership, holder: &Holder) -> Result<()> {

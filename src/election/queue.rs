@@ -2,7 +2,7 @@
 //! no polling) until it is our turn, or our place is lost.
 
 use anyhow::Result;
-use etcd_client::{EventType, SortOrder, Txn, TxnOp};
+use etcd_client::{EventType, GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
@@ -25,11 +25,13 @@ impl Election<'_> {
     ) -> Turn {
         let mut backoff = Backoff::new(retry::KEEPING);
         let mut broken_watches = Backoff::new(retry::KEEPING);
+        // The last revision the watch showed us, once it has shown one.
+        let mut seen = None;
         loop {
             if lease.borrow().gone {
                 return Turn::Lost(PlaceLost::LeaseGone);
             }
-            let (ahead, revision) = match self.look_ahead(candidate, lease_id).await {
+            let (ahead, revision) = match self.look_ahead(candidate, lease_id, seen).await {
                 Ok(Ahead::Lost(loss)) => return Turn::Lost(PlaceLost::Key(loss)),
                 Ok(Ahead::Nobody(revision)) => return Turn::Ours(revision),
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
@@ -50,12 +52,14 @@ impl Election<'_> {
             let mut from = revision + 1;
             let wake_on_put = ahead.wake_on_put;
             let moved = tokio::select! {
-                seen = watch_from(self.connection, &ahead.key, ahead.watched, &mut from, |event| {
+                woke = watch_from(self.connection, &ahead.key, ahead.watched, &mut from, |event| {
                     let put = event.event_type() == EventType::Put;
                     (!put || wake_on_put).then_some(())
-                }) => seen.is_some(),
+                }) => woke.is_some(),
                 _ = lease_gone(lease) => true,
             };
+            seen = (from > revision + 1).then_some(from - 1);
+            tracing::trace!(?seen, "woke");
             if moved {
                 broken_watches.reset();
             } else {
@@ -77,14 +81,32 @@ impl Election<'_> {
     ///   proving its win, which makes this one the first waiter, the one
     ///   that must watch the prefix. With one runner a rewrite (the leader
     ///   marking since when it leads) wakes nobody.
-    async fn look_ahead(&self, candidate: &Candidate, lease_id: i64) -> Result<Ahead> {
-        let ahead = in_line(SortOrder::Descend, FIRST_PAGE)
-            .with_max_create_revision(candidate.revision - 1);
-        let txn = Txn::new().and_then([
-            TxnOp::get(candidate.key.as_str(), None),
-            TxnOp::get(name::prefix(self.name), Some(ahead)),
-        ]);
-        let response = self.connection.txn("reading the queue", txn).await?;
+    ///
+    /// After a watch showed us revision `seen`, the read is served by the
+    /// member alone (serializable), not agreed on by the cluster first: see
+    /// [`read_ahead`]. That spares the next leader, on the handoff's path,
+    /// the wait for every write etcd has taken in but not yet applied (the
+    /// old leader's lease revoke, say).
+    async fn look_ahead(
+        &self,
+        candidate: &Candidate,
+        lease_id: i64,
+        seen: Option<i64>,
+    ) -> Result<Ahead> {
+        let mut response = None;
+        if let Some(seen) = seen {
+            match self.read_ahead(candidate, Read::MemberLocal).await {
+                // Behind what the watch showed (another member, lagging):
+                // the read would miss the very change that woke us.
+                Ok(read) if revision_of(&read) < seen => {}
+                Ok(read) => response = Some(read),
+                Err(err) => tracing::debug!("{err:#}; asking the cluster instead"),
+            }
+        }
+        let response = match response {
+            Some(response) => response,
+            None => self.read_ahead(candidate, Read::Linearizable).await?,
+        };
         let revision = revision_of(&response);
         let ours = range_at(&response, 0).kvs.into_iter().next();
         if let Some(loss) = judge(ours.as_ref(), candidate.revision, lease_id) {
@@ -113,6 +135,44 @@ impl Election<'_> {
             },
         };
         Ok(Ahead::Watch(watch, revision))
+    }
+}
+
+/// How a read of the queue is served.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// Agreed on by the cluster: the latest revision there is.
+    Linearizable,
+    /// By the member we ask, from what it has applied: a revision that may
+    /// be behind the cluster's.
+    MemberLocal,
+}
+
+impl Election<'_> {
+    /// Our key and the candidates just ahead of it, read at one revision
+    /// (the answer's).
+    ///
+    /// A member-local read is as good a proof of our turn as a linearizable
+    /// one. Whatever revision it was read at, that revision is committed
+    /// history, the same on every member. A key exists over one unbroken
+    /// span of revisions, and keys ahead of ours were created before ours.
+    /// So if none is ahead of ours at revision R, none ever is after R. Our
+    /// key's fate after R is what the watch of our key (from R + 1) and the
+    /// lease's local deadline look after, as they do after any proof. An
+    /// answer older than the watch's news is the caller's to refuse.
+    async fn read_ahead(&self, candidate: &Candidate, read: Read) -> Result<TxnResponse> {
+        let mut ahead = in_line(SortOrder::Descend, FIRST_PAGE)
+            .with_max_create_revision(candidate.revision - 1);
+        let mut ours = GetOptions::new();
+        if read == Read::MemberLocal {
+            ahead = ahead.with_serializable();
+            ours = ours.with_serializable();
+        }
+        let txn = Txn::new().and_then([
+            TxnOp::get(candidate.key.as_str(), Some(ours)),
+            TxnOp::get(name::prefix(self.name), Some(ahead)),
+        ]);
+        self.connection.txn("reading the queue", txn).await
     }
 }
 

@@ -15,8 +15,9 @@
 //! newer leader's record; a run that lost leadership still records that it
 //! was lost, as long as nobody newer has written since. A run that was not
 //! lost skips the read: its records replace what has not changed since its
-//! win was proven, which then held no newer token ([`Ended::write_unchanged`]).
-//! Anything else falls back to the read.
+//! win was proven, which then held no newer token ([`Ended::unchanged_swap`]),
+//! in the transaction that deletes its leader key. Anything else falls back
+//! to the read.
 //!
 //! Recording never hurts the run: writes are bounded, and a failed one is
 //! logged (with -v), never returned.
@@ -324,18 +325,19 @@ impl Ended {
         }
     }
 
-    /// With one runner: writes the end records in one compare-and-swap,
-    /// no read first, if none of them changed since the win was proven
-    /// (but for this run's own start record). At that revision no record
-    /// could hold a newer token than ours: a candidate created after ours
-    /// runs only once ours is gone. So a record unchanged since holds none
-    /// either. False if one changed (a stale leader's late write, say): the
-    /// caller then writes them fenced by token.
-    pub async fn write_unchanged(&self, connection: &Connection, election: &str) -> bool {
+    /// With one runner, the end records as one compare-and-swap with no
+    /// read first: the comparisons that hold if none of them changed since
+    /// the win was proven (but for this run's own start record), and the
+    /// writes. At that revision no record could hold a newer token than
+    /// ours: a candidate created after ours runs only once ours is gone. So
+    /// a record unchanged since holds none either. If one changed (a stale
+    /// leader's late write, say), the swap fails, and the caller writes
+    /// them fenced by token ([`Ended::write`]).
+    pub fn unchanged_swap(&self, election: &str) -> (Vec<Compare>, Vec<TxnOp>) {
         let value = serde_json::to_string(&self.record).expect("a struct of strings and numbers");
         let keys = end_keys(election, &self.record);
         let started = key(election, STARTED);
-        let compares: Vec<Compare> = keys
+        let compares = keys
             .iter()
             .map(|key| match self.started_at {
                 Some(ours) if *key == started => {
@@ -344,23 +346,11 @@ impl Ended {
                 _ => Compare::mod_revision(key.as_str(), CompareOp::Less, self.proven_at + 1),
             })
             .collect();
-        let puts: Vec<TxnOp> = keys
+        let puts = keys
             .iter()
             .map(|key| TxnOp::put(key.as_str(), value.as_str(), None))
             .collect();
-        let swap = Txn::new().when(compares).and_then(puts);
-        let written = clock::timeout(CLEANUP, connection.txn("writing the run records", swap));
-        match written.await {
-            Some(Ok(response)) => response.succeeded(),
-            Some(Err(err)) => {
-                tracing::info!("recording the run's end: {err:#}");
-                false
-            }
-            None => {
-                tracing::info!("recording the run's end: no answer within {CLEANUP:?}");
-                false
-            }
-        }
+        (compares, puts)
     }
 
     /// Writes the end records (the start record among them), fenced and

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use etcd_client::{
-    GetOptions, GetResponse, KeyValue, Txn, TxnOpResponse, TxnResponse, WatchOptions, WatchStream,
+    GetOptions, GetResponse, KeyValue, LeaseTimeToLiveOptions, Txn, TxnOpResponse, TxnResponse,
+    WatchOptions, WatchStream,
 };
 
 use crate::clock;
@@ -125,6 +126,17 @@ impl Connection {
             .await?;
         // etcd answers -1 for a lease that has expired or never was.
         Ok(u64::try_from(response.ttl()).ok().map(Duration::from_secs))
+    }
+
+    /// The keys attached to a lease, or None if the lease is gone.
+    pub async fn lease_keys(&self, id: i64) -> Result<Option<Vec<Vec<u8>>>> {
+        let response = self
+            .call("reading a lease", |mut client| async move {
+                let options = LeaseTimeToLiveOptions::new().with_keys();
+                client.lease_time_to_live(id, Some(options)).await
+            })
+            .await?;
+        Ok((response.ttl() >= 0).then(|| response.keys().to_vec()))
     }
 
     /// Opens a watch on the current endpoint within the attempt timeout.

@@ -5,9 +5,11 @@
 //! [`Session`] owns what a run holds in etcd: at most one election lease
 //! and at most one unspent window lease. Every way out of a run ends with
 //! [`Session::give_back`] (after a run, through [`Session::resign`]), so
-//! nothing is left behind by forgetting a path: a lease (and with it our
-//! queue key) is revoked on every path, and a window is given back on every
-//! path where the command did not start.
+//! nothing is left behind by forgetting a path: our queue key is deleted on
+//! every path (with our lease, revoked, or, after a run, by the
+//! resignation itself, the lease then left to expire if nothing else is on
+//! it), and a window is given back on every path where the command did not
+//! start.
 //!
 //! The guardian comes to the campaign already started (see `run`), so that
 //! it is ready when our turn comes; the campaign starts it only if that
@@ -26,7 +28,9 @@ use anyhow::Result;
 use super::phase::{decide, Action, Event, Phase, Policy};
 use super::Config;
 use crate::child::guard::Guard;
+use crate::clock;
 use crate::election::holder::{self, Holder};
+use crate::election::name;
 use crate::election::once_per::{self, Claim, Marker};
 use crate::election::record::{self, Ended};
 use crate::election::{Attempt, Election, KeyLoss, Leader, Leadership, PlaceLost, Queued, Turn};
@@ -87,23 +91,56 @@ impl Session {
         );
     }
 
-    /// Gives everything back after a run, then or with its records. With
-    /// one runner and the run not lost, the end records go in one
-    /// compare-and-swap sent right behind the lease revoke, not after its
-    /// answer: etcd commits the two together, so the records cost the next
-    /// leader (woken by the revoke) nothing. Otherwise, or if a record
-    /// changed under us, they are written after the revoke, fenced by
-    /// token.
+    /// Gives everything back after a run, with or then its records.
+    ///
+    /// With one runner and the run not lost, one transaction deletes our
+    /// key and writes the end records (if none changed since our win): one
+    /// write, which the next in line wakes on with our records already in
+    /// place, so that its own end records need no read either. Beside it,
+    /// the lease's keys are read: if nothing but our key was attached to it,
+    /// it is not revoked but left to expire, keyless, within its TTL, so
+    /// that etcd's work on the next leader's path is that one write (as a
+    /// lock's release is). A lease the command attached keys to
+    /// (`LEADERRUN_LEASE`) is revoked at once, taking them with it.
+    ///
+    /// Otherwise (the run lost, several runners, the transaction refused or
+    /// unanswered), the lease is revoked first and the records written
+    /// after, fenced by token.
     pub async fn resign(&mut self, mut ended: Ended, election: &Election<'_>) {
         ended.settle_start().await;
         let at_once = election.slots == 1 && ended.record.outcome != record::Outcome::Lost;
-        let connection = self.connection.clone();
-        let write = async {
-            let written = at_once && ended.write_unchanged(&connection, election.name).await;
-            tracing::trace!(written, "the run's records written beside the revoke");
-            written
-        };
-        let ((), written) = tokio::join!(self.give_back(), write);
+        let mut written = false;
+        if let Some(lease) = self.lease.as_ref().filter(|_| at_once) {
+            let key = name::candidate_key(election.name, lease.id);
+            let (unchanged, records) = ended.unchanged_swap(election.name);
+            let ours = (key.as_str(), ended.record.token, lease.id);
+            let (resigned, attached) = tokio::join!(
+                clock::timeout(CLEANUP, election.resign_with(ours, unchanged, records)),
+                clock::timeout(CLEANUP, self.connection.lease_keys(lease.id)),
+            );
+            written = match resigned {
+                Some(Ok(written)) => written,
+                Some(Err(err)) => {
+                    tracing::info!("resigning: {err:#}");
+                    false
+                }
+                None => {
+                    tracing::info!("resigning: no answer within {CLEANUP:?}");
+                    false
+                }
+            };
+            let bare = match attached {
+                Some(Ok(Some(keys))) => keys.iter().all(|attached| *attached == key.as_bytes()),
+                Some(Ok(None)) => true,
+                _ => false,
+            };
+            tracing::trace!(written, bare, "resigned with the run's records");
+            if written && bare {
+                // Dropped, it is renewed no more.
+                self.lease = None;
+            }
+        }
+        self.give_back().await;
         if !written {
             ended.write(&self.connection, election.name).await;
         }
@@ -302,7 +339,10 @@ impl<'a> Campaign<'a> {
                     .wait_for_turn(&candidate, lease.id, &mut lease.watch())
                     .await;
                 match turn {
-                    Turn::Ours(revision) => revision,
+                    Turn::Ours(revision) => {
+                        tracing::trace!(revision, "proven");
+                        revision
+                    }
                     Turn::Lost(lost) => return Err(Step::Event(Event::PlaceLost(lost), None)),
                     Turn::Failed(err) => return Err(err.into()),
                 }

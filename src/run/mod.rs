@@ -15,6 +15,7 @@ pub mod supervise;
 use std::cell::Cell;
 use std::ffi::OsString;
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -40,6 +41,9 @@ use supervise::Supervision;
 
 pub struct Config {
     pub command: Vec<OsString>,
+    /// Where COMMAND was found in PATH when leaderrun started: exec'd
+    /// without a search of PATH on the next leader's path.
+    pub program: PathBuf,
     pub election: String,
     pub ttl: Duration,
     pub wait: bool,
@@ -74,7 +78,7 @@ impl Config {
 
     fn from_cli(cli: Cli) -> Result<Config> {
         let command = cli.command;
-        child::resolve(&command[0])?;
+        let program = child::resolve(&command[0])?;
         let election = match cli.election.name.name {
             Some(name) if name.is_empty() => anyhow::bail!("--name must not be empty"),
             Some(name) => name,
@@ -85,6 +89,7 @@ impl Config {
             ..Holder::for_this_process(&command, cli.election.redact_args)
         };
         Ok(Config {
+            program,
             holder,
             election,
             ttl: cli.election.ttl,
@@ -151,10 +156,14 @@ pub async fn run(cli: Cli) -> Result<i32> {
         tracing::trace!("given back");
     };
     // The job is gone (or never was): the guardian is released and
-    // collected beside the resignation, its exit overlapping the revoke's
-    // round trip rather than added after it. Every path hands it back here.
+    // collected beside the resignation, its exit overlapping the
+    // resignation's round trip rather than added after it. Every path hands
+    // it back here.
     let release = async {
         if let Some(guard) = guardian {
+            // After the resignation's first request has gone out: that
+            // request is the next leader's wait, the guardian's exit is not.
+            tokio::task::yield_now().await;
             guard.release(CLEANUP).await;
         }
     };

@@ -13,8 +13,9 @@
 //! | Claiming   | the guardian again if it failed to start; the --once-per window |
 //! | Running    | the command runs                                                |
 //! | Stopping   | the kill schedule: --kill-signal, the grace, SIGKILL            |
-//! | Resigning  | revokes its lease (and an unspent window), the records right    |
-//! |            | behind, each within a short bound; beside it, the guardian is   |
+//! | Resigning  | deletes its key with the run's records in one write (N = 1),    |
+//! |            | else revokes its lease, then the records; an unspent window is  |
+//! |            | revoked; each within a short bound; beside it, the guardian is  |
 //! |            | released and collected (the job is gone by then)                |
 //!
 //! The events, and what each does ([`decide`] is this table, as code):

@@ -72,7 +72,7 @@ impl Supervision<'_> {
             ..config.holder.clone()
         };
         let run = record::Run::new(&holder, token);
-        let mut child = match Child::spawn(&config.command, &env, guard) {
+        let mut child = match Child::spawn(&config.program, &config.command, &env, guard) {
             Ok(child) => child,
             Err(err) => {
                 let not_started = run.ended(Outcome::NotStarted, Some(exit::code_of(&err)));
