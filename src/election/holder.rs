@@ -21,6 +21,10 @@ pub struct Holder {
     pub max_running: usize,
 }
 
+/// The field a resigning leader adds to the value of the waiter it hands
+/// over to: the leader's token.
+const HANDED_OVER_BY: &str = "handed_over_by";
+
 fn one() -> usize {
     1
 }
@@ -72,6 +76,27 @@ impl Holder {
             command: String::from_utf8_lossy(value).into_owned(),
             max_running: 0,
         })
+    }
+
+    /// A waiter's value, as the leader that resigns to it rewrites it: the
+    /// same value (fields this version does not know kept), with
+    /// `handed_over_by` set to the leader's token. None for a value that is
+    /// not a JSON object (another tool's candidate: no handover to it).
+    pub fn handed_over(value: &[u8], by: i64) -> Option<Vec<u8>> {
+        let mut value: serde_json::Value = serde_json::from_slice(value).ok()?;
+        value
+            .as_object_mut()?
+            .insert(HANDED_OVER_BY.into(), serde_json::Value::from(by));
+        serde_json::to_vec(&value).ok()
+    }
+
+    /// Whether a candidate's value says a resigning leader handed over to
+    /// it (see [`Holder::handed_over`]).
+    pub fn is_handed_over(value: &[u8]) -> bool {
+        serde_json::from_slice::<serde_json::Value>(value)
+            .ok()
+            .and_then(|value| value.get(HANDED_OVER_BY)?.as_i64())
+            .is_some()
     }
 
     /// "pid 4242 on web-2 since 2026-11-29T07:00:00Z".

@@ -13,13 +13,16 @@
 //!
 //! Every win here is proven before anything runs: our own key, with its
 //! create revision and our lease, among the first --max-running in line,
-//! all read at one revision. The read that finds our turn (`Queued`,
-//! `Turn::Ours`) is such a proof; with more than one runner [`Election::prove`]
-//! proves again with a transaction that also rewrites our key, to wake the
-//! waiter behind. The layout ([`Election`]): this file writes and proves
-//! our key, `queue.rs` waits for our turn, `watch.rs` watches our key while
-//! we lead, and `line.rs` reads the candidates in order. Nothing here runs
-//! processes or keeps the lease alive.
+//! all at one revision. The read that finds our turn (`Queued`,
+//! `Turn::Ours`) is such a proof, and so, with one runner, is the handover:
+//! the leader's resignation rewrites the key of the candidate behind it
+//! ([`Election::resign_with`]), which watches its own key. With more than
+//! one runner [`Election::prove`] proves again with a transaction that also
+//! rewrites our key, to wake the waiter behind. The layout ([`Election`]):
+//! this file writes, proves and gives up our key, `queue.rs` waits for our
+//! turn, `watch.rs` watches our key from the queue to the end of the run,
+//! and `line.rs` reads the candidates in order. Nothing here runs processes
+//! or keeps the lease alive.
 //!
 //! Only keys `<name>/<lease hex>` are candidates ([`name::is_candidate`]).
 //! The keys of an election whose name extends ours (`<name>/sub/<lease>`)
@@ -35,10 +38,10 @@ pub mod record;
 mod watch;
 
 pub use line::{read_leader, Line, Snapshot};
-pub use watch::watch_for_loss;
+pub use watch::{watch_for_loss, OwnKey};
 
 use anyhow::{Context, Result};
-use etcd_client::{Compare, CompareOp, KeyValue, SortOrder, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, SortOrder, Txn, TxnOp};
 
 use crate::election::holder::{etcdctl_del, printable, Holder};
 use crate::etcd::requests::{range_at, revision_of, Range};
@@ -58,6 +61,16 @@ pub struct Leadership {
     pub token: i64,
     /// The store revision at which ownership was proven; watch from after it.
     pub revision: i64,
+}
+
+/// The candidate just behind a leader, and the value that hands over to it.
+#[derive(Debug, Clone)]
+pub struct Successor {
+    pub key: String,
+    pub token: i64,
+    pub lease: i64,
+    /// Its value, saying who handed over to it.
+    pub value: Vec<u8>,
 }
 
 /// Whoever leads, as read from their key.
@@ -374,21 +387,70 @@ impl<'a> Election<'a> {
     ///
     /// The next in line wakes on this deletion and proves its win at or
     /// after it, so whatever `then` writes (the run's end records) is in
-    /// place by the time it runs.
+    /// place by the time it runs. With `successor`, the same transaction
+    /// hands over to it, if it is still there: its value is rewritten to
+    /// say so (its key, lease and create revision unchanged). It watches its
+    /// own key, and that rewrite proves its turn at this revision, with no
+    /// read: our key was first in line until this revision, which deletes
+    /// it, and `successor` was the first behind it ([`Election::successor`])
+    /// and still is (the comparison), since no key created later can come
+    /// between.
     pub async fn resign_with(
         &self,
         leadership: (&str, i64, i64),
         also: Vec<Compare>,
         then: Vec<TxnOp>,
+        successor: Option<&Successor>,
     ) -> Result<bool> {
         let (key, token, lease) = leadership;
         let mut compares = ours(key, token, lease).to_vec();
         compares.extend(also);
         let mut ops = vec![TxnOp::delete(key, None)];
         ops.extend(then);
+        if let Some(next) = successor {
+            let options = PutOptions::new().with_lease(next.lease);
+            let put = TxnOp::put(next.key.as_str(), next.value.clone(), Some(options));
+            let hand_over = Txn::new()
+                .when(ours(&next.key, next.token, next.lease))
+                .and_then([put]);
+            ops.push(TxnOp::txn(hand_over));
+        }
         let txn = Txn::new().when(compares).and_then(ops);
         let response = self.connection.txn("resigning", txn).await?;
         Ok(response.succeeded())
+    }
+
+    /// The candidate just behind our key, as read now: the one a
+    /// resignation hands over to. None if nobody is behind, or the one
+    /// behind is not a leaderrun of one runner (another tool's candidate
+    /// watches only the key ahead of it).
+    pub async fn successor(&self, leadership: &Leadership) -> Result<Option<Successor>> {
+        let behind = line::in_line(SortOrder::Ascend, line::FIRST_PAGE)
+            .with_min_create_revision(leadership.token + 1)
+            .with_serializable();
+        let mut response = self
+            .connection
+            .get("reading the queue", name::prefix(self.name), Some(behind))
+            .await?;
+        let revision = response.header().map_or(0, |header| header.revision());
+        let page = Range {
+            more: response.more(),
+            kvs: response.take_kvs(),
+        };
+        let next = self
+            .first_candidates(page, revision, SortOrder::Ascend, 1)
+            .await?;
+        Ok(next.first().and_then(|kv| {
+            if Holder::decode(kv.value()).max_running != 1 {
+                return None;
+            }
+            Some(Successor {
+                key: String::from_utf8_lossy(kv.key()).into_owned(),
+                token: kv.create_revision(),
+                lease: kv.lease(),
+                value: Holder::handed_over(kv.value(), leadership.token)?,
+            })
+        }))
     }
 
     /// Rewrites our key's value with `holder`, if the key is still ours:

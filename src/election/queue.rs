@@ -1,12 +1,13 @@
 //! Waiting in the queue: watching only the candidate just ahead (no herd,
-//! no polling) until it is our turn, or our place is lost.
+//! no polling), and our own key (a handover, or the loss of our place),
+//! until it is our turn, or our place is lost.
 
 use anyhow::Result;
 use etcd_client::{EventType, GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
-use super::watch::{watch_from, Watched};
+use super::watch::{watch_from, OwnKey, OwnKeyNews, Watched};
 use super::{judge, name, Candidate, Election, KeyLoss, Leader, PlaceLost, Turn};
 use crate::etcd::requests::{range_at, revision_of};
 use crate::exit;
@@ -17,11 +18,18 @@ impl Election<'_> {
     /// Waits until every key ahead of ours is gone, watching only the one just
     /// ahead (no herd, no polling). Returns when it is our turn, or when our key
     /// disappeared (lease lost) so the caller must start again.
+    ///
+    /// Beside the key ahead, `own` watches our key: with one runner, the
+    /// leader that resigns to us rewrites it in the transaction that deletes
+    /// its own key (see [`Election::resign_with`]), which proves our turn at
+    /// that revision with no read; its deletion or overwrite loses our place
+    /// at once.
     pub async fn wait_for_turn(
         &self,
         candidate: &Candidate,
         lease_id: i64,
         lease: &mut watch::Receiver<LeaseState>,
+        own: &mut OwnKey,
     ) -> Turn {
         let mut backoff = Backoff::new(retry::KEEPING);
         let mut broken_watches = Backoff::new(retry::KEEPING);
@@ -47,11 +55,31 @@ impl Election<'_> {
                 }
             };
             backoff.reset();
+            // Our key was ours at `revision`: what came before says nothing.
+            own.skip_to(revision + 1);
             let watched = String::from_utf8_lossy(&ahead.key).into_owned();
             tracing::debug!(%watched, "queued; watching");
             let mut from = revision + 1;
             let wake_on_put = ahead.wake_on_put;
+            let own_news = async {
+                loop {
+                    match own.next(self.connection).await {
+                        // A handover proves a turn only with one runner.
+                        OwnKeyNews::HandedOver(_) if self.slots != 1 => continue,
+                        news => return news,
+                    }
+                }
+            };
             let moved = tokio::select! {
+                biased;
+                news = own_news => match news {
+                    OwnKeyNews::HandedOver(at) => {
+                        tracing::debug!(revision = at, "our turn: handed over by the leader");
+                        return Turn::Ours(at);
+                    }
+                    OwnKeyNews::Lost(loss) => return Turn::Lost(PlaceLost::Key(loss)),
+                    OwnKeyNews::Broke => false,
+                },
                 woke = watch_from(self.connection, &ahead.key, ahead.watched, &mut from, |event| {
                     let put = event.event_type() == EventType::Put;
                     (!put || wake_on_put).then_some(())

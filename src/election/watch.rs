@@ -1,46 +1,152 @@
-//! Watching a key we hold: its deletion, replacement or overwrite is the
-//! loss of leadership. Rides out broken watches and endpoint changes.
+//! Watching our own key, from the queue to the end of the run ([`OwnKey`]):
+//! its deletion, replacement or overwrite is the loss of our place or of
+//! leadership, and its rewrite by a resigning leader is our turn. Rides out
+//! broken watches and endpoint changes. Also the one-off watch of the key or
+//! prefix ahead of a waiter ([`watch_from`]).
 
-use etcd_client::{EventType, WatchOptions};
+use std::collections::VecDeque;
 
+use etcd_client::{Event, EventType, WatchOptions, WatchStream};
+
+use super::holder::Holder;
 use super::{judge, KeyLoss, Leadership};
 use crate::etcd::Connection;
 use crate::retry::{self, Backoff};
 
 /// Resolves when our key is deleted, replaced or overwritten, which means
-/// leadership is lost. Survives broken watches and endpoint changes by
+/// leadership is lost. `own` is the watch of our key a waiter kept while it
+/// queued, if it did: it goes on from where it is, with no new watch on the
+/// way to running. Survives broken watches and endpoint changes by
 /// re-reading the key and watching again from where it stopped.
-pub async fn watch_for_loss(connection: &Connection, leadership: &Leadership) -> KeyLoss {
-    let key = leadership.key.as_bytes();
+pub async fn watch_for_loss(
+    connection: &Connection,
+    leadership: &Leadership,
+    own: Option<OwnKey>,
+) -> KeyLoss {
     let (token, lease) = (leadership.token, leadership.lease);
-    let mut from = leadership.revision + 1;
+    let mut own = own.unwrap_or_else(|| OwnKey::new(&leadership.key, token, lease, 0));
+    // What happened up to the proof, the proof has seen.
+    own.skip_to(leadership.revision + 1);
     let mut backoff = Backoff::new(retry::KEEPING);
     loop {
-        let lost = watch_key(connection, key, &mut from, |event| {
-            match event.event_type() {
-                EventType::Delete => Some(KeyLoss::Deleted),
-                EventType::Put => judge(event.kv(), token, lease),
-            }
-        })
-        .await;
-        if let Some(loss) = lost {
-            return loss;
+        match own.next(connection).await {
+            OwnKeyNews::Lost(loss) => return loss,
+            OwnKeyNews::HandedOver(_) => continue,
+            OwnKeyNews::Broke => {}
         }
         // The watch broke: make sure nothing was missed, then watch again.
-        let read = connection.get("checking the leader key", key, None).await;
+        let read = connection
+            .get("checking the leader key", own.key.as_slice(), None)
+            .await;
         match read {
             Ok(response) => {
                 if let Some(loss) = judge(response.kvs().first(), token, lease) {
                     return loss;
                 }
-                from = response
-                    .header()
-                    .map_or(from, |header| header.revision() + 1);
+                if let Some(header) = response.header() {
+                    own.skip_to(header.revision() + 1);
+                }
             }
             // Unreachable etcd is the lease deadline's business, not ours.
             Err(err) => tracing::debug!("{err:#}"),
         }
         backoff.wait().await;
+    }
+}
+
+/// A watch of our own candidate key, opened as we join the queue and kept
+/// to the end of the run: while we wait it brings a handover (or the loss
+/// of our place) at once, and once we lead it is the watch for loss, with
+/// nothing to open on the way to running.
+pub struct OwnKey {
+    key: Vec<u8>,
+    token: i64,
+    lease: i64,
+    /// Events before this revision are passed over.
+    from: i64,
+    /// Boxed: a stream is large, and this travels from the campaign to the
+    /// run inside their outcomes.
+    stream: Option<(Box<WatchStream>, usize)>,
+    /// Events received and not yet looked at: a response may hold several.
+    pending: VecDeque<Event>,
+}
+
+/// What happened to our key, as far as a campaign or a run goes.
+pub enum OwnKeyNews {
+    Lost(KeyLoss),
+    /// A resigning leader handed over to us, at this revision.
+    HandedOver(i64),
+    /// The watch broke (closed, cancelled, or etcd compacted past where it
+    /// was); the next call opens it again from where it stopped.
+    Broke,
+}
+
+impl OwnKey {
+    /// The watch of `key` (created at `token`, on `lease`), from revision
+    /// `from`; opened on first use.
+    pub fn new(key: &str, token: i64, lease: i64, from: i64) -> OwnKey {
+        OwnKey {
+            key: key.as_bytes().to_vec(),
+            token,
+            lease,
+            from,
+            stream: None,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Passes over everything before `revision`.
+    pub fn skip_to(&mut self, revision: i64) {
+        self.from = self.from.max(revision);
+    }
+
+    /// The next news of our key. Cancel safe: what it has received and not
+    /// yet returned stays here for the next call.
+    pub async fn next(&mut self, connection: &Connection) -> OwnKeyNews {
+        loop {
+            while let Some(event) = self.pending.pop_front() {
+                let Some(kv) = event.kv() else { continue };
+                if kv.mod_revision() < self.from {
+                    continue;
+                }
+                self.from = kv.mod_revision() + 1;
+                let news = match event.event_type() {
+                    EventType::Delete => Some(OwnKeyNews::Lost(KeyLoss::Deleted)),
+                    EventType::Put => match judge(Some(kv), self.token, self.lease) {
+                        Some(loss) => Some(OwnKeyNews::Lost(loss)),
+                        None if Holder::is_handed_over(kv.value()) => {
+                            Some(OwnKeyNews::HandedOver(kv.mod_revision()))
+                        }
+                        None => None,
+                    },
+                };
+                if let Some(news) = news {
+                    return news;
+                }
+            }
+            if self.stream.is_none() {
+                let options = WatchOptions::new().with_start_revision(self.from);
+                match connection.open_watch(&self.key, options).await {
+                    Some((stream, index)) => self.stream = Some((Box::new(stream), index)),
+                    None => return OwnKeyNews::Broke,
+                }
+            }
+            let Some((stream, index)) = self.stream.as_mut() else {
+                continue;
+            };
+            match stream.message().await {
+                Ok(Some(response)) if !response.canceled() && response.compact_revision() == 0 => {
+                    self.pending.extend(response.events().iter().cloned());
+                }
+                // Dial again: a cancelled watch may hold a token that etcd
+                // has forgotten (a restart, with auth on).
+                _ => {
+                    connection.failed(*index);
+                    self.stream = None;
+                    return OwnKeyNews::Broke;
+                }
+            }
+        }
     }
 }
 
@@ -51,19 +157,10 @@ pub(super) enum Watched {
     Prefix,
 }
 
-/// Watches one key from revision `*from`, advancing it past each event seen,
-/// until `decide` maps an event to a value. Returns None when the watch broke
-/// (error, end, compaction, endpoint change): the caller re-reads and retries.
-pub(super) async fn watch_key<T>(
-    connection: &Connection,
-    key: &[u8],
-    from: &mut i64,
-    decide: impl FnMut(&etcd_client::Event) -> Option<T>,
-) -> Option<T> {
-    watch_from(connection, key, Watched::Key, from, decide).await
-}
-
-/// [`watch_key`], for a key or a prefix.
+/// Watches a key or a prefix from revision `*from`, advancing it past each
+/// event seen, until `decide` maps an event to a value. Returns None when
+/// the watch broke (error, end, compaction, endpoint change): the caller
+/// re-reads and retries.
 pub(super) async fn watch_from<T>(
     connection: &Connection,
     key: &[u8],

@@ -21,7 +21,9 @@
 //! to give back.
 
 use std::cell::Cell;
+
 use std::time::Duration;
+use tokio::task::JoinHandle;
 
 use anyhow::Result;
 
@@ -33,7 +35,9 @@ use crate::election::holder::{self, Holder};
 use crate::election::name;
 use crate::election::once_per::{self, Claim, Marker};
 use crate::election::record::{self, Ended};
-use crate::election::{Attempt, Election, KeyLoss, Leader, Leadership, PlaceLost, Queued, Turn};
+use crate::election::{
+    Attempt, Election, KeyLoss, Leader, Leadership, OwnKey, PlaceLost, Queued, Successor, Turn,
+};
 use crate::etcd::connection::Connection;
 use crate::exit;
 use crate::lease::Lease;
@@ -46,6 +50,9 @@ pub struct Session {
     lease: Option<Lease>,
     /// A claimed `--once-per` window whose command has not started.
     window: Option<i64>,
+    /// Who is behind us, looked up while the command runs
+    /// ([`Session::look_behind`]), for the resignation to hand over to.
+    successor: Option<JoinHandle<Option<Successor>>>,
 }
 
 impl Session {
@@ -54,7 +61,25 @@ impl Session {
             connection,
             lease: None,
             window: None,
+            successor: None,
         }
+    }
+
+    /// The look-up of who is behind us ([`look_behind`]), for the
+    /// resignation.
+    pub fn expect_successor(&mut self, lookup: Option<JoinHandle<Option<Successor>>>) {
+        self.successor = lookup;
+    }
+
+    /// The candidate behind us, if the look-up has answered: a resignation
+    /// does not wait for it.
+    async fn successor(&mut self) -> Option<Successor> {
+        let lookup = self.successor.take()?;
+        if !lookup.is_finished() {
+            lookup.abort();
+            return None;
+        }
+        lookup.await.ok().flatten()
     }
 
     /// The election lease. Only called once we lead, which needs one.
@@ -110,12 +135,14 @@ impl Session {
         ended.settle_start().await;
         let at_once = election.slots == 1 && ended.record.outcome != record::Outcome::Lost;
         let mut written = false;
+        let successor = self.successor().await;
         if let Some(lease) = self.lease.as_ref().filter(|_| at_once) {
             let key = name::candidate_key(election.name, lease.id);
             let (unchanged, records) = ended.unchanged_swap(election.name);
             let ours = (key.as_str(), ended.record.token, lease.id);
+            let resigned = election.resign_with(ours, unchanged, records, successor.as_ref());
             let (resigned, attached) = tokio::join!(
-                clock::timeout(CLEANUP, election.resign_with(ours, unchanged, records)),
+                clock::timeout(CLEANUP, resigned),
                 clock::timeout(CLEANUP, self.connection.lease_keys(lease.id)),
             );
             written = match resigned {
@@ -135,6 +162,9 @@ impl Session {
                 _ => false,
             };
             tracing::trace!(written, bare, "resigned with the run's records");
+            if let Some(next) = successor.filter(|_| written) {
+                tracing::debug!(to = %next.key, "handed over (if it is still there)");
+            }
             if written && bare {
                 // Dropped, it is renewed no more.
                 self.lease = None;
@@ -153,11 +183,38 @@ impl Session {
     }
 }
 
+/// With one runner, looks up the candidate behind our key in a task of its
+/// own, started as the command starts so that it runs beside it, off the
+/// next leader's path; the resignation hands over to it if it has answered
+/// by then ([`Election::resign_with`]).
+pub fn look_behind(
+    connection: &Connection,
+    election: &str,
+    slots: usize,
+    leadership: &Leadership,
+) -> Option<JoinHandle<Option<Successor>>> {
+    if slots != 1 {
+        return None;
+    }
+    let (connection, election) = (connection.clone(), election.to_string());
+    let leadership = leadership.clone();
+    Some(tokio::spawn(async move {
+        let election = Election::new(&connection, &election, 1);
+        match election.successor(&leadership).await {
+            Ok(successor) => successor,
+            Err(err) => {
+                tracing::debug!("looking behind us: {err:#}");
+                None
+            }
+        }
+    }))
+}
+
 /// How a campaign ended, short of a signal or the user's deadline.
 pub enum Outcome {
     /// We lead, proven, with the guardian ready and the window (if any)
-    /// claimed.
-    Won(Leadership, Guard),
+    /// claimed; and the watch of our key, if we queued.
+    Won(Leadership, Guard, Option<OwnKey>),
     /// Someone else leads (without --wait).
     Held(Option<Leader>),
     /// This `--once-per` window already had its run.
@@ -191,6 +248,8 @@ pub struct Campaign<'a> {
     looked: tokio::sync::watch::Sender<bool>,
     /// The guardian, started before the campaign.
     guard: Option<Guard>,
+    /// The watch of our key, kept from the queue into the run.
+    own: Option<OwnKey>,
 }
 
 impl<'a> Campaign<'a> {
@@ -207,6 +266,7 @@ impl<'a> Campaign<'a> {
             queued_before: false,
             looked: tokio::sync::watch::Sender::new(false),
             guard,
+            own: None,
         }
     }
 
@@ -332,11 +392,14 @@ impl<'a> Campaign<'a> {
             self.looked.send_replace(true);
         }
         self.phase.set(Phase::Waiting);
+        let own = self
+            .own
+            .insert(OwnKey::new(&candidate.key, candidate.revision, lease.id, 0));
         let proven_at = match proven_at {
             Some(revision) => revision,
             None => {
                 let turn = election
-                    .wait_for_turn(&candidate, lease.id, &mut lease.watch())
+                    .wait_for_turn(&candidate, lease.id, &mut lease.watch(), own)
                     .await;
                 match turn {
                     Turn::Ours(revision) => {
@@ -391,7 +454,7 @@ impl<'a> Campaign<'a> {
             }
         };
         let Some(window) = self.config.once_per else {
-            return Step::Done(Outcome::Won(leadership, guard));
+            return Step::Done(Outcome::Won(leadership, guard, self.own.take()));
         };
         let claim = once_per::claim(
             self.connection,
@@ -408,7 +471,7 @@ impl<'a> Campaign<'a> {
                     "this run opens a --once-per {} window",
                     humantime::format_duration(window)
                 );
-                Step::Done(Outcome::Won(leadership, guard))
+                Step::Done(Outcome::Won(leadership, guard, self.own.take()))
             }
             // The guardian was told no group: it is kept for the next
             // attempt, or dropped with the campaign, which ends it.

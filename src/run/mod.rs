@@ -209,8 +209,8 @@ async fn lead(
         Ok(outcome) => outcome,
         Err(event) => return Ok(interrupted(config, connection, phase.get(), event, policy).await),
     };
-    let (leadership, guard) = match outcome {
-        Outcome::Won(leadership, guard) => (leadership, guardian.insert(guard)),
+    let (leadership, guard, own) = match outcome {
+        Outcome::Won(leadership, guard, own) => (leadership, guardian.insert(guard), own),
         Outcome::Held(leader) => {
             explain_conflict(config, leader.as_ref(), "");
             return Ok(config.conflict_code);
@@ -227,12 +227,22 @@ async fn lead(
         connection,
         lease: session.lease(),
         leadership: &leadership,
+        own: Cell::new(own),
         policy,
     };
     let mut started = false;
-    let code = supervision
-        .run(signals, guard, || started = true, ended)
-        .await;
+    let mut behind = None;
+    let look_behind = || {
+        started = true;
+        behind = campaign::look_behind(
+            connection,
+            &config.election,
+            config.max_running,
+            &leadership,
+        );
+    };
+    let code = supervision.run(signals, guard, look_behind, ended).await;
+    session.expect_successor(behind);
     if started {
         session.spend_window();
     }

@@ -7,6 +7,7 @@
 //! does is [`decide`]'s answer for [`Phase::Running`]. Then the kill sequence,
 //! [`KillSequence`], the one place that stops a job.
 
+use std::cell::Cell;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -22,7 +23,7 @@ use crate::child::{Child, ChildEvent};
 use crate::clock;
 use crate::election::holder::{self, Holder};
 use crate::election::record::{self, Outcome};
-use crate::election::{self, Leadership};
+use crate::election::{self, Leadership, OwnKey};
 use crate::etcd::Connection;
 use crate::exit::{self, Exit};
 use crate::lease::Lease;
@@ -41,6 +42,9 @@ pub struct Supervision<'a> {
     pub connection: &'a Connection,
     pub lease: &'a Lease,
     pub leadership: &'a Leadership,
+    /// The watch of our key the campaign kept, if it queued: the watch for
+    /// loss goes on with it.
+    pub own: Cell<Option<OwnKey>>,
     pub policy: Policy,
 }
 
@@ -187,7 +191,8 @@ impl Supervision<'_> {
         schedule: KillSchedule,
         timeout_at: Option<clock::Instant>,
     ) -> Ending {
-        let lost = leadership_lost(self.connection, self.lease, self.leadership, schedule);
+        let own = self.own.take();
+        let lost = leadership_lost(self.connection, self.lease, self.leadership, own, schedule);
         tokio::pin!(lost);
         loop {
             let mut status = None;
@@ -236,10 +241,11 @@ async fn leadership_lost(
     connection: &Connection,
     lease: &Lease,
     leadership: &Leadership,
+    own: Option<OwnKey>,
     schedule: KillSchedule,
 ) -> Loss {
     let mut state = lease.watch();
-    let key = election::watch_for_loss(connection, leadership);
+    let key = election::watch_for_loss(connection, leadership, own);
     tokio::pin!(key);
     let mut keeper_alive = true;
     loop {
