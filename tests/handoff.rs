@@ -360,3 +360,103 @@ fn a_leader_marking_since_when_it_leads_wakes_nobody() {
         "woken only by the deletion of the key ahead: {stderr}"
     );
 }
+
+/// A command that runs until `flag` exists.
+fn until(flag: &std::path::Path) -> String {
+    format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display())
+}
+
+#[test]
+fn a_waiter_stopped_past_its_lease_never_runs_on_an_old_handover() {
+    // Its lease expires while it is stopped (the shortest etcd grants).
+    stopped_waiter_handed_over_then_lost("jobs/handoff-expired", &["--ttl", "2s"], |_, _| {});
+}
+
+#[test]
+fn a_waiter_whose_key_went_while_it_was_stopped_never_runs_on_the_handover() {
+    // Its key is deleted by hand right after the handover, its lease alive.
+    stopped_waiter_handed_over_then_lost("jobs/handoff-deleted", &[], |etcd, key| etcd.delete(key));
+}
+
+/// A waiter is stopped (SIGSTOP), handed over to, then loses its key by
+/// `lose` or its lease's expiry; the one behind it takes over and runs.
+/// Woken (SIGCONT), the stopped one must not run on that old handover
+/// while the other runs: it queues anew, and runs after it.
+fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl Fn(&Etcd, &str)) {
+    use nix::sys::signal::Signal;
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (ran, second_flag, third_flag) = (
+        dir.path().join("ran"),
+        dir.path().join("second"),
+        dir.path().join("third"),
+    );
+    let (mut first, release_first) = lead_until_released(&etcd, name);
+    let queued = |waiter: &Replica| {
+        await_condition(LIMIT, "a waiter to watch", || {
+            waiter.stderr_so_far().contains("queued; watching")
+        })
+    };
+    let mut second = queue(&etcd, name, &["sh", "-c", &until(&second_flag)]);
+    queued(&second);
+    let touch = format!("touch '{}'", ran.display());
+    let mut stopped = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["-vv", "--name", name, "--wait"])
+            .args(options)
+            .args(["--", "sh", "-c", &touch]),
+    );
+    queued(&stopped);
+    let stopped_key = etcd.candidates(name)[2].0.clone();
+    let mut third = queue(&etcd, name, &["sh", "-c", &until(&third_flag)]);
+    queued(&third);
+    // The second leads, and as its command starts looks up who is behind
+    // it: the one about to be stopped.
+    let reads = handled(&etcd, "Range");
+    release_first.go();
+    let (code, stderr) = first.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    await_condition(LIMIT, "the second to look behind it", || {
+        handled(&etcd, "Range") > reads
+    });
+    // Every watch caught up (etcd catches up a watch that starts in the
+    // past only every 100 ms): the handover reaches the stopped one's
+    // watch of its own key as it happens, not after the loss.
+    await_condition(LIMIT, "every watch to catch up", || {
+        etcd.metrics()
+            .lines()
+            .any(|line| line == "etcd_debugging_mvcc_slow_watcher_total 0")
+    });
+    send(stopped.pid(), Signal::SIGSTOP);
+    std::fs::write(&second_flag, "").unwrap();
+    let (code, handing) = second.finish(LIMIT);
+    assert_eq!(code, Some(0), "{handing}");
+    assert!(
+        handing.contains("handed over (if it is still there)"),
+        "{handing}"
+    );
+    lose(&etcd, &stopped_key);
+    await_condition(LIMIT, "the stopped one's key to go", || {
+        etcd.candidates(name)
+            .iter()
+            .all(|(key, _, _)| *key != stopped_key)
+    });
+    await_condition(LIMIT, "the third to lead", || {
+        third.stderr_so_far().contains("leader token")
+    });
+    send(stopped.pid(), Signal::SIGCONT);
+    await_condition(LIMIT, "the woken one to campaign again", || {
+        stopped.stderr_so_far().contains("campaigning again")
+    });
+    assert!(
+        !ran.exists(),
+        "ran beside the third: {}",
+        stopped.stderr_so_far()
+    );
+    std::fs::write(&third_flag, "").unwrap();
+    for replica in [&mut third, &mut stopped] {
+        let (code, stderr) = replica.finish(LIMIT);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    assert!(ran.exists(), "the woken one runs in its new turn");
+}

@@ -151,6 +151,9 @@ pub struct Queued {
 pub enum PlaceLost {
     /// etcd said our lease is gone (revoked, or expired while we waited).
     LeaseGone,
+    /// Our turn came, but the lease's local deadline had passed by then
+    /// (leaderrun stopped or starved): it may have expired, our key with it.
+    Unsure,
     /// Our key is not there any more, or not ours.
     Key(KeyLoss),
 }
@@ -182,6 +185,9 @@ impl std::fmt::Display for PlaceLost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PlaceLost::LeaseGone => f.write_str("etcd says our lease is gone"),
+            PlaceLost::Unsure => f.write_str(
+                "our turn came after our lease's local deadline (was leaderrun stopped?): it may have expired",
+            ),
             PlaceLost::Key(KeyLoss::Deleted) => f.write_str("our key disappeared while queued"),
             PlaceLost::Key(KeyLoss::Replaced) => {
                 f.write_str("our key was replaced by another while queued")

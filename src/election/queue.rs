@@ -2,6 +2,8 @@
 //! no polling), and our own key (a handover, or the loss of our place),
 //! until it is our turn, or our place is lost.
 
+use std::time::Duration;
+
 use anyhow::Result;
 use etcd_client::{EventType, GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
@@ -61,22 +63,10 @@ impl Election<'_> {
             tracing::debug!(%watched, "queued; watching");
             let mut from = revision + 1;
             let wake_on_put = ahead.wake_on_put;
-            let own_news = async {
-                loop {
-                    match own.next(self.connection).await {
-                        // A handover proves a turn only with one runner.
-                        OwnKeyNews::HandedOver(_) if self.slots != 1 => continue,
-                        news => return news,
-                    }
-                }
-            };
             let moved = tokio::select! {
                 biased;
-                news = own_news => match news {
-                    OwnKeyNews::HandedOver(at) => {
-                        tracing::debug!(revision = at, "our turn: handed over by the leader");
-                        return Turn::Ours(at);
-                    }
+                news = self.own_news(own) => match news {
+                    OwnKeyNews::HandedOver(at) => return handed_over(at),
                     OwnKeyNews::Lost(loss) => return Turn::Lost(PlaceLost::Key(loss)),
                     OwnKeyNews::Broke => false,
                 },
@@ -86,12 +76,33 @@ impl Election<'_> {
                 }) => woke.is_some(),
                 _ = lease_gone(lease) => true,
             };
+            // The key ahead changed. If that was the leader resigning to us,
+            // its handover is most often here already: etcd tells the two
+            // watches of one revision in no set order. Then no read.
+            if let Ok(news) = tokio::time::timeout(Duration::ZERO, self.own_news(own)).await {
+                match news {
+                    OwnKeyNews::HandedOver(at) => return handed_over(at),
+                    OwnKeyNews::Lost(loss) => return Turn::Lost(PlaceLost::Key(loss)),
+                    OwnKeyNews::Broke => {}
+                }
+            }
             seen = (from > revision + 1).then_some(from - 1);
             tracing::trace!(?seen, "woke");
             if moved {
                 broken_watches.reset();
             } else {
                 broken_watches.wait().await;
+            }
+        }
+    }
+
+    /// The next news of our own key that matters to a waiter: a handover
+    /// proves a turn only with one runner.
+    async fn own_news(&self, own: &mut OwnKey) -> OwnKeyNews {
+        loop {
+            match own.next(self.connection).await {
+                OwnKeyNews::HandedOver(_) if self.slots != 1 => continue,
+                news => return news,
             }
         }
     }
@@ -202,6 +213,12 @@ impl Election<'_> {
         ]);
         self.connection.txn("reading the queue", txn).await
     }
+}
+
+/// Our turn, proven by a handover at revision `at`.
+fn handed_over(at: i64) -> Turn {
+    tracing::debug!(revision = at, "our turn: handed over by the leader");
+    Turn::Ours(at)
 }
 
 /// What is ahead of our key in the queue.

@@ -5,6 +5,7 @@
 //! prefix ahead of a waiter ([`watch_from`]).
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use etcd_client::{Event, EventType, WatchOptions, WatchStream};
 
@@ -71,6 +72,14 @@ pub struct OwnKey {
     pending: VecDeque<Event>,
 }
 
+/// A rewrite of a candidate's key by a leader handing over to it.
+fn is_handover(event: &Event) -> bool {
+    event.event_type() == EventType::Put
+        && event
+            .kv()
+            .is_some_and(|kv| Holder::is_handed_over(kv.value()))
+}
+
 /// What happened to our key, as far as a campaign or a run goes.
 pub enum OwnKeyNews {
     Lost(KeyLoss),
@@ -95,6 +104,36 @@ impl OwnKey {
         }
     }
 
+    /// Adds to what is pending every response already received, without
+    /// waiting for more (nor yielding, which would let a waiter's other
+    /// watch go first): after a pause (SIGSTOP, a frozen VM), a handover may
+    /// be followed, in what the connection has read, by the loss of our
+    /// key. Cancel safe: only whole responses are added.
+    async fn take_what_is_here(&mut self) {
+        let Some((stream, _)) = self.stream.as_mut() else {
+            return;
+        };
+        while let Ok(Ok(Some(response))) =
+            tokio::time::timeout(Duration::ZERO, stream.message()).await
+        {
+            if response.canceled() || response.compact_revision() > 0 {
+                break;
+            }
+            self.pending.extend(response.events().iter().cloned());
+        }
+    }
+
+    /// The loss of our key among the pending events, if there is one.
+    fn later_loss(&self) -> Option<KeyLoss> {
+        self.pending.iter().find_map(|event| {
+            let kv = event.kv()?;
+            match event.event_type() {
+                EventType::Delete => Some(KeyLoss::Deleted),
+                EventType::Put => judge(Some(kv), self.token, self.lease),
+            }
+        })
+    }
+
     /// Passes over everything before `revision`.
     pub fn skip_to(&mut self, revision: i64) {
         self.from = self.from.max(revision);
@@ -114,8 +153,13 @@ impl OwnKey {
                     EventType::Delete => Some(OwnKeyNews::Lost(KeyLoss::Deleted)),
                     EventType::Put => match judge(Some(kv), self.token, self.lease) {
                         Some(loss) => Some(OwnKeyNews::Lost(loss)),
+                        // A handover is news of its revision: if our key was
+                        // lost since, and that has reached us, the loss wins.
                         None if Holder::is_handed_over(kv.value()) => {
-                            Some(OwnKeyNews::HandedOver(kv.mod_revision()))
+                            Some(match self.later_loss() {
+                                Some(loss) => OwnKeyNews::Lost(loss),
+                                None => OwnKeyNews::HandedOver(kv.mod_revision()),
+                            })
                         }
                         None => None,
                     },
@@ -136,7 +180,11 @@ impl OwnKey {
             };
             match stream.message().await {
                 Ok(Some(response)) if !response.canceled() && response.compact_revision() == 0 => {
+                    let handover = response.events().iter().any(is_handover);
                     self.pending.extend(response.events().iter().cloned());
+                    if handover {
+                        self.take_what_is_here().await;
+                    }
                 }
                 // Dial again: a cancelled watch may hold a token that etcd
                 // has forgotten (a restart, with auth on).

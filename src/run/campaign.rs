@@ -28,6 +28,7 @@ use tokio::task::JoinHandle;
 use anyhow::Result;
 
 use super::phase::{decide, Action, Event, Phase, Policy};
+use super::schedule::KillSchedule;
 use super::Config;
 use crate::child::guard::Guard;
 use crate::clock;
@@ -446,6 +447,21 @@ impl<'a> Campaign<'a> {
         leadership: Leadership,
         holder: &Holder,
     ) -> Step {
+        // A proof says we were first at its revision; it is good for running
+        // only while our lease is sure to be alive. A waiter stopped or
+        // starved past its lease's local deadline can learn of its turn
+        // only on waking (a handover, above all, may be old news by then):
+        // its key may be gone and the next one running. It must not start
+        // a command it would have to kill at once.
+        let lease = session.lease();
+        let schedule = KillSchedule::new(lease.ttl, self.config.kill_after);
+        let state = lease.state();
+        if state.gone {
+            return Step::Event(Event::PlaceLost(PlaceLost::LeaseGone), None);
+        }
+        if schedule.stop_from(state.expires).has_passed() {
+            return Step::Event(Event::PlaceLost(PlaceLost::Unsure), None);
+        }
         let guard = match self.guard.take().map_or_else(Guard::start, Ok) {
             Ok(guard) => guard,
             Err(err) => {
