@@ -113,25 +113,14 @@ fn a_leader_hands_over_to_the_waiter_behind_it_with_no_read() {
     let (mut first, release_first) = lead_until_released(&etcd, name);
     let flag = release_first.flag.with_file_name("second");
     let until = format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display());
-    let queued = |waiter: &Replica| {
-        await_condition(LIMIT, "a waiter to watch", || {
-            waiter.stderr_so_far().contains("queued; watching")
-        })
-    };
     let mut second = queue(&etcd, name, &["sh", "-c", &until]);
-    queued(&second);
+    watching(&second);
     let mut third = queue(&etcd, name, &["true"]);
-    queued(&third);
+    watching(&third);
     // The first leader looked behind it as it started, before anyone
     // queued: the second proves its turn by reading. Its own look behind
     // it, as its command starts, finds the third.
-    let reads = handled(&etcd, "Range");
-    release_first.go();
-    let (code, stderr) = first.finish(LIMIT);
-    assert_eq!(code, Some(0), "{stderr}");
-    await_condition(LIMIT, "the second to look behind it", || {
-        handled(&etcd, "Range") > reads
-    });
+    hand_to_the_next_and_see_it_look_behind(&etcd, &mut first, &release_first);
     std::fs::write(&flag, "").unwrap();
     let (code, handing) = second.finish(LIMIT);
     assert_eq!(code, Some(0), "{handing}");
@@ -361,6 +350,26 @@ fn a_leader_marking_since_when_it_leads_wakes_nobody() {
     );
 }
 
+/// Waits until `waiter` watches the key ahead of it.
+fn watching(waiter: &Replica) {
+    await_condition(LIMIT, "a waiter to watch", || {
+        waiter.stderr_so_far().contains("queued; watching")
+    });
+}
+
+/// Releases `leader`, sees it exit 0, and waits until the next leader has
+/// looked up who is behind it (a read: the only plain one a run makes), as
+/// its command starts.
+fn hand_to_the_next_and_see_it_look_behind(etcd: &Etcd, leader: &mut Replica, release: &Release) {
+    let reads = handled(etcd, "Range");
+    release.go();
+    let (code, stderr) = leader.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    await_condition(LIMIT, "the next leader to look behind it", || {
+        handled(etcd, "Range") > reads
+    });
+}
+
 /// A command that runs until `flag` exists.
 fn until(flag: &std::path::Path) -> String {
     format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display())
@@ -392,13 +401,8 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
         dir.path().join("third"),
     );
     let (mut first, release_first) = lead_until_released(&etcd, name);
-    let queued = |waiter: &Replica| {
-        await_condition(LIMIT, "a waiter to watch", || {
-            waiter.stderr_so_far().contains("queued; watching")
-        })
-    };
     let mut second = queue(&etcd, name, &["sh", "-c", &until(&second_flag)]);
-    queued(&second);
+    watching(&second);
     let touch = format!("touch '{}'", ran.display());
     let mut stopped = Replica::spawn(
         leaderrun(&etcd.endpoint())
@@ -406,19 +410,13 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
             .args(options)
             .args(["--", "sh", "-c", &touch]),
     );
-    queued(&stopped);
+    watching(&stopped);
     let stopped_key = etcd.candidates(name)[2].0.clone();
     let mut third = queue(&etcd, name, &["sh", "-c", &until(&third_flag)]);
-    queued(&third);
+    watching(&third);
     // The second leads, and as its command starts looks up who is behind
     // it: the one about to be stopped.
-    let reads = handled(&etcd, "Range");
-    release_first.go();
-    let (code, stderr) = first.finish(LIMIT);
-    assert_eq!(code, Some(0), "{stderr}");
-    await_condition(LIMIT, "the second to look behind it", || {
-        handled(&etcd, "Range") > reads
-    });
+    hand_to_the_next_and_see_it_look_behind(&etcd, &mut first, &release_first);
     // Every watch caught up (etcd catches up a watch that starts in the
     // past only every 100 ms): the handover reaches the stopped one's
     // watch of its own key as it happens, not after the loss.
