@@ -89,14 +89,11 @@ impl Election<'_> {
                 SortOrder::Descend => options.with_max_create_revision(from),
                 _ => options.with_min_create_revision(from),
             };
-            let mut response = self
+            page = self
                 .connection
                 .get("reading the queue", name::prefix(self.name), Some(options))
-                .await?;
-            page = Range {
-                more: response.more(),
-                kvs: response.take_kvs(),
-            };
+                .await?
+                .into();
         }
     }
 }

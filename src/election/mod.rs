@@ -434,17 +434,13 @@ impl<'a> Election<'a> {
         let behind = line::in_line(SortOrder::Ascend, line::FIRST_PAGE)
             .with_min_create_revision(leadership.token + 1)
             .with_serializable();
-        let mut response = self
+        let response = self
             .connection
             .get("reading the queue", name::prefix(self.name), Some(behind))
             .await?;
         let revision = response.header().map_or(0, |header| header.revision());
-        let page = Range {
-            more: response.more(),
-            kvs: response.take_kvs(),
-        };
         let next = self
-            .first_candidates(page, revision, SortOrder::Ascend, 1)
+            .first_candidates(response.into(), revision, SortOrder::Ascend, 1)
             .await?;
         Ok(next.first().and_then(|kv| {
             if Holder::decode(kv.value()).max_running != 1 {

@@ -65,10 +65,9 @@ impl Election<'_> {
             let wake_on_put = ahead.wake_on_put;
             let moved = tokio::select! {
                 biased;
-                news = self.own_news(own) => match news {
-                    OwnKeyNews::HandedOver(at) => return handed_over(at),
-                    OwnKeyNews::Lost(loss) => return Turn::Lost(PlaceLost::Key(loss)),
-                    OwnKeyNews::Broke => false,
+                news = self.own_news(own) => match turn_from(news) {
+                    Some(turn) => return turn,
+                    None => false,
                 },
                 woke = watch_from(self.connection, &ahead.key, ahead.watched, &mut from, |event| {
                     let put = event.event_type() == EventType::Put;
@@ -80,10 +79,8 @@ impl Election<'_> {
             // its handover is most often here already: etcd tells the two
             // watches of one revision in no set order. Then no read.
             if let Ok(news) = tokio::time::timeout(Duration::ZERO, self.own_news(own)).await {
-                match news {
-                    OwnKeyNews::HandedOver(at) => return handed_over(at),
-                    OwnKeyNews::Lost(loss) => return Turn::Lost(PlaceLost::Key(loss)),
-                    OwnKeyNews::Broke => {}
+                if let Some(turn) = turn_from(news) {
+                    return turn;
                 }
             }
             seen = (from > revision + 1).then_some(from - 1);
@@ -215,10 +212,17 @@ impl Election<'_> {
     }
 }
 
-/// Our turn, proven by a handover at revision `at`.
-fn handed_over(at: i64) -> Turn {
-    tracing::debug!(revision = at, "our turn: handed over by the leader");
-    Turn::Ours(at)
+/// What news of our own key means for a waiter: our turn (a handover),
+/// our place lost, or nothing (the watch broke; it is opened again).
+fn turn_from(news: OwnKeyNews) -> Option<Turn> {
+    match news {
+        OwnKeyNews::HandedOver(at) => {
+            tracing::debug!(revision = at, "our turn: handed over by the leader");
+            Some(Turn::Ours(at))
+        }
+        OwnKeyNews::Lost(loss) => Some(Turn::Lost(PlaceLost::Key(loss))),
+        OwnKeyNews::Broke => None,
+    }
 }
 
 /// What is ahead of our key in the queue.

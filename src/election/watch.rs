@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use etcd_client::{Event, EventType, WatchOptions, WatchStream};
+use etcd_client::{Event, EventType, WatchOptions, WatchResponse, WatchStream};
 
 use super::holder::Holder;
 use super::{judge, KeyLoss, Leadership};
@@ -72,6 +72,22 @@ pub struct OwnKey {
     pending: VecDeque<Event>,
 }
 
+/// What an event on our key (created at `token`, on `lease`) makes of it:
+/// lost and how, or still ours.
+fn loss_in(event: &Event, token: i64, lease: i64) -> Option<KeyLoss> {
+    match event.event_type() {
+        EventType::Delete => Some(KeyLoss::Deleted),
+        EventType::Put => judge(event.kv(), token, lease),
+    }
+}
+
+/// A watch response that ends the watch: cancelled, or etcd compacted past
+/// where it was. Dial again then: a cancelled watch may hold a token that
+/// etcd has forgotten (a restart, with auth on).
+fn ends_watch(response: &WatchResponse) -> bool {
+    response.canceled() || response.compact_revision() > 0
+}
+
 /// A rewrite of a candidate's key by a leader handing over to it.
 fn is_handover(event: &Event) -> bool {
     event.event_type() == EventType::Put
@@ -116,7 +132,7 @@ impl OwnKey {
         while let Ok(Ok(Some(response))) =
             tokio::time::timeout(Duration::ZERO, stream.message()).await
         {
-            if response.canceled() || response.compact_revision() > 0 {
+            if ends_watch(&response) {
                 break;
             }
             self.pending.extend(response.events().iter().cloned());
@@ -125,13 +141,9 @@ impl OwnKey {
 
     /// The loss of our key among the pending events, if there is one.
     fn later_loss(&self) -> Option<KeyLoss> {
-        self.pending.iter().find_map(|event| {
-            let kv = event.kv()?;
-            match event.event_type() {
-                EventType::Delete => Some(KeyLoss::Deleted),
-                EventType::Put => judge(Some(kv), self.token, self.lease),
-            }
-        })
+        self.pending
+            .iter()
+            .find_map(|event| loss_in(event, self.token, self.lease))
     }
 
     /// Passes over everything before `revision`.
@@ -149,23 +161,16 @@ impl OwnKey {
                     continue;
                 }
                 self.from = kv.mod_revision() + 1;
-                let news = match event.event_type() {
-                    EventType::Delete => Some(OwnKeyNews::Lost(KeyLoss::Deleted)),
-                    EventType::Put => match judge(Some(kv), self.token, self.lease) {
-                        Some(loss) => Some(OwnKeyNews::Lost(loss)),
-                        // A handover is news of its revision: if our key was
-                        // lost since, and that has reached us, the loss wins.
-                        None if Holder::is_handed_over(kv.value()) => {
-                            Some(match self.later_loss() {
-                                Some(loss) => OwnKeyNews::Lost(loss),
-                                None => OwnKeyNews::HandedOver(kv.mod_revision()),
-                            })
-                        }
-                        None => None,
-                    },
-                };
-                if let Some(news) = news {
-                    return news;
+                if let Some(loss) = loss_in(&event, self.token, self.lease) {
+                    return OwnKeyNews::Lost(loss);
+                }
+                // A handover is news of its revision: if our key was lost
+                // since, and that has reached us, the loss wins.
+                if is_handover(&event) {
+                    return match self.later_loss() {
+                        Some(loss) => OwnKeyNews::Lost(loss),
+                        None => OwnKeyNews::HandedOver(kv.mod_revision()),
+                    };
                 }
             }
             if self.stream.is_none() {
@@ -179,15 +184,13 @@ impl OwnKey {
                 continue;
             };
             match stream.message().await {
-                Ok(Some(response)) if !response.canceled() && response.compact_revision() == 0 => {
+                Ok(Some(response)) if !ends_watch(&response) => {
                     let handover = response.events().iter().any(is_handover);
                     self.pending.extend(response.events().iter().cloned());
                     if handover {
                         self.take_what_is_here().await;
                     }
                 }
-                // Dial again: a cancelled watch may hold a token that etcd
-                // has forgotten (a restart, with auth on).
                 _ => {
                     connection.failed(*index);
                     self.stream = None;
@@ -224,9 +227,7 @@ pub(super) async fn watch_from<T>(
     loop {
         match stream.message().await {
             Ok(Some(response)) => {
-                if response.canceled() || response.compact_revision() > 0 {
-                    // Dial again: a cancelled watch may hold a token that
-                    // etcd has forgotten (a restart, with auth on).
+                if ends_watch(&response) {
                     connection.failed(index);
                     return None;
                 }

@@ -37,16 +37,22 @@ pub struct Range {
     pub more: bool,
 }
 
+impl From<GetResponse> for Range {
+    fn from(mut response: GetResponse) -> Range {
+        Range {
+            more: response.more(),
+            kvs: response.take_kvs(),
+        }
+    }
+}
+
 /// The answers of a transaction's range reads, in order.
 pub fn ranges(response: &TxnResponse) -> Vec<Range> {
     response
         .op_responses()
         .into_iter()
         .filter_map(|op| match op {
-            TxnOpResponse::Get(mut get) => Some(Range {
-                more: get.more(),
-                kvs: get.take_kvs(),
-            }),
+            TxnOpResponse::Get(get) => Some(Range::from(get)),
             _ => None,
         })
         .collect()

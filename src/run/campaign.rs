@@ -21,11 +21,10 @@
 //! to give back.
 
 use std::cell::Cell;
-
 use std::time::Duration;
-use tokio::task::JoinHandle;
 
 use anyhow::Result;
+use tokio::task::JoinHandle;
 
 use super::phase::{decide, Action, Event, Phase, Policy};
 use super::schedule::KillSchedule;
@@ -52,7 +51,7 @@ pub struct Session {
     /// A claimed `--once-per` window whose command has not started.
     window: Option<i64>,
     /// Who is behind us, looked up while the command runs
-    /// ([`Session::look_behind`]), for the resignation to hand over to.
+    /// ([`look_behind`]), for the resignation to hand over to.
     successor: Option<JoinHandle<Option<Successor>>>,
 }
 
