@@ -106,6 +106,21 @@ pub async fn timeout<T>(limit: Duration, future: impl Future<Output = T>) -> Opt
     deadline(Instant::now() + limit, future).await
 }
 
+/// What `future` gives when polled once, now: None if it would wait.
+///
+/// Not `tokio::time::timeout(Duration::ZERO, ..)`: tokio's timers round a
+/// deadline up to the next whole millisecond and fire only as the runtime
+/// next parks, so a zero timeout on a future that is not ready waits up
+/// to a millisecond or more, on the next leader's path.
+pub async fn ready_now<F: Future>(future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|context| match future.as_mut().poll(context) {
+        std::task::Poll::Ready(value) => std::task::Poll::Ready(Some(value)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
+}
+
 fn boot_timer(deadline: Instant) -> std::io::Result<AsyncFd<OwnedFd>> {
     let timer = TimerFd::new(
         TimerClock::CLOCK_BOOTTIME,
@@ -157,6 +172,9 @@ mod tests {
             assert_eq!(timeout(Duration::from_secs(5), async { 7 }).await, Some(7));
             // A passed deadline returns at once.
             sleep_until(start).await;
+            // Polled once: what is not ready is None.
+            assert_eq!(ready_now(async { 7 }).await, Some(7));
+            assert_eq!(ready_now(std::future::pending::<()>()).await, None);
         });
     }
 }

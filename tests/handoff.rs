@@ -357,6 +357,42 @@ fn watching(waiter: &Replica) {
     });
 }
 
+#[test]
+fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-chain";
+    let (mut leader, release) = lead_until_released(&etcd, name);
+    // Queued one after another, so that the line is in this order.
+    let mut waiters: Vec<Replica> = (0..5)
+        .map(|_| {
+            let waiter = queue(&etcd, name, &["true"]);
+            watching(&waiter);
+            waiter
+        })
+        .collect();
+    release.go();
+    let (code, stderr) = leader.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let logs: Vec<String> = waiters
+        .iter_mut()
+        .map(|waiter| {
+            let (code, stderr) = waiter.finish(LIMIT);
+            assert_eq!(code, Some(0), "{stderr}");
+            stderr
+        })
+        .collect();
+    // The first leader looked behind it before anyone queued: the first
+    // waiter reads. `true` ends well within a round trip, yet every leader
+    // after it waits for its look behind and hands over.
+    for (place, log) in logs.iter().enumerate().skip(1) {
+        assert!(
+            log.contains("our turn: handed over by the leader"),
+            "waiter {place} is handed over to: {log}"
+        );
+    }
+    assert!(etcd.candidates(name).is_empty());
+}
+
 /// Releases `leader`, sees it exit 0, and waits until the next leader has
 /// looked up who is behind it (a read: the only plain one a run makes), as
 /// its command starts.

@@ -2,10 +2,8 @@
 //! no polling), and our own key (a handover, or the loss of our place),
 //! until it is our turn, or our place is lost.
 
-use std::time::Duration;
-
 use anyhow::Result;
-use etcd_client::{EventType, GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
+use etcd_client::{GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
@@ -62,26 +60,21 @@ impl Election<'_> {
             let watched = String::from_utf8_lossy(&ahead.key).into_owned();
             tracing::debug!(%watched, "queued; watching");
             let mut from = revision + 1;
-            let wake_on_put = ahead.wake_on_put;
             let moved = tokio::select! {
                 biased;
                 news = self.own_news(own) => match turn_from(news) {
                     Some(turn) => return turn,
                     None => false,
                 },
-                woke = watch_from(self.connection, &ahead.key, ahead.watched, &mut from, |event| {
-                    let put = event.event_type() == EventType::Put;
-                    (!put || wake_on_put).then_some(())
-                }) => woke.is_some(),
+                woke = watch_from(self.connection, &ahead.key, ahead.watched, ahead.wake_on_put, &mut from) => woke.is_some(),
                 _ = lease_gone(lease) => true,
             };
             // The key ahead changed. If that was the leader resigning to us,
             // its handover is most often here already: etcd tells the two
-            // watches of one revision in no set order. Then no read.
-            if let Ok(news) = tokio::time::timeout(Duration::ZERO, self.own_news(own)).await {
-                if let Some(turn) = turn_from(news) {
-                    return turn;
-                }
+            // watches of one revision in no set order, each on its own
+            // stream. Then no read; and no wait for the network either.
+            if let Some(turn) = self.own_news_arrived(own).await.and_then(turn_from) {
+                return turn;
             }
             seen = (from > revision + 1).then_some(from - 1);
             tracing::trace!(?seen, "woke");
@@ -100,6 +93,17 @@ impl Election<'_> {
             match own.next(self.connection).await {
                 OwnKeyNews::HandedOver(_) if self.slots != 1 => continue,
                 news => return news,
+            }
+        }
+    }
+
+    /// The news of our own key that matters to a waiter among what has
+    /// already come in, if there is any.
+    async fn own_news_arrived(&self, own: &mut OwnKey) -> Option<OwnKeyNews> {
+        loop {
+            match own.arrived().await? {
+                OwnKeyNews::HandedOver(_) if self.slots != 1 => continue,
+                news => return Some(news),
             }
         }
     }

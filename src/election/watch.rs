@@ -5,12 +5,12 @@
 //! prefix ahead of a waiter ([`watch_from`]).
 
 use std::collections::VecDeque;
-use std::time::Duration;
 
-use etcd_client::{Event, EventType, WatchOptions, WatchResponse, WatchStream};
+use etcd_client::{Event, EventType, WatchFilterType, WatchOptions, WatchResponse, WatchStream};
 
 use super::holder::Holder;
 use super::{judge, KeyLoss, Leadership};
+use crate::clock;
 use crate::etcd::Connection;
 use crate::retry::{self, Backoff};
 
@@ -121,21 +121,30 @@ impl OwnKey {
     }
 
     /// Adds to what is pending every response already received, without
-    /// waiting for more (nor yielding, which would let a waiter's other
-    /// watch go first): after a pause (SIGSTOP, a frozen VM), a handover may
-    /// be followed, in what the connection has read, by the loss of our
-    /// key. Cancel safe: only whole responses are added.
+    /// waiting for more: after a pause (SIGSTOP, a frozen VM), a handover
+    /// may be followed, in what the connection has read, by the loss of our
+    /// key. Each response is taken as it is there when polled; once none
+    /// is, the task yields once, so that the connection reads and hands out
+    /// what the socket holds, and looks again. Cancel safe: only whole
+    /// responses are added.
     async fn take_what_is_here(&mut self) {
-        let Some((stream, _)) = self.stream.as_mut() else {
-            return;
-        };
-        while let Ok(Ok(Some(response))) =
-            tokio::time::timeout(Duration::ZERO, stream.message()).await
-        {
-            if ends_watch(&response) {
-                break;
+        let mut yielded = false;
+        loop {
+            let Some((stream, _)) = self.stream.as_mut() else {
+                return;
+            };
+            match clock::ready_now(stream.message()).await {
+                Some(Ok(Some(response))) if !ends_watch(&response) => {
+                    self.pending.extend(response.events().iter().cloned());
+                }
+                // Broken or ended: the next call to `next` finds out.
+                Some(_) => return,
+                None if yielded => return,
+                None => {
+                    tokio::task::yield_now().await;
+                    yielded = true;
+                }
             }
-            self.pending.extend(response.events().iter().cloned());
         }
     }
 
@@ -155,23 +164,8 @@ impl OwnKey {
     /// yet returned stays here for the next call.
     pub async fn next(&mut self, connection: &Connection) -> OwnKeyNews {
         loop {
-            while let Some(event) = self.pending.pop_front() {
-                let Some(kv) = event.kv() else { continue };
-                if kv.mod_revision() < self.from {
-                    continue;
-                }
-                self.from = kv.mod_revision() + 1;
-                if let Some(loss) = loss_in(&event, self.token, self.lease) {
-                    return OwnKeyNews::Lost(loss);
-                }
-                // A handover is news of its revision: if our key was lost
-                // since, and that has reached us, the loss wins.
-                if is_handover(&event) {
-                    return match self.later_loss() {
-                        Some(loss) => OwnKeyNews::Lost(loss),
-                        None => OwnKeyNews::HandedOver(kv.mod_revision()),
-                    };
-                }
+            if let Some(news) = self.news_received().await {
+                return news;
             }
             if self.stream.is_none() {
                 let options = WatchOptions::new().with_start_revision(self.from);
@@ -185,11 +179,7 @@ impl OwnKey {
             };
             match stream.message().await {
                 Ok(Some(response)) if !ends_watch(&response) => {
-                    let handover = response.events().iter().any(is_handover);
                     self.pending.extend(response.events().iter().cloned());
-                    if handover {
-                        self.take_what_is_here().await;
-                    }
                 }
                 _ => {
                     connection.failed(*index);
@@ -198,6 +188,50 @@ impl OwnKey {
                 }
             }
         }
+    }
+
+    /// News among what the connection has already received, with no wait
+    /// for the network.
+    pub async fn arrived(&mut self) -> Option<OwnKeyNews> {
+        self.take_what_is_here().await;
+        self.news_received().await
+    }
+
+    /// The first news among the events received: passes over what is
+    /// older than `from`, and what is no news (a rewrite that keeps our
+    /// key ours).
+    async fn news_received(&mut self) -> Option<OwnKeyNews> {
+        while let Some(event) = self.pending.front() {
+            let Some(revision) = event.kv().map(|kv| kv.mod_revision()) else {
+                self.pending.pop_front();
+                continue;
+            };
+            if revision < self.from {
+                self.pending.pop_front();
+                continue;
+            }
+            let loss = loss_in(event, self.token, self.lease);
+            let handover = is_handover(event);
+            if handover && loss.is_none() {
+                // A handover is news of its revision: if our key was lost
+                // since, and that has reached us, the loss wins. It stays
+                // in front while the rest comes in, so that a call
+                // cancelled meanwhile finds it again.
+                self.take_what_is_here().await;
+            }
+            self.pending.pop_front();
+            self.from = revision + 1;
+            if let Some(loss) = loss {
+                return Some(OwnKeyNews::Lost(loss));
+            }
+            if handover {
+                return Some(match self.later_loss() {
+                    Some(loss) => OwnKeyNews::Lost(loss),
+                    None => OwnKeyNews::HandedOver(revision),
+                });
+            }
+        }
+        None
     }
 }
 
@@ -209,19 +243,25 @@ pub(super) enum Watched {
 }
 
 /// Watches a key or a prefix from revision `*from`, advancing it past each
-/// event seen, until `decide` maps an event to a value. Returns None when
-/// the watch broke (error, end, compaction, endpoint change): the caller
-/// re-reads and retries.
-pub(super) async fn watch_from<T>(
+/// event seen, until a deletion, or with `wake_on_put` a rewrite too.
+/// Without it, etcd is asked to leave rewrites out (a filter): they would
+/// wake this waiter only to be passed over, at every change of leader (the
+/// leader handing over rewrites the key of the one behind it). Returns
+/// None when the watch broke (error, end, compaction, endpoint change):
+/// the caller re-reads and retries.
+pub(super) async fn watch_from(
     connection: &Connection,
     key: &[u8],
     watched: Watched,
+    wake_on_put: bool,
     from: &mut i64,
-    mut decide: impl FnMut(&etcd_client::Event) -> Option<T>,
-) -> Option<T> {
+) -> Option<()> {
     let mut options = WatchOptions::new().with_start_revision(*from);
     if watched == Watched::Prefix {
         options = options.with_prefix();
+    }
+    if !wake_on_put {
+        options = options.with_filters([WatchFilterType::NoPut]);
     }
     let (mut stream, index) = connection.open_watch(key, options).await?;
     loop {
@@ -235,8 +275,8 @@ pub(super) async fn watch_from<T>(
                     if let Some(kv) = event.kv() {
                         *from = (*from).max(kv.mod_revision() + 1);
                     }
-                    if let Some(value) = decide(event) {
-                        return Some(value);
+                    if wake_on_put || event.event_type() == EventType::Delete {
+                        return Some(());
                     }
                 }
             }

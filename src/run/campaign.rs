@@ -71,15 +71,24 @@ impl Session {
         self.successor = lookup;
     }
 
-    /// The candidate behind us, if the look-up has answered: a resignation
-    /// does not wait for it.
-    async fn successor(&mut self) -> Option<Successor> {
-        let lookup = self.successor.take()?;
-        if !lookup.is_finished() {
+    /// The candidate behind us, once the look-up has answered (within
+    /// [`LOOK_BEHIND_WAIT`]). A command shorter than a round trip (a chain
+    /// of `sleep 0`) ends before the answer is in. Not wanted (the run
+    /// lost, several runners), it is called off.
+    async fn successor(&mut self, wanted: bool) -> Option<Successor> {
+        let mut lookup = self.successor.take()?;
+        if !wanted {
             lookup.abort();
             return None;
         }
-        lookup.await.ok().flatten()
+        match clock::timeout(LOOK_BEHIND_WAIT, &mut lookup).await {
+            Some(answer) => answer.ok().flatten(),
+            None => {
+                lookup.abort();
+                tracing::debug!("looking behind us: no answer in time; nobody to hand over to");
+                None
+            }
+        }
     }
 
     /// The election lease. Only called once we lead, which needs one.
@@ -121,11 +130,11 @@ impl Session {
     /// With one runner and the run not lost, one transaction deletes our
     /// key and writes the end records (if none changed since our win): one
     /// write, which the next in line wakes on with our records already in
-    /// place, so that its own end records need no read either. Beside it,
-    /// the lease's keys are read: if nothing but our key was attached to it,
-    /// it is not revoked but left to expire, keyless, within its TTL, so
-    /// that etcd's work on the next leader's path is that one write (as a
-    /// lock's release is). A lease the command attached keys to
+    /// place, so that its own end records need no read either. Then the
+    /// lease's keys are read: if nothing is attached to it any more, it is
+    /// not revoked but left to expire, keyless, within its TTL, so that
+    /// etcd's work on the next leader's path is that one write (as a lock's
+    /// release is). A lease the command attached keys to
     /// (`LEADERRUN_LEASE`) is revoked at once, taking them with it.
     ///
     /// Otherwise (the run lost, several runners, the transaction refused or
@@ -135,17 +144,13 @@ impl Session {
         ended.settle_start().await;
         let at_once = election.slots == 1 && ended.record.outcome != record::Outcome::Lost;
         let mut written = false;
-        let successor = self.successor().await;
+        let successor = self.successor(at_once).await;
         if let Some(lease) = self.lease.as_ref().filter(|_| at_once) {
             let key = name::candidate_key(election.name, lease.id);
             let (unchanged, records) = ended.unchanged_swap(election.name);
             let ours = (key.as_str(), ended.record.token, lease.id);
             let resigned = election.resign_with(ours, unchanged, records, successor.as_ref());
-            let (resigned, attached) = tokio::join!(
-                clock::timeout(CLEANUP, resigned),
-                clock::timeout(CLEANUP, self.connection.lease_keys(lease.id)),
-            );
-            written = match resigned {
+            written = match clock::timeout(CLEANUP, resigned).await {
                 Some(Ok(written)) => written,
                 Some(Err(err)) => {
                     tracing::info!("resigning: {err:#}");
@@ -156,16 +161,20 @@ impl Session {
                     false
                 }
             };
-            let bare = match attached {
-                Some(Ok(Some(keys))) => keys.iter().all(|attached| *attached == key.as_bytes()),
-                Some(Ok(None)) => true,
-                _ => false,
-            };
-            tracing::trace!(written, bare, "resigned with the run's records");
+            tracing::trace!(written, "resigned with the run's records");
             if let Some(next) = successor.filter(|_| written) {
                 tracing::debug!(to = %next.key, "handed over (if it is still there)");
             }
-            if written && bare {
+            // Read once the next in line is on its way, off its path (as
+            // its own spawn is local, etcd is free then).
+            let bare = written
+                && match clock::timeout(CLEANUP, self.connection.lease_keys(lease.id)).await {
+                    Some(Ok(Some(keys))) => keys.iter().all(|attached| *attached == key.as_bytes()),
+                    Some(Ok(None)) => true,
+                    _ => false,
+                };
+            tracing::trace!(bare, "the lease's keys read");
+            if bare {
                 // Dropped, it is renewed no more.
                 self.lease = None;
             }
@@ -182,6 +191,14 @@ impl Session {
         Ok(self.lease.insert(lease))
     }
 }
+
+/// How long a resignation waits at most for the look-up of who is behind
+/// us. Sent as the command started, it is at most a round trip from its
+/// answer, and a resignation with no one to hand over to costs the next in
+/// line a whole round trip (its read): waiting is the shorter path. The
+/// bound is only for a request that is lost (an endpoint that died under
+/// it), not for a slow etcd.
+const LOOK_BEHIND_WAIT: Duration = Duration::from_millis(100);
 
 /// With one runner, looks up the candidate behind our key in a task of its
 /// own, started as the command starts so that it runs beside it, off the
