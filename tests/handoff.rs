@@ -393,6 +393,55 @@ fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
     assert!(etcd.candidates(name).is_empty());
 }
 
+/// A gauge of etcd's, as its metrics show it now.
+fn gauge(etcd: &Etcd, name: &str) -> u64 {
+    etcd.metrics()
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("etcd shows {name}")) as u64
+}
+
+#[test]
+fn a_leader_keeps_its_watches_open_until_it_has_resigned() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-watches";
+    let streams = |etcd: &Etcd| gauge(etcd, "etcd_debugging_mvcc_watch_stream_total");
+    let (mut first, release_first) = lead_until_released(&etcd, name);
+    let flag = release_first.flag.with_file_name("second");
+    let mut second = queue(&etcd, name, &["sh", "-c", &until(&flag)]);
+    watching(&second);
+    // The first watches its own key; the second its own and the one ahead.
+    await_condition(LIMIT, "three watch streams", || streams(&etcd) == 3);
+    let (watches, renewals) = (handled(&etcd, "Watch"), handled(&etcd, "LeaseKeepAlive"));
+    release_first.go();
+    let (code, stderr) = first.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    // The first is gone from etcd's view: its renewals ended with its
+    // connection, and its watch with them.
+    await_condition(LIMIT, "the first's streams to end", || {
+        handled(&etcd, "LeaseKeepAlive") > renewals && streams(&etcd) <= 2
+    });
+    // The second leads with both its watches still open: ending the one of
+    // the key ahead as its turn came would have put etcd's work on its path.
+    assert_eq!(streams(&etcd), 2, "the second's watches, while it runs");
+    assert_eq!(
+        handled(&etcd, "Watch"),
+        watches + 1,
+        "only the first's watch ended"
+    );
+    std::fs::write(&flag, "").unwrap();
+    let (code, stderr) = second.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    await_condition(LIMIT, "every watch to end with the run", || {
+        streams(&etcd) == 0
+    });
+}
+
 /// Releases `leader`, sees it exit 0, and waits until the next leader has
 /// looked up who is behind it (a read: the only plain one a run makes), as
 /// its command starts.

@@ -7,7 +7,7 @@ use etcd_client::{GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
-use super::watch::{watch_from, OwnKey, OwnKeyNews, Watched};
+use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
 use super::{judge, name, Candidate, Election, KeyLoss, Leader, PlaceLost, Turn};
 use crate::etcd::requests::{range_at, revision_of};
 use crate::exit;
@@ -39,7 +39,24 @@ impl Election<'_> {
             if lease.borrow().gone {
                 return Turn::Lost(PlaceLost::LeaseGone);
             }
-            let (ahead, revision) = match self.look_ahead(candidate, lease_id, seen).await {
+            // Woken by what is ahead, the read races the news of our own
+            // key: a leader's handover at the revision that woke us is most
+            // often on its way, and is taken as it comes, the read dropped.
+            let read = self.look_ahead(candidate, lease_id, seen);
+            tokio::pin!(read);
+            let mut racing = seen.is_some();
+            let looked = loop {
+                tokio::select! {
+                    biased;
+                    news = self.own_news(own), if racing => match turn_from(news) {
+                        Some(turn) => return turn,
+                        // The watch broke: the read decides.
+                        None => racing = false,
+                    },
+                    looked = &mut read => break looked,
+                }
+            };
+            let (ahead, revision) = match looked {
                 Ok(Ahead::Lost(loss)) => return Turn::Lost(PlaceLost::Key(loss)),
                 Ok(Ahead::Nobody(revision)) => return Turn::Ours(revision),
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
@@ -60,14 +77,31 @@ impl Election<'_> {
             let watched = String::from_utf8_lossy(&ahead.key).into_owned();
             tracing::debug!(%watched, "queued; watching");
             let mut from = revision + 1;
-            let moved = tokio::select! {
-                biased;
-                news = self.own_news(own) => match turn_from(news) {
-                    Some(turn) => return turn,
-                    None => false,
-                },
-                woke = watch_from(self.connection, &ahead.key, ahead.watched, ahead.wake_on_put, &mut from) => woke.is_some(),
-                _ = lease_gone(lease) => true,
+            let watch = WatchAhead::open(
+                self.connection,
+                &ahead.key,
+                ahead.watched,
+                ahead.wake_on_put,
+                from,
+            );
+            let moved = match watch.await {
+                Some(mut watch) => {
+                    let woken = tokio::select! {
+                        biased;
+                        news = self.own_news(own) => Woken::Own(news),
+                        moved = watch.woken(self.connection, &mut from) => Woken::Ahead(moved),
+                        _ = lease_gone(lease) => Woken::Ahead(true),
+                    };
+                    own.keep_ahead(watch);
+                    match woken {
+                        Woken::Own(news) => match turn_from(news) {
+                            Some(turn) => return turn,
+                            None => false,
+                        },
+                        Woken::Ahead(moved) => moved,
+                    }
+                }
+                None => false,
             };
             // The key ahead changed. If that was the leader resigning to us,
             // its handover is most often here already: etcd tells the two
@@ -227,6 +261,13 @@ fn turn_from(news: OwnKeyNews) -> Option<Turn> {
         OwnKeyNews::Lost(loss) => Some(Turn::Lost(PlaceLost::Key(loss))),
         OwnKeyNews::Broke => None,
     }
+}
+
+/// What woke a waiter: news of its own key, or of what is ahead (true), or
+/// the watch of what is ahead broke (false).
+enum Woken {
+    Own(OwnKeyNews),
+    Ahead(bool),
 }
 
 /// What is ahead of our key in the queue.

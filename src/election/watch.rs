@@ -1,8 +1,9 @@
 //! Watching our own key, from the queue to the end of the run ([`OwnKey`]):
 //! its deletion, replacement or overwrite is the loss of our place or of
 //! leadership, and its rewrite by a resigning leader is our turn. Rides out
-//! broken watches and endpoint changes. Also the one-off watch of the key or
-//! prefix ahead of a waiter ([`watch_from`]).
+//! broken watches and endpoint changes. Also the watch of the key or prefix
+//! ahead of a waiter ([`WatchAhead`]). Watches are kept open to the end of
+//! the run, past the resignation ([`OwnKey::keep_ahead`]).
 
 use std::collections::VecDeque;
 
@@ -15,17 +16,16 @@ use crate::etcd::Connection;
 use crate::retry::{self, Backoff};
 
 /// Resolves when our key is deleted, replaced or overwritten, which means
-/// leadership is lost. `own` is the watch of our key a waiter kept while it
-/// queued, if it did: it goes on from where it is, with no new watch on the
-/// way to running. Survives broken watches and endpoint changes by
-/// re-reading the key and watching again from where it stopped.
+/// leadership is lost. `own` is the watch of our key, the one a waiter
+/// kept while it queued if it did: it goes on from where it is, with no new
+/// watch on the way to running. Survives broken watches and endpoint
+/// changes by re-reading the key and watching again from where it stopped.
 pub async fn watch_for_loss(
     connection: &Connection,
     leadership: &Leadership,
-    own: Option<OwnKey>,
+    own: &mut OwnKey,
 ) -> KeyLoss {
     let (token, lease) = (leadership.token, leadership.lease);
-    let mut own = own.unwrap_or_else(|| OwnKey::new(&leadership.key, token, lease, 0));
     // What happened up to the proof, the proof has seen.
     own.skip_to(leadership.revision + 1);
     let mut backoff = Backoff::new(retry::KEEPING);
@@ -70,6 +70,10 @@ pub struct OwnKey {
     stream: Option<(Box<WatchStream>, usize)>,
     /// Events received and not yet looked at: a response may hold several.
     pending: VecDeque<Event>,
+    /// The last watch of what is ahead of us, kept open: see
+    /// [`OwnKey::keep_ahead`].
+    /// Boxed, as the stream is.
+    ahead: Option<Box<WatchAhead>>,
 }
 
 /// What an event on our key (created at `token`, on `lease`) makes of it:
@@ -117,7 +121,24 @@ impl OwnKey {
             from,
             stream: None,
             pending: VecDeque::new(),
+            ahead: None,
         }
+    }
+
+    /// The watch of our key for the run of `leadership`, opened on first
+    /// use: for a run that did not queue.
+    pub fn of(leadership: &Leadership) -> OwnKey {
+        OwnKey::new(&leadership.key, leadership.token, leadership.lease, 0)
+    }
+
+    /// Keeps the last watch of what is ahead of us open with this one, in
+    /// place of the one before. Dropping a watch cancels it, and etcd does
+    /// the work of ending it (its stream, its watcher) at once: as the next
+    /// leader spawns, that work would be on its path. Kept, it ends with
+    /// the rest, once the run has resigned (see `Session::keep_watching`).
+    /// What it watched is gone, so nothing more comes on it.
+    pub(super) fn keep_ahead(&mut self, watch: WatchAhead) {
+        self.ahead = Some(Box::new(watch));
     }
 
     /// Adds to what is pending every response already received, without
@@ -242,47 +263,65 @@ pub(super) enum Watched {
     Prefix,
 }
 
-/// Watches a key or a prefix from revision `*from`, advancing it past each
-/// event seen, until a deletion, or with `wake_on_put` a rewrite too.
-/// Without it, etcd is asked to leave rewrites out (a filter): they would
-/// wake this waiter only to be passed over, at every change of leader (the
-/// leader handing over rewrites the key of the one behind it). Returns
-/// None when the watch broke (error, end, compaction, endpoint change):
-/// the caller re-reads and retries.
-pub(super) async fn watch_from(
-    connection: &Connection,
-    key: &[u8],
-    watched: Watched,
+/// The watch of what is ahead of a waiter: the key just ahead, or (the
+/// first waiter, with several runners) the prefix.
+pub(super) struct WatchAhead {
+    stream: WatchStream,
+    /// The endpoint it was opened on.
+    index: usize,
     wake_on_put: bool,
-    from: &mut i64,
-) -> Option<()> {
-    let mut options = WatchOptions::new().with_start_revision(*from);
-    if watched == Watched::Prefix {
-        options = options.with_prefix();
+}
+
+impl WatchAhead {
+    /// Watches `key` (or the prefix `key`) from revision `from`, for
+    /// deletions, and with `wake_on_put` rewrites too. Without it, etcd is
+    /// asked to leave rewrites out (a filter): they would wake this waiter
+    /// only to be passed over, at every change of leader (the leader
+    /// handing over rewrites the key of the one behind it). None if it
+    /// could not be opened.
+    pub(super) async fn open(
+        connection: &Connection,
+        key: &[u8],
+        watched: Watched,
+        wake_on_put: bool,
+        from: i64,
+    ) -> Option<WatchAhead> {
+        let mut options = WatchOptions::new().with_start_revision(from);
+        if watched == Watched::Prefix {
+            options = options.with_prefix();
+        }
+        if !wake_on_put {
+            options = options.with_filters([WatchFilterType::NoPut]);
+        }
+        let (stream, index) = connection.open_watch(key, options).await?;
+        Some(WatchAhead {
+            stream,
+            index,
+            wake_on_put,
+        })
     }
-    if !wake_on_put {
-        options = options.with_filters([WatchFilterType::NoPut]);
-    }
-    let (mut stream, index) = connection.open_watch(key, options).await?;
-    loop {
-        match stream.message().await {
-            Ok(Some(response)) => {
-                if ends_watch(&response) {
-                    connection.failed(index);
-                    return None;
-                }
-                for event in response.events() {
-                    if let Some(kv) = event.kv() {
-                        *from = (*from).max(kv.mod_revision() + 1);
+
+    /// Waits for a deletion (or a rewrite, if it wakes on those),
+    /// advancing `from` past each event seen: true then, false when the
+    /// watch broke (error, end, compaction, endpoint change), and the
+    /// caller re-reads and retries. Cancel safe.
+    pub(super) async fn woken(&mut self, connection: &Connection, from: &mut i64) -> bool {
+        loop {
+            match self.stream.message().await {
+                Ok(Some(response)) if !ends_watch(&response) => {
+                    for event in response.events() {
+                        if let Some(kv) = event.kv() {
+                            *from = (*from).max(kv.mod_revision() + 1);
+                        }
+                        if self.wake_on_put || event.event_type() == EventType::Delete {
+                            return true;
+                        }
                     }
-                    if wake_on_put || event.event_type() == EventType::Delete {
-                        return Some(());
-                    }
                 }
-            }
-            Ok(None) | Err(_) => {
-                connection.failed(index);
-                return None;
+                _ => {
+                    connection.failed(self.index);
+                    return false;
+                }
             }
         }
     }

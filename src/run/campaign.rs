@@ -53,6 +53,9 @@ pub struct Session {
     /// Who is behind us, looked up while the command runs
     /// ([`look_behind`]), for the resignation to hand over to.
     successor: Option<JoinHandle<Option<Successor>>>,
+    /// The run's watches (of our key, and of what was ahead of it), open
+    /// until the session ends: see [`Session::keep_watching`].
+    watching: Option<OwnKey>,
 }
 
 impl Session {
@@ -62,7 +65,17 @@ impl Session {
             lease: None,
             window: None,
             successor: None,
+            watching: None,
         }
+    }
+
+    /// Keeps the run's watches open until the session ends, after the
+    /// resignation. Ending a watch is work for etcd at once: just before
+    /// the resignation it would be done beside it, on the next leader's
+    /// path. Once leaderrun exits, its connection closes, and they end
+    /// with it.
+    pub fn keep_watching(&mut self, watches: Option<OwnKey>) {
+        self.watching = watches;
     }
 
     /// The look-up of who is behind us ([`look_behind`]), for the

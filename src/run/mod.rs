@@ -242,7 +242,9 @@ async fn lead(
         );
     };
     let code = supervision.run(signals, guard, look_behind, ended).await;
+    let watches = supervision.own.take();
     session.expect_successor(behind);
+    session.keep_watching(watches);
     if started {
         session.spend_window();
     }

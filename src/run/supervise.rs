@@ -191,7 +191,26 @@ impl Supervision<'_> {
         schedule: KillSchedule,
         timeout_at: Option<clock::Instant>,
     ) -> Ending {
-        let own = self.own.take();
+        let mut own = self
+            .own
+            .take()
+            .unwrap_or_else(|| OwnKey::of(self.leadership));
+        let ending = self
+            .until_ending(child, signals, schedule, timeout_at, &mut own)
+            .await;
+        // Kept, with the watch of what was ahead: see `OwnKey::keep_ahead`.
+        self.own.set(Some(own));
+        ending
+    }
+
+    async fn until_ending(
+        &self,
+        child: &mut Child,
+        signals: &mut Signals,
+        schedule: KillSchedule,
+        timeout_at: Option<clock::Instant>,
+        own: &mut OwnKey,
+    ) -> Ending {
         let lost = leadership_lost(self.connection, self.lease, self.leadership, own, schedule);
         tokio::pin!(lost);
         loop {
@@ -241,7 +260,7 @@ async fn leadership_lost(
     connection: &Connection,
     lease: &Lease,
     leadership: &Leadership,
-    own: Option<OwnKey>,
+    own: &mut OwnKey,
     schedule: KillSchedule,
 ) -> Loss {
     let mut state = lease.watch();
