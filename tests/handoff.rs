@@ -1,9 +1,12 @@
 //! The handoff to the next in line, and what keeps it short without
-//! giving up safety: the leader resigns in one write that deletes its key
-//! and writes the run's records (fenced as ever), its lease is revoked only
-//! if the command attached keys to it, every waiter has its guardian ready
-//! before its turn, and the win is proven by the read that found it (the
-//! leader key's "since" is written after, off the path, and wakes nobody).
+//! giving up safety: the leader resigns in one write that deletes its key,
+//! writes the run's records (fenced as ever) and hands over to the one
+//! behind it (even after a command shorter than a round trip), its lease
+//! is revoked only if the command attached keys to it, its watches stay
+//! open until it has resigned, every waiter has its guardian ready before
+//! its turn, and the win is proven by the handover or by the read that
+//! found it (the leader key's "since" is written after, off the path, and
+//! wakes nobody).
 
 mod common;
 use common::*;
@@ -393,24 +396,11 @@ fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
     assert!(etcd.candidates(name).is_empty());
 }
 
-/// A gauge of etcd's, as its metrics show it now.
-fn gauge(etcd: &Etcd, name: &str) -> u64 {
-    etcd.metrics()
-        .lines()
-        .find_map(|line| {
-            line.strip_prefix(name)?
-                .strip_prefix(' ')?
-                .parse::<f64>()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("etcd shows {name}")) as u64
-}
-
 #[test]
 fn a_leader_keeps_its_watches_open_until_it_has_resigned() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-watches";
-    let streams = |etcd: &Etcd| gauge(etcd, "etcd_debugging_mvcc_watch_stream_total");
+    let streams = |etcd: &Etcd| etcd.gauge("etcd_debugging_mvcc_watch_stream_total");
     let (mut first, release_first) = lead_until_released(&etcd, name);
     let flag = release_first.flag.with_file_name("second");
     let mut second = queue(&etcd, name, &["sh", "-c", &until(&flag)]);

@@ -191,3 +191,53 @@ fn a_change_wakes_one_waiter_not_the_whole_queue() {
         "{reads} reads of the queue for {WAITERS} waiters"
     );
 }
+
+#[test]
+fn a_runner_lets_go_of_its_watch_of_the_prefix_as_it_starts() {
+    // Two run; the first waiter watches the whole prefix for deletions.
+    // Once its turn comes that watch could still bring every deletion
+    // under the prefix, unread all run long (and holding the connection's
+    // flow-control window, which the renewals share): it is let go, not
+    // kept to the end of the run as the watch of one key would be.
+    let etcd = Etcd::start();
+    let name = "jobs/sem-prefix";
+    let dir = tempfile::tempdir().unwrap();
+    let flags: Vec<_> = ["first", "second", "third"]
+        .iter()
+        .map(|flag| dir.path().join(flag))
+        .collect();
+    let runner = |flag: &std::path::Path| {
+        let until = format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display());
+        Replica::spawn(
+            leaderrun(&etcd.endpoint())
+                .args(["-vv", "--name", name, "--max-running", "2", "--wait", "--"])
+                .args(["sh", "-c", &until]),
+        )
+    };
+    let streams = |etcd: &Etcd| etcd.gauge("etcd_debugging_mvcc_watch_stream_total");
+    let mut first = runner(&flags[0]);
+    await_condition(LIMIT, "the first to run", || {
+        etcd.candidates(name).len() == 1
+    });
+    let mut second = runner(&flags[1]);
+    await_condition(LIMIT, "the second to run", || {
+        etcd.candidates(name).len() == 2
+    });
+    let mut third = runner(&flags[2]);
+    await_condition(LIMIT, "the third to watch the prefix", || {
+        third.stderr_so_far().contains("queued; watching") && streams(&etcd) == 4
+    });
+    std::fs::write(&flags[0], "").unwrap();
+    let (code, stderr) = first.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    // The second's watch of its key and the third's of its own: the
+    // prefix watch ended as the third began to run.
+    await_condition(LIMIT, "the third to run with one watch", || {
+        third.stderr_so_far().contains("leader token") && streams(&etcd) == 2
+    });
+    for (flag, replica) in flags[1..].iter().zip([&mut second, &mut third]) {
+        std::fs::write(flag, "").unwrap();
+        let (code, stderr) = replica.finish(LIMIT);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+}

@@ -70,10 +70,12 @@ pub struct OwnKey {
     stream: Option<(Box<WatchStream>, usize)>,
     /// Events received and not yet looked at: a response may hold several.
     pending: VecDeque<Event>,
-    /// The last watch of what is ahead of us, kept open: see
-    /// [`OwnKey::keep_ahead`].
-    /// Boxed, as the stream is.
+    /// The last watch of what is ahead of us, kept open (see
+    /// [`OwnKey::keep_ahead`]); boxed, as the stream is.
     ahead: Option<Box<WatchAhead>>,
+    /// The stream broke or ended while responses were taken without
+    /// waiting: the next call to [`OwnKey::next`] says so.
+    ended: bool,
 }
 
 /// What an event on our key (created at `token`, on `lease`) makes of it:
@@ -122,6 +124,7 @@ impl OwnKey {
             stream: None,
             pending: VecDeque::new(),
             ahead: None,
+            ended: false,
         }
     }
 
@@ -136,9 +139,14 @@ impl OwnKey {
     /// the work of ending it (its stream, its watcher) at once: as the next
     /// leader spawns, that work would be on its path. Kept, it ends with
     /// the rest, once the run has resigned (see `Session::keep_watching`).
-    /// What it watched is gone, so nothing more comes on it.
+    ///
+    /// Only the watch of one key, for its deletion (one runner): once our
+    /// turn has come that key is gone, and nothing more comes on it. A
+    /// watch that could still bring events (a prefix, or rewrites) is let
+    /// go: unread, they would hold the connection's flow-control window,
+    /// which the lease's renewals share.
     pub(super) fn keep_ahead(&mut self, watch: WatchAhead) {
-        self.ahead = Some(Box::new(watch));
+        self.ahead = (watch.watched == Watched::Key && !watch.wake_on_put).then(|| Box::new(watch));
     }
 
     /// Adds to what is pending every response already received, without
@@ -159,7 +167,10 @@ impl OwnKey {
                     self.pending.extend(response.events().iter().cloned());
                 }
                 // Broken or ended: the next call to `next` finds out.
-                Some(_) => return,
+                Some(_) => {
+                    self.ended = true;
+                    return;
+                }
                 None if yielded => return,
                 None => {
                     tokio::task::yield_now().await;
@@ -198,13 +209,18 @@ impl OwnKey {
             let Some((stream, index)) = self.stream.as_mut() else {
                 continue;
             };
-            match stream.message().await {
+            let message = match self.ended {
+                true => Ok(None),
+                false => stream.message().await,
+            };
+            match message {
                 Ok(Some(response)) if !ends_watch(&response) => {
                     self.pending.extend(response.events().iter().cloned());
                 }
                 _ => {
                     connection.failed(*index);
                     self.stream = None;
+                    self.ended = false;
                     return OwnKeyNews::Broke;
                 }
             }
@@ -269,6 +285,7 @@ pub(super) struct WatchAhead {
     stream: WatchStream,
     /// The endpoint it was opened on.
     index: usize,
+    watched: Watched,
     wake_on_put: bool,
 }
 
@@ -297,6 +314,7 @@ impl WatchAhead {
         Some(WatchAhead {
             stream,
             index,
+            watched,
             wake_on_put,
         })
     }

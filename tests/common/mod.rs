@@ -302,6 +302,20 @@ impl Etcd {
         response
     }
 
+    /// A gauge of etcd's (`etcd_debugging_mvcc_watch_stream_total`, say),
+    /// as its metrics show it now.
+    pub fn gauge(&self, name: &str) -> u64 {
+        self.metrics()
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix(name)?
+                    .strip_prefix(' ')?
+                    .parse::<f64>()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("etcd shows {name}")) as u64
+    }
+
     /// The client URL of the first member.
     pub fn endpoint(&self) -> String {
         self.member_endpoint(0)
