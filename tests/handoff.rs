@@ -526,6 +526,10 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
         "ran beside the third: {}",
         stopped.stderr_so_far()
     );
+    // Nor did it seem to lead on the old handover.
+    let log = stopped.stderr_so_far();
+    let woke = &log[..log.find("campaigning again").unwrap()];
+    assert!(!woke.contains("leader token"), "no 'leader' line: {log}");
     std::fs::write(&third_flag, "").unwrap();
     for replica in [&mut third, &mut stopped] {
         let (code, stderr) = replica.finish(LIMIT);

@@ -372,11 +372,7 @@ impl<'a> Campaign<'a> {
             Ok(leadership) => leadership,
             Err(step) => return step,
         };
-        if config.once_per.is_none() {
-            tracing::info!(token = leadership.token, key = %leadership.key, "leader");
-        } else {
-            // "leader" only once the window is ours too: a replica refused
-            // by the window must not seem to have led first.
+        if config.once_per.is_some() {
             tracing::debug!(
                 token = leadership.token,
                 "elected; claiming the --once-per window"
@@ -498,7 +494,11 @@ impl<'a> Campaign<'a> {
                 return Step::Done(Outcome::Failed(err));
             }
         };
+        // "leader" only once nothing can keep the command from starting: a
+        // proof refused above, or a replica refused by the window, must not
+        // seem to have led.
         let Some(window) = self.config.once_per else {
+            tracing::info!(token = leadership.token, key = %leadership.key, "leader");
             return Step::Done(Outcome::Won(leadership, guard, self.own.take()));
         };
         let claim = once_per::claim(
