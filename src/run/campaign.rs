@@ -143,8 +143,9 @@ impl Session {
     /// With one runner and the run not lost, one transaction deletes our
     /// key and writes the end records (if none changed since our win): one
     /// write, which the next in line wakes on with our records already in
-    /// place, so that its own end records need no read either. Then the
-    /// lease's keys are read: if nothing is attached to it any more, it is
+    /// place, so that its own end records need no read either. The lease's
+    /// keys are read too (after it, when it hands over to someone): if
+    /// nothing but our key is attached to the lease, it is
     /// not revoked but left to expire, keyless, within its TTL, so that
     /// etcd's work on the next leader's path is that one write (as a lock's
     /// release is). A lease the command attached keys to
@@ -163,7 +164,21 @@ impl Session {
             let (unchanged, records) = ended.unchanged_swap(election.name);
             let ours = (key.as_str(), ended.record.token, lease.id);
             let resigned = election.resign_with(ours, unchanged, records, successor.as_ref());
-            written = match clock::timeout(CLEANUP, resigned).await {
+            let resigned = clock::timeout(CLEANUP, resigned);
+            let attached = clock::timeout(CLEANUP, self.connection.lease_keys(lease.id));
+            // With someone handed over to, the read of the lease's keys
+            // waits until it is on its way: beside the resignation it would
+            // be etcd's work on its path. With nobody, it goes beside, and
+            // the run ends a round trip sooner.
+            let (resigned, attached) = match &successor {
+                Some(_) => {
+                    let resigned = resigned.await;
+                    let written = matches!(resigned, Some(Ok(true)));
+                    (resigned, if written { attached.await } else { None })
+                }
+                None => tokio::join!(resigned, attached),
+            };
+            written = match resigned {
                 Some(Ok(written)) => written,
                 Some(Err(err)) => {
                     tracing::info!("resigning: {err:#}");
@@ -178,10 +193,8 @@ impl Session {
             if let Some(next) = successor.filter(|_| written) {
                 tracing::debug!(to = %next.key, "handed over (if it is still there)");
             }
-            // Read once the next in line is on its way, off its path (as
-            // its own spawn is local, etcd is free then).
             let bare = written
-                && match clock::timeout(CLEANUP, self.connection.lease_keys(lease.id)).await {
+                && match attached {
                     Some(Ok(Some(keys))) => keys.iter().all(|attached| *attached == key.as_bytes()),
                     Some(Ok(None)) => true,
                     _ => false,
