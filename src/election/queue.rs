@@ -77,31 +77,35 @@ impl Election<'_> {
             let watched = String::from_utf8_lossy(&ahead.key).into_owned();
             tracing::debug!(%watched, "queued; watching");
             let mut from = revision + 1;
-            let watch = WatchAhead::open(
-                self.connection,
-                &ahead.key,
-                ahead.watched,
-                ahead.wake_on_put,
-                from,
-            );
-            let moved = match watch.await {
-                Some(mut watch) => {
-                    let woken = tokio::select! {
-                        biased;
-                        news = self.own_news(own) => Woken::Own(news),
-                        moved = watch.woken(self.connection, &mut from) => Woken::Ahead(moved),
-                        _ = lease_gone(lease) => Woken::Ahead(true),
-                    };
-                    own.keep_ahead(watch);
-                    match woken {
-                        Woken::Own(news) => match turn_from(news) {
-                            Some(turn) => return turn,
-                            None => false,
-                        },
-                        Woken::Ahead(moved) => moved,
+            // The watch lives here, outside the race, to be kept open.
+            let mut opened = None;
+            let woken = tokio::select! {
+                biased;
+                news = self.own_news(own) => Woken::Own(news),
+                moved = async {
+                    let watch = WatchAhead::open(
+                        self.connection,
+                        &ahead.key,
+                        ahead.watched,
+                        ahead.wake_on_put,
+                        from,
+                    );
+                    match watch.await {
+                        Some(watch) => opened.insert(watch).woken(self.connection, &mut from).await,
+                        None => false,
                     }
-                }
-                None => false,
+                } => Woken::Ahead(moved),
+                _ = lease_gone(lease) => Woken::Ahead(true),
+            };
+            if let Some(watch) = opened {
+                own.keep_ahead(watch);
+            }
+            let moved = match woken {
+                Woken::Own(news) => match turn_from(news) {
+                    Some(turn) => return turn,
+                    None => false,
+                },
+                Woken::Ahead(moved) => moved,
             };
             // The key ahead changed. If that was the leader resigning to us,
             // its handover is most often here already: etcd tells the two
