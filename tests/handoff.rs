@@ -115,7 +115,7 @@ fn a_leader_hands_over_to_the_waiter_behind_it_with_no_read() {
     let name = "jobs/handoff-over";
     let (mut first, release_first) = lead_until_released(&etcd, name);
     let flag = release_first.flag.with_file_name("second");
-    let until = format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display());
+    let until = until_exists(&flag);
     let mut second = queue(&etcd, name, &["sh", "-c", &until]);
     watching(&second);
     let mut third = queue(&etcd, name, &["true"]);
@@ -228,7 +228,7 @@ struct Release {
 fn lead_until_released(etcd: &Etcd, name: &str) -> (Replica, Release) {
     let dir = tempfile::tempdir().unwrap();
     let flag = dir.path().join("go");
-    let until = format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display());
+    let until = until_exists(&flag);
     let leader = Replica::spawn(
         leaderrun(&etcd.endpoint()).args(["--name", name, "--", "sh", "-c", &until]),
     );
@@ -403,7 +403,7 @@ fn a_leader_keeps_its_watches_open_until_it_has_resigned() {
     let streams = |etcd: &Etcd| etcd.gauge("etcd_debugging_mvcc_watch_stream_total");
     let (mut first, release_first) = lead_until_released(&etcd, name);
     let flag = release_first.flag.with_file_name("second");
-    let mut second = queue(&etcd, name, &["sh", "-c", &until(&flag)]);
+    let mut second = queue(&etcd, name, &["sh", "-c", &until_exists(&flag)]);
     watching(&second);
     // The first watches its own key; the second its own and the one ahead.
     await_condition(LIMIT, "three watch streams", || streams(&etcd) == 3);
@@ -445,11 +445,6 @@ fn hand_to_the_next_and_see_it_look_behind(etcd: &Etcd, leader: &mut Replica, re
     });
 }
 
-/// A command that runs until `flag` exists.
-fn until(flag: &std::path::Path) -> String {
-    format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display())
-}
-
 #[test]
 fn a_waiter_stopped_past_its_lease_never_runs_on_an_old_handover() {
     // Its lease expires while it is stopped (the shortest etcd grants).
@@ -476,7 +471,7 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
         dir.path().join("third"),
     );
     let (mut first, release_first) = lead_until_released(&etcd, name);
-    let mut second = queue(&etcd, name, &["sh", "-c", &until(&second_flag)]);
+    let mut second = queue(&etcd, name, &["sh", "-c", &until_exists(&second_flag)]);
     watching(&second);
     let touch = format!("touch '{}'", ran.display());
     let mut stopped = Replica::spawn(
@@ -487,7 +482,7 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
     );
     watching(&stopped);
     let stopped_key = etcd.candidates(name)[2].0.clone();
-    let mut third = queue(&etcd, name, &["sh", "-c", &until(&third_flag)]);
+    let mut third = queue(&etcd, name, &["sh", "-c", &until_exists(&third_flag)]);
     watching(&third);
     // The second leads, and as its command starts looks up who is behind
     // it: the one about to be stopped.

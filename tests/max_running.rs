@@ -207,7 +207,7 @@ fn a_runner_lets_go_of_its_watch_of_the_prefix_as_it_starts() {
         .map(|flag| dir.path().join(flag))
         .collect();
     let runner = |flag: &std::path::Path| {
-        let until = format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display());
+        let until = until_exists(flag);
         Replica::spawn(
             leaderrun(&etcd.endpoint())
                 .args(["-vv", "--name", name, "--max-running", "2", "--wait", "--"])

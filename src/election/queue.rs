@@ -124,13 +124,18 @@ impl Election<'_> {
         }
     }
 
-    /// The next news of our own key that matters to a waiter: a handover
-    /// proves a turn only with one runner.
+    /// Whether news of our own key matters to a waiter: a handover proves
+    /// a turn only with one runner.
+    fn matters(&self, news: &OwnKeyNews) -> bool {
+        self.slots == 1 || !matches!(news, OwnKeyNews::HandedOver(_))
+    }
+
+    /// The next news of our own key that matters to a waiter.
     async fn own_news(&self, own: &mut OwnKey) -> OwnKeyNews {
         loop {
-            match own.next(self.connection).await {
-                OwnKeyNews::HandedOver(_) if self.slots != 1 => continue,
-                news => return news,
+            let news = own.next(self.connection).await;
+            if self.matters(&news) {
+                return news;
             }
         }
     }
@@ -139,9 +144,9 @@ impl Election<'_> {
     /// already come in, if there is any.
     async fn own_news_arrived(&self, own: &mut OwnKey) -> Option<OwnKeyNews> {
         loop {
-            match own.arrived().await? {
-                OwnKeyNews::HandedOver(_) if self.slots != 1 => continue,
-                news => return Some(news),
+            let news = own.arrived().await?;
+            if self.matters(&news) {
+                return Some(news);
             }
         }
     }

@@ -497,7 +497,7 @@ impl<'a> Campaign<'a> {
         if state.gone {
             return Step::Event(Event::PlaceLost(PlaceLost::LeaseGone), None);
         }
-        if schedule.stop_from(state.expires).has_passed() {
+        if schedule.must_stop(state.expires) {
             return Step::Event(Event::PlaceLost(PlaceLost::Unsure), None);
         }
         let guard = match self.guard.take().map_or_else(Guard::start, Ok) {

@@ -39,6 +39,13 @@ impl KillSchedule {
         expires - self.margin - self.grace
     }
 
+    /// Whether the job must be being stopped already, for a lease that
+    /// expires at `expires`: nothing may start then, and a stopped job is
+    /// not continued.
+    pub fn must_stop(&self, expires: clock::Instant) -> bool {
+        self.stop_from(expires).has_passed()
+    }
+
     /// When SIGKILL must go out, for a stop that starts now: after the
     /// grace, and never later than the margin before `expires`.
     pub fn kill_at(&self, expires: clock::Instant) -> clock::Instant {

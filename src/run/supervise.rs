@@ -239,7 +239,7 @@ impl Supervision<'_> {
                     // Not continued if leaderrun was stopped past the point
                     // where the job must be stopped: the loss comes next.
                     let lease = self.lease;
-                    let in_time = || !schedule.stop_from(lease.state().expires).has_passed();
+                    let in_time = || !schedule.must_stop(lease.state().expires);
                     child.follow_stop(signal, in_time);
                 }
                 (Action::StopLost, Event::Lost(loss)) => return Ending::Lost(loss),

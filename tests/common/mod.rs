@@ -987,6 +987,12 @@ pub struct Interval {
     pub end: u128,
 }
 
+/// A shell command that runs until `flag` exists (`sh -c` it): a job the
+/// test ends when it chooses.
+pub fn until_exists(flag: &Path) -> String {
+    format!("while [ ! -e '{}' ]; do sleep 0.05; done", flag.display())
+}
+
 /// A shell job that appends "start TOKEN NS" and "end TOKEN NS" lines to
 /// `log`, sleeping `seconds` between.
 pub fn recording_job(log: &Path, seconds: &str) -> Vec<String> {
