@@ -167,6 +167,38 @@ fn keys_the_command_attached_to_its_lease_go_with_the_run() {
     assert!(etcd.candidates(name).is_empty());
 }
 
+#[test]
+fn keys_the_command_attached_go_with_the_run_when_it_hands_over() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-attached-over";
+    let (mut first, release_first) = lead_until_released(&etcd, name);
+    let put = format!(
+        "'{}' put --lease=\"$LEADERRUN_LEASE\" app/endpoint here >/dev/null",
+        etcdctl_binary().display()
+    );
+    let mut second = queue(&etcd, name, &["sh", "-c", &put]);
+    watching(&second);
+    let flag = release_first.flag.with_file_name("third");
+    let mut third = queue(&etcd, name, &["sh", "-c", &until_exists(&flag)]);
+    watching(&third);
+    release_first.go();
+    let (code, stderr) = first.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, handing) = second.finish(LIMIT);
+    assert_eq!(code, Some(0), "{handing}");
+    assert!(
+        handing.contains("handed over (if it is still there)"),
+        "the second hands over: {handing}"
+    );
+    // Its put came between its win and its resignation: the keys were
+    // read, and the lease revoked before it exited, while the third leads.
+    assert_eq!(etcd.get("app/endpoint"), None);
+    std::fs::write(&flag, "").unwrap();
+    let (code, stderr) = third.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(etcd.candidates(name).is_empty());
+}
+
 /// A whole record with `token`, as JSON.
 fn record_with(token: i64) -> String {
     serde_json::json!({
@@ -360,15 +392,15 @@ fn watching(waiter: &Replica) {
     });
 }
 
-#[test]
-fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
-    let etcd = Etcd::start();
-    let name = "jobs/handoff-chain";
-    let (mut leader, release) = lead_until_released(&etcd, name);
+/// Queues `waiters` replicas running `true` behind a leader, one after
+/// another, releases the leader, and returns their logs once all have
+/// exited 0.
+fn chain_of_true(etcd: &Etcd, name: &str, waiters: usize) -> Vec<String> {
+    let (mut leader, release) = lead_until_released(etcd, name);
     // Queued one after another, so that the line is in this order.
-    let mut waiters: Vec<Replica> = (0..5)
+    let mut waiters: Vec<Replica> = (0..waiters)
         .map(|_| {
-            let waiter = queue(&etcd, name, &["true"]);
+            let waiter = queue(etcd, name, &["true"]);
             watching(&waiter);
             waiter
         })
@@ -376,14 +408,21 @@ fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
     release.go();
     let (code, stderr) = leader.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
-    let logs: Vec<String> = waiters
+    waiters
         .iter_mut()
         .map(|waiter| {
             let (code, stderr) = waiter.finish(LIMIT);
             assert_eq!(code, Some(0), "{stderr}");
             stderr
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-chain";
+    let logs = chain_of_true(&etcd, name, 5);
     // The first leader looked behind it before anyone queued: the first
     // waiter reads. `true` ends well within a round trip, yet every leader
     // after it waits for its look behind and hands over.
@@ -393,6 +432,33 @@ fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
             "waiter {place} is handed over to: {log}"
         );
     }
+    assert!(etcd.candidates(name).is_empty());
+}
+
+#[test]
+fn a_leader_that_hands_over_with_nothing_written_since_its_win_reads_nothing_of_its_lease() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-unread";
+    let before = handled(&etcd, "LeaseTimeToLive");
+    let logs = chain_of_true(&etcd, name, 5);
+    let handovers = logs
+        .iter()
+        .filter(|log| log.contains("handed over (if it is still there)"))
+        .count();
+    assert!(handovers >= 1, "somebody hands over: {logs:?}");
+    // Six resignations. Those that hand over find in their own revision
+    // that nothing was written since their win, so nothing can be attached
+    // to their lease; the others (the first leader, who looked behind
+    // before anyone queued, and the last) read its keys beside resigning.
+    let reads = 6 - handovers as u64;
+    await_condition(LIMIT, "etcd to count the reads", || {
+        handled(&etcd, "LeaseTimeToLive") - before >= reads
+    });
+    assert_eq!(
+        handled(&etcd, "LeaseTimeToLive") - before,
+        reads,
+        "reads of a lease's keys, with {handovers} handovers"
+    );
     assert!(etcd.candidates(name).is_empty());
 }
 

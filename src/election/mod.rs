@@ -388,8 +388,8 @@ impl<'a> Election<'a> {
         }))
     }
     /// Gives up our key, if it is still ours, in one transaction with
-    /// `also`: deletes it, and does `then`, if `also` holds too. True if it
-    /// did; if not, nothing was written.
+    /// `also`: deletes it, and does `then`, if `also` holds too. The
+    /// revision of that write, if it was made; if not, nothing was written.
     ///
     /// The next in line wakes on this deletion and proves its win at or
     /// after it, so whatever `then` writes (the run's end records) is in
@@ -407,7 +407,7 @@ impl<'a> Election<'a> {
         also: Vec<Compare>,
         then: Vec<TxnOp>,
         successor: Option<&Successor>,
-    ) -> Result<bool> {
+    ) -> Result<Option<i64>> {
         let (key, token, lease) = leadership;
         let mut compares = ours(key, token, lease).to_vec();
         compares.extend(also);
@@ -423,7 +423,7 @@ impl<'a> Election<'a> {
         }
         let txn = Txn::new().when(compares).and_then(ops);
         let response = self.connection.txn("resigning", txn).await?;
-        Ok(response.succeeded())
+        Ok(response.succeeded().then(|| revision_of(&response)))
     }
 
     /// The candidate just behind our key, as read now: the one a

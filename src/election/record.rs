@@ -303,6 +303,11 @@ impl Ended {
         }
     }
 
+    /// The revision at which the run's win was proven.
+    pub fn proven_at(&self) -> i64 {
+        self.proven_at
+    }
+
     /// Settles the start record before the end records are written: one
     /// being written is let finish first (within [`CLEANUP`], else stopped),
     /// so that it cannot land after them; one not yet begun is not needed

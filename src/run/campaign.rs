@@ -143,13 +143,15 @@ impl Session {
     /// With one runner and the run not lost, one transaction deletes our
     /// key and writes the end records (if none changed since our win): one
     /// write, which the next in line wakes on with our records already in
-    /// place, so that its own end records need no read either. The lease's
-    /// keys are read too (after it, when it hands over to someone): if
-    /// nothing but our key is attached to the lease, it is
-    /// not revoked but left to expire, keyless, within its TTL, so that
-    /// etcd's work on the next leader's path is that one write (as a lock's
-    /// release is). A lease the command attached keys to
-    /// (`LEADERRUN_LEASE`) is revoked at once, taking them with it.
+    /// place, so that its own end records need no read either. If nothing
+    /// but our key is attached to the lease, it is not revoked but left to
+    /// expire, keyless, within its TTL, so that etcd's work on the next
+    /// leader's path is that one write (as a lock's release is). A lease the
+    /// command attached keys to (`LEADERRUN_LEASE`) is revoked at once,
+    /// taking them with it. Which it is, the lease's keys say, read beside
+    /// the resignation; or, when it hands over to someone, after it, and
+    /// only if etcd saw a write between our win and the resignation
+    /// ([`nothing_attached_since`]).
     ///
     /// Otherwise (the run lost, several runners, the transaction refused or
     /// unanswered), the lease is revoked first and the records written
@@ -168,18 +170,27 @@ impl Session {
             let attached = clock::timeout(CLEANUP, self.connection.lease_keys(lease.id));
             // With someone handed over to, the read of the lease's keys
             // waits until it is on its way: beside the resignation it would
-            // be etcd's work on its path. With nobody, it goes beside, and
-            // the run ends a round trip sooner.
+            // be etcd's work on its path. It is not made at all if the
+            // resignation shows that nothing can have been attached. With
+            // nobody, it goes beside, and the run ends a round trip sooner.
+            let mut nothing_attached = false;
             let (resigned, attached) = match &successor {
                 Some(_) => {
                     let resigned = resigned.await;
-                    let written = matches!(resigned, Some(Ok(true)));
-                    (resigned, if written { attached.await } else { None })
+                    let revision = match &resigned {
+                        Some(Ok(Some(revision))) => Some(*revision),
+                        _ => None,
+                    };
+                    nothing_attached = revision.is_some_and(|revision| {
+                        nothing_attached_since(ended.proven_at(), revision)
+                    });
+                    let read = revision.is_some() && !nothing_attached;
+                    (resigned, if read { attached.await } else { None })
                 }
                 None => tokio::join!(resigned, attached),
             };
             written = match resigned {
-                Some(Ok(written)) => written,
+                Some(Ok(revision)) => revision.is_some(),
                 Some(Err(err)) => {
                     tracing::info!("resigning: {err:#}");
                     false
@@ -194,12 +205,15 @@ impl Session {
                 tracing::debug!(to = %next.key, "handed over (if it is still there)");
             }
             let bare = written
-                && match attached {
-                    Some(Ok(Some(keys))) => keys.iter().all(|attached| *attached == key.as_bytes()),
-                    Some(Ok(None)) => true,
-                    _ => false,
-                };
-            tracing::trace!(bare, "the lease's keys read");
+                && (nothing_attached
+                    || match attached {
+                        Some(Ok(Some(keys))) => {
+                            keys.iter().all(|attached| *attached == key.as_bytes())
+                        }
+                        Some(Ok(None)) => true,
+                        _ => false,
+                    });
+            tracing::trace!(bare, nothing_attached, "the lease's keys known");
             if bare {
                 // Dropped, it is renewed no more.
                 self.lease = None;
@@ -216,6 +230,22 @@ impl Session {
         let lease = Lease::grant(&self.connection, ttl).await?;
         Ok(self.lease.insert(lease))
     }
+}
+
+/// Whether nothing can have been attached to our lease in a run proven at
+/// revision `proven_at` and resigned at `resigned`: true if no write came
+/// between. Every write to etcd's keys takes a revision of its own, a key
+/// is attached to a lease only by a write, and the command starts after
+/// the proof and is dead before the resignation: anything it attached was
+/// written at a revision between the two. On an etcd that nothing else
+/// writes to (a chain of short runs, above all) that saves the next
+/// leader's path a read; anything written in between, by anyone (our own
+/// start record too), and the keys are read. It trusts etcd's revisions to
+/// go only forward: an etcd restored from a backup under a running replica
+/// numbers writes anew (and breaks the election itself: leases and keys go
+/// back to the backup's).
+fn nothing_attached_since(proven_at: i64, resigned: i64) -> bool {
+    proven_at > 0 && resigned == proven_at + 1
 }
 
 /// How long a resignation waits at most for the look-up of who is behind
