@@ -112,3 +112,54 @@ fn a_daemon_that_left_the_group_is_stopped_when_the_command_exits() {
     });
     eprintln!("daemon gone {took:?} after leaderrun exited");
 }
+
+/// Bytes written to the guardian's pipe and not read yet, through a reader
+/// of our own on it.
+fn unread_by_guardian(guardian: i32) -> usize {
+    use std::os::fd::AsRawFd;
+    let pipe = std::fs::File::open(format!("/proc/{guardian}/fd/0")).unwrap();
+    let mut unread: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int, into a local.
+    let ok = unsafe { nix::libc::ioctl(pipe.as_raw_fd(), nix::libc::FIONREAD, &mut unread) };
+    assert_eq!(ok, 0, "FIONREAD on the guardian's pipe");
+    unread as usize
+}
+
+#[test]
+fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let running = dir.path().join("running");
+    let script = format!("echo $$ > '{}'; exec sleep 303", running.display());
+    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        "jobs/guardian-asleep",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let command = read_pid(&running, Duration::from_secs(10));
+    let guardians: Vec<i32> = children_of(replica.pid())
+        .into_iter()
+        .filter(|child| comm(*child).as_deref() == Some("lr-guardian"))
+        .collect();
+    assert_eq!(guardians.len(), 1, "one guardian");
+    // The command's process named its group to the guardian before its
+    // exec, on the way to running: the line waits in the pipe, and woke
+    // nobody.
+    assert!(
+        unread_by_guardian(guardians[0]) > 0,
+        "the group's line is still in the pipe"
+    );
+    // Read when leaderrun dies: the group is still killed.
+    let mut strays = Strays::new();
+    strays.add(command, "sleep 303");
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(replica.pid()), Signal::SIGKILL);
+    wait_within(&mut replica.process, Duration::from_secs(5), "the replica");
+    await_condition(
+        Duration::from_secs(5),
+        "the guardian to kill the command",
+        || !alive(command),
+    );
+}

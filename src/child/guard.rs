@@ -4,9 +4,12 @@
 //! PR_SET_PDEATHSIG only reaches the direct child; a shell's background jobs
 //! would live on and run beside the next leader. The guardian is leaderrun's
 //! own binary in a session of its own (so the terminal's signals miss it).
-//! It reads the group id from a pipe, then waits for the pipe to close:
-//! closed after "done" means leaderrun finished cleanly; closed without it
-//! means leaderrun died, and the group is killed.
+//! It sleeps until its pipe closes, then reads what was written to it: the
+//! group id, and "done" if leaderrun finished cleanly; without "done"
+//! leaderrun died, and the group is killed. Lines written meanwhile wait
+//! in the pipe and wake nobody: the group is written by the command's
+//! process just before its exec, and a guardian woken there would take the
+//! CPU from it, on the next leader's path.
 //!
 //! Two operator habits shape how it is started:
 //! - `pkill -9 leaderrun` (or `killall`, `pkill -f`) must not kill the
@@ -181,6 +184,7 @@ pub fn run() -> i32 {
     if let Ok(name) = std::ffi::CString::new(GUARD_NAME) {
         let _ = nix::sys::prctl::set_name(&name);
     }
+    wait_for_hangup(0);
     let mut lines = BufReader::new(std::io::stdin().lock()).lines();
     let mut group = None;
     loop {
@@ -195,4 +199,25 @@ pub fn run() -> i32 {
         let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
     }
     0
+}
+
+/// Sleeps until every writer of the pipe `fd` has closed it. A poll for no
+/// event at all: the kernel wakes it for the hang-up (or an error) only,
+/// not for data written to the pipe.
+fn wait_for_hangup(fd: std::os::fd::RawFd) {
+    let mut pipe = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one pollfd, on the stack.
+        let ready = unsafe { libc::poll(&mut pipe, 1, -1) };
+        let interrupted = ready < 0 && nix::errno::Errno::last() == nix::errno::Errno::EINTR;
+        if !interrupted {
+            // Hung up, or poll failed: reading tells which (EOF, or data
+            // and then EOF, or an error: all end the wait below).
+            return;
+        }
+    }
 }
