@@ -10,6 +10,7 @@
 
 mod common;
 use common::*;
+use nix::sys::signal::Signal;
 use std::time::{Duration, SystemTime};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -393,9 +394,14 @@ fn watching(waiter: &Replica) {
 }
 
 /// Queues `waiters` replicas running `true` behind a leader, one after
-/// another, releases the leader, and returns their logs once all have
-/// exited 0.
-fn chain_of_true(etcd: &Etcd, name: &str, waiters: usize) -> Vec<String> {
+/// another, releases the leader (calling `at_release` just before), and
+/// returns what that returned and their logs, once all have exited 0.
+fn chain_of_true<T>(
+    etcd: &Etcd,
+    name: &str,
+    waiters: usize,
+    at_release: impl FnOnce() -> T,
+) -> (T, Vec<String>) {
     let (mut leader, release) = lead_until_released(etcd, name);
     // Queued one after another, so that the line is in this order.
     let mut waiters: Vec<Replica> = (0..waiters)
@@ -405,24 +411,26 @@ fn chain_of_true(etcd: &Etcd, name: &str, waiters: usize) -> Vec<String> {
             waiter
         })
         .collect();
+    let before = at_release();
     release.go();
     let (code, stderr) = leader.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
-    waiters
+    let logs = waiters
         .iter_mut()
         .map(|waiter| {
             let (code, stderr) = waiter.finish(LIMIT);
             assert_eq!(code, Some(0), "{stderr}");
             stderr
         })
-        .collect()
+        .collect();
+    (before, logs)
 }
 
 #[test]
 fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-chain";
-    let logs = chain_of_true(&etcd, name, 5);
+    let (reads, logs) = chain_of_true(&etcd, name, 5, || handled(&etcd, "Range"));
     // The first leader looked behind it before anyone queued: the first
     // waiter reads. `true` ends well within a round trip, yet every leader
     // after it waits for its look behind and hands over.
@@ -432,6 +440,54 @@ fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
             "waiter {place} is handed over to: {log}"
         );
     }
+    // Reads of the line once the first leader is released: the first
+    // waiter's proof and its look behind it (it was not handed over to),
+    // and the last one's, which was told of nobody behind it. The three
+    // between were told who is behind them by the leader that handed over
+    // to them. A look behind by every leader would make six.
+    let reads = handled(&etcd, "Range") - reads;
+    assert!(reads <= 3, "{reads} reads of the line: {logs:?}");
+    assert!(etcd.candidates(name).is_empty());
+}
+
+#[test]
+fn a_waiter_passed_on_that_has_left_the_line_is_passed_over() {
+    let etcd = Etcd::start();
+    let name = "jobs/handoff-passed-left";
+    let (mut first, release_first) = lead_until_released(&etcd, name);
+    let flag = release_first.flag.with_file_name("second");
+    let mut second = queue(&etcd, name, &["sh", "-c", &until_exists(&flag)]);
+    watching(&second);
+    let mut behind: Vec<Replica> = (0..3)
+        .map(|_| {
+            let waiter = queue(&etcd, name, &["true"]);
+            watching(&waiter);
+            waiter
+        })
+        .collect();
+    // The second reads its way to leading, and looks behind it: it will
+    // hand over to the third and pass on the fourth and the fifth.
+    hand_to_the_next_and_see_it_look_behind(&etcd, &mut first, &release_first);
+    // The fourth leaves the line before its turn.
+    send(behind[1].pid(), Signal::SIGTERM);
+    behind[1].finish(LIMIT);
+    await_condition(LIMIT, "the fourth to leave the line", || {
+        etcd.candidates(name).len() == 3
+    });
+    std::fs::write(&flag, "").unwrap();
+    let (code, stderr) = second.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, third) = behind[0].finish(LIMIT);
+    assert_eq!(code, Some(0), "{third}");
+    // The third hands over to nobody (the fourth is gone); the fifth,
+    // which watched the third's key once the fourth left, wakes on its
+    // deletion and leads by reading the line.
+    let (code, fifth) = behind[2].finish(LIMIT);
+    assert_eq!(code, Some(0), "{fifth}");
+    assert!(
+        !fifth.contains("our turn: handed over by the leader"),
+        "the fifth was not handed over to: {fifth}"
+    );
     assert!(etcd.candidates(name).is_empty());
 }
 
@@ -440,7 +496,7 @@ fn a_leader_that_hands_over_with_nothing_written_since_its_win_reads_nothing_of_
     let etcd = Etcd::start();
     let name = "jobs/handoff-unread";
     let before = handled(&etcd, "LeaseTimeToLive");
-    let logs = chain_of_true(&etcd, name, 5);
+    let ((), logs) = chain_of_true(&etcd, name, 5, || ());
     let handovers = logs
         .iter()
         .filter(|log| log.contains("handed over (if it is still there)"))

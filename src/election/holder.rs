@@ -25,6 +25,39 @@ pub struct Holder {
 /// over to: the leader's token.
 const HANDED_OVER_BY: &str = "handed_over_by";
 
+/// The field, beside [`HANDED_OVER_BY`], with the candidates behind the
+/// one handed over to, in line order, as the resigning leader knew them
+/// ([`Behind`]).
+const NEXT: &str = "next";
+
+/// A candidate further back in line, as a resigning leader passes it on to
+/// the one it hands over to, so that this one hands over in turn with no
+/// read of its own: who is behind a waiter changes only by candidates
+/// leaving (a newcomer queues at the end), and a handover to one that has
+/// left is refused by its comparison of key, token and lease.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Behind {
+    pub key: String,
+    pub token: i64,
+    pub lease: i64,
+    /// Its value, as read: what the handover to it rewrites.
+    pub value: serde_json::Value,
+}
+
+impl Behind {
+    /// A candidate as read from its key; None for a value that is not a
+    /// JSON object (another tool's).
+    pub fn read(key: &[u8], token: i64, lease: i64, value: &[u8]) -> Option<Behind> {
+        let value: serde_json::Value = serde_json::from_slice(value).ok()?;
+        value.is_object().then(|| Behind {
+            key: String::from_utf8_lossy(key).into_owned(),
+            token,
+            lease,
+            value,
+        })
+    }
+}
+
 fn one() -> usize {
     1
 }
@@ -80,14 +113,28 @@ impl Holder {
 
     /// A waiter's value, as the leader that resigns to it rewrites it: the
     /// same value (fields this version does not know kept), with
-    /// `handed_over_by` set to the leader's token. None for a value that is
+    /// `handed_over_by` set to the leader's token, and `next`, the
+    /// candidates behind it, if any are passed on. None for a value that is
     /// not a JSON object (another tool's candidate: no handover to it).
-    pub fn handed_over(value: &[u8], by: i64) -> Option<Vec<u8>> {
-        let mut value: serde_json::Value = serde_json::from_slice(value).ok()?;
-        value
-            .as_object_mut()?
-            .insert(HANDED_OVER_BY.into(), serde_json::Value::from(by));
+    pub fn handed_over(value: &serde_json::Value, by: i64, next: &[Behind]) -> Option<Vec<u8>> {
+        let mut value = value.clone();
+        let fields = value.as_object_mut()?;
+        fields.insert(HANDED_OVER_BY.into(), serde_json::Value::from(by));
+        fields.remove(NEXT);
+        if !next.is_empty() {
+            fields.insert(NEXT.into(), serde_json::to_value(next).ok()?);
+        }
         serde_json::to_vec(&value).ok()
+    }
+
+    /// The candidates a resigning leader passed on in the value it handed
+    /// over with ([`Holder::handed_over`]); none if it passed none, or in a
+    /// form this version does not read.
+    pub fn passed_on(value: &[u8]) -> Vec<Behind> {
+        serde_json::from_slice::<serde_json::Value>(value)
+            .ok()
+            .and_then(|mut value| serde_json::from_value(value.get_mut(NEXT)?.take()).ok())
+            .unwrap_or_default()
     }
 
     /// Whether a candidate's value says a resigning leader handed over to
@@ -219,6 +266,25 @@ mod tests {
             Holder::for_this_process(&["true".into()], true).command,
             "true"
         );
+    }
+
+    #[test]
+    fn a_handover_passes_on_who_is_behind_and_keeps_the_value() {
+        let holder = Holder::for_this_process(&["true".into()], false);
+        let value: serde_json::Value = serde_json::from_str(&holder.encode()).unwrap();
+        let behind = Behind::read(b"jobs/a/2", 9, 2, holder.encode().as_bytes()).unwrap();
+        let handed = Holder::handed_over(&value, 7, std::slice::from_ref(&behind)).unwrap();
+        assert!(Holder::is_handed_over(&handed));
+        assert_eq!(Holder::decode(&handed), holder, "the holder is kept");
+        assert_eq!(Holder::passed_on(&handed), std::slice::from_ref(&behind));
+        // Handed over on in turn, what was passed on before is not kept.
+        let again: serde_json::Value = serde_json::from_slice(&handed).unwrap();
+        let handed = Holder::handed_over(&again, 8, &[]).unwrap();
+        assert!(Holder::passed_on(&handed).is_empty());
+        // Nothing passed on, or another tool's value: nothing to take.
+        assert!(Holder::passed_on(holder.encode().as_bytes()).is_empty());
+        assert!(Holder::passed_on(b"etcdctl-value").is_empty());
+        assert!(Behind::read(b"jobs/a/3", 9, 3, b"etcdctl-value").is_none());
     }
 
     #[test]

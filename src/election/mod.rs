@@ -16,7 +16,9 @@
 //! all at one revision. The read that finds our turn (`Queued`,
 //! `Turn::Ours`) is such a proof, and so, with one runner, is the handover:
 //! the leader's resignation rewrites the key of the candidate behind it
-//! ([`Election::resign_with`]), which watches its own key. With more than
+//! ([`Election::resign_with`]), which watches its own key. The rewrite
+//! passes on who is behind that candidate ([`Successor::first_of`]), so
+//! that it hands over in turn without reading the line. With more than
 //! one runner [`Election::prove`] proves again with a transaction that also
 //! rewrites our key, to wake the waiter behind. The layout ([`Election`]):
 //! this file writes, proves and gives up our key, `queue.rs` waits for our
@@ -43,7 +45,7 @@ pub use watch::{watch_for_loss, OwnKey};
 use anyhow::{Context, Result};
 use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, SortOrder, Txn, TxnOp};
 
-use crate::election::holder::{etcdctl_del, printable, Holder};
+use crate::election::holder::{etcdctl_del, printable, Behind, Holder};
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
 use crate::exit::{CodedError, Exit};
@@ -69,8 +71,46 @@ pub struct Successor {
     pub key: String,
     pub token: i64,
     pub lease: i64,
-    /// Its value, saying who handed over to it.
+    /// Its value, saying who handed over to it, and passing on who is
+    /// behind it.
     pub value: Vec<u8>,
+}
+
+/// How many candidates behind the successor a leader passes on at most,
+/// so that that many leaders after it hand over with no read of who is
+/// behind them (one read every few changes of leader, not one each).
+const PASSED_ON: usize = 3;
+
+/// The most the values passed on may hold, in bytes: a handover is the
+/// next leader's wait, and a value holds a command line of up to 4 KiB.
+const PASSED_ON_BYTES: usize = 2048;
+
+impl Successor {
+    /// The first of `line` (candidates behind a leader with `token`, in
+    /// line order), handed over to with the rest passed on, as many as
+    /// [`PASSED_ON`] and [`PASSED_ON_BYTES`] allow. None if `line` is
+    /// empty.
+    pub fn first_of(mut line: Vec<Behind>, token: i64) -> Option<Successor> {
+        if line.is_empty() {
+            return None;
+        }
+        let first = line.remove(0);
+        let mut bytes = 0;
+        let passed: Vec<Behind> = line
+            .into_iter()
+            .take(PASSED_ON)
+            .take_while(|behind| {
+                bytes += behind.key.len() + behind.value.to_string().len();
+                bytes <= PASSED_ON_BYTES
+            })
+            .collect();
+        Some(Successor {
+            value: Holder::handed_over(&first.value, token, &passed)?,
+            key: first.key,
+            token: first.token,
+            lease: first.lease,
+        })
+    }
 }
 
 /// Whoever leads, as read from their key.
@@ -440,19 +480,24 @@ impl<'a> Election<'a> {
             .await?;
         let revision = response.header().map_or(0, |header| header.revision());
         let next = self
-            .first_candidates(response.into(), revision, SortOrder::Ascend, 1)
+            .first_candidates(response.into(), revision, SortOrder::Ascend, 1 + PASSED_ON)
             .await?;
-        Ok(next.first().and_then(|kv| {
-            if Holder::decode(kv.value()).max_running != 1 {
-                return None;
-            }
-            Some(Successor {
-                key: String::from_utf8_lossy(kv.key()).into_owned(),
-                token: kv.create_revision(),
-                lease: kv.lease(),
-                value: Holder::handed_over(kv.value(), leadership.token)?,
-            })
-        }))
+        // Only leaderruns of one runner, up to the first that is not.
+        let line = next
+            .iter()
+            .take_while(|kv| Holder::decode(kv.value()).max_running == 1)
+            .map_while(|kv| Behind::read(kv.key(), kv.create_revision(), kv.lease(), kv.value()))
+            .collect();
+        Ok(Successor::first_of(line, leadership.token))
+    }
+
+    /// The candidate behind us as the leader that handed over to us passed
+    /// it on ([`Holder::passed_on`]), with those behind it: taken on trust
+    /// only as far as it names candidates of this election created after
+    /// our key. None if nothing usable was passed on: a read is needed.
+    pub fn passed_on_to(&self, leadership: &Leadership, line: Vec<Behind>) -> Option<Successor> {
+        let line = in_line_after(self.name, leadership.token, line);
+        Successor::first_of(line, leadership.token)
     }
 
     /// Rewrites our key's value with `holder`, if the key is still ours:
@@ -474,4 +519,64 @@ fn ours(key: &str, token: i64, lease: i64) -> [Compare; 2] {
         Compare::create_revision(key, CompareOp::Equal, token),
         Compare::lease(key, CompareOp::Equal, lease),
     ]
+}
+
+/// The start of `line` that names candidates of election `name`, each
+/// created after the one before it, the first after `token`.
+fn in_line_after(name: &str, token: i64, line: Vec<Behind>) -> Vec<Behind> {
+    let mut last = token;
+    line.into_iter()
+        .take_while(|behind| {
+            let in_line = name::is_candidate(name, behind.key.as_bytes()) && behind.token > last;
+            last = behind.token;
+            in_line
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn behind(key: &str, token: i64, command: &str) -> Behind {
+        let value = serde_json::json!({"host": "h", "pid": 1, "started": "s", "command": command});
+        Behind::read(key.as_bytes(), token, token, value.to_string().as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_successor_is_passed_on_as_much_of_the_line_as_fits() {
+        let line: Vec<Behind> = (1..=6)
+            .map(|at| behind(&format!("j/{at}"), 10 + at, "true"))
+            .collect();
+        let next = Successor::first_of(line.clone(), 10).unwrap();
+        assert_eq!((next.key.as_str(), next.token), ("j/1", 11));
+        assert_eq!(Holder::passed_on(&next.value), line[1..=PASSED_ON]);
+        // A long command line stops what is passed on, in order.
+        let mut long = line.clone();
+        long[2] = behind("j/3", 13, &"x".repeat(PASSED_ON_BYTES));
+        let next = Successor::first_of(long, 10).unwrap();
+        assert_eq!(Holder::passed_on(&next.value), line[1..2]);
+        assert!(Successor::first_of(Vec::new(), 10).is_none());
+    }
+
+    #[test]
+    fn only_candidates_of_this_election_in_line_order_are_taken_on_trust() {
+        let line = vec![
+            behind("j/1", 11, "a"),
+            behind("j/2", 12, "b"),
+            behind("other/3", 13, "c"),
+        ];
+        assert_eq!(
+            in_line_after("j", 10, line.clone()).len(),
+            2,
+            "another election's key ends it"
+        );
+        assert!(in_line_after("j", 11, line).is_empty(), "not behind us");
+        let backwards = vec![behind("j/1", 12, "a"), behind("j/2", 11, "b")];
+        assert_eq!(
+            in_line_after("j", 10, backwards).len(),
+            1,
+            "out of order ends it"
+        );
+    }
 }

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 
 use etcd_client::{Event, EventType, WatchFilterType, WatchOptions, WatchResponse, WatchStream};
 
-use super::holder::Holder;
+use super::holder::{Behind, Holder};
 use super::{judge, KeyLoss, Leadership};
 use crate::clock;
 use crate::etcd::Connection;
@@ -76,6 +76,9 @@ pub struct OwnKey {
     /// The stream broke or ended while responses were taken without
     /// waiting: the next call to [`OwnKey::next`] says so.
     ended: bool,
+    /// The candidates behind us that the leader who handed over to us
+    /// passed on, if it did ([`Holder::passed_on`]).
+    passed_on: Vec<Behind>,
 }
 
 /// What an event on our key (created at `token`, on `lease`) makes of it:
@@ -125,6 +128,7 @@ impl OwnKey {
             pending: VecDeque::new(),
             ahead: None,
             ended: false,
+            passed_on: Vec::new(),
         }
     }
 
@@ -132,6 +136,12 @@ impl OwnKey {
     /// use: for a run that did not queue.
     pub fn of(leadership: &Leadership) -> OwnKey {
         OwnKey::new(&leadership.key, leadership.token, leadership.lease, 0)
+    }
+
+    /// The candidates behind us that the leader who handed over to us
+    /// passed on (none if it did not, or nobody handed over to us).
+    pub fn take_passed_on(&mut self) -> Vec<Behind> {
+        std::mem::take(&mut self.passed_on)
     }
 
     /// Keeps the last watch of what is ahead of us open with this one, in
@@ -249,12 +259,19 @@ impl OwnKey {
             }
             let loss = loss_in(event, self.token, self.lease);
             let handover = is_handover(event);
+            let passed_on = match event.kv() {
+                Some(kv) if handover => Holder::passed_on(kv.value()),
+                _ => Vec::new(),
+            };
             if handover && loss.is_none() {
                 // A handover is news of its revision: if our key was lost
                 // since, and that has reached us, the loss wins. It stays
                 // in front while the rest comes in, so that a call
                 // cancelled meanwhile finds it again.
                 self.take_what_is_here().await;
+            }
+            if handover {
+                self.passed_on = passed_on;
             }
             self.pending.pop_front();
             self.from = revision + 1;

@@ -31,7 +31,7 @@ use super::schedule::KillSchedule;
 use super::Config;
 use crate::child::guard::Guard;
 use crate::clock;
-use crate::election::holder::{self, Holder};
+use crate::election::holder::{self, Behind, Holder};
 use crate::election::name;
 use crate::election::once_per::{self, Claim, Marker};
 use crate::election::record::{self, Ended};
@@ -265,6 +265,7 @@ pub fn look_behind(
     election: &str,
     slots: usize,
     leadership: &Leadership,
+    passed_on: Vec<Behind>,
 ) -> Option<JoinHandle<Option<Successor>>> {
     if slots != 1 {
         return None;
@@ -273,6 +274,11 @@ pub fn look_behind(
     let leadership = leadership.clone();
     Some(tokio::spawn(async move {
         let election = Election::new(&connection, &election, 1);
+        // Passed on by the leader that handed over to us: no read, and no
+        // work for etcd beside our command.
+        if let Some(successor) = election.passed_on_to(&leadership, passed_on) {
+            return Some(successor);
+        }
         match election.successor(&leadership).await {
             Ok(successor) => successor,
             Err(err) => {

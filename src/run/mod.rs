@@ -29,7 +29,7 @@ use crate::clock;
 use crate::election::holder::Holder;
 use crate::election::name;
 use crate::election::once_per::Marker;
-use crate::election::{self, Election, Leader};
+use crate::election::{self, Election, Leader, OwnKey};
 use crate::etcd::{self, Connection};
 use crate::exit;
 use crate::logging::{self, Level};
@@ -222,6 +222,8 @@ async fn lead(
         Outcome::Failed(err) => return Err(err),
     };
     phase.set(Phase::Running);
+    let mut own = own;
+    let passed_on = own.as_mut().map_or_else(Vec::new, OwnKey::take_passed_on);
     let supervision = Supervision {
         config,
         connection,
@@ -239,6 +241,7 @@ async fn lead(
             &config.election,
             config.max_running,
             &leadership,
+            passed_on,
         );
     };
     let code = supervision.run(signals, guard, look_behind, ended).await;
