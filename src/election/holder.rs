@@ -30,6 +30,12 @@ const HANDED_OVER_BY: &str = "handed_over_by";
 /// ([`Behind`]).
 const NEXT: &str = "next";
 
+/// The token of the leader that wrote [`NEXT`]: the list is taken only
+/// from the handover that wrote it. A leader of an older version, which
+/// keeps fields it does not know, may hand over a value holding a list it
+/// did not write.
+const NEXT_BY: &str = "next_by";
+
 /// A candidate further back in line, as a resigning leader passes it on to
 /// the one it hands over to, so that this one hands over in turn with no
 /// read of its own: who is behind a waiter changes only by candidates
@@ -121,19 +127,29 @@ impl Holder {
         let fields = value.as_object_mut()?;
         fields.insert(HANDED_OVER_BY.into(), serde_json::Value::from(by));
         fields.remove(NEXT);
+        fields.remove(NEXT_BY);
         if !next.is_empty() {
             fields.insert(NEXT.into(), serde_json::to_value(next).ok()?);
+            fields.insert(NEXT_BY.into(), serde_json::Value::from(by));
         }
         serde_json::to_vec(&value).ok()
     }
 
     /// The candidates a resigning leader passed on in the value it handed
-    /// over with ([`Holder::handed_over`]); none if it passed none, or in a
-    /// form this version does not read.
+    /// over with ([`Holder::handed_over`]); none if it passed none, if the
+    /// list is not that handover's own, or in a form this version does not
+    /// read.
     pub fn passed_on(value: &[u8]) -> Vec<Behind> {
+        let passed = |mut value: serde_json::Value| {
+            let by = value.get(HANDED_OVER_BY)?.as_i64()?;
+            if value.get(NEXT_BY)?.as_i64()? != by {
+                return None;
+            }
+            serde_json::from_value(value.get_mut(NEXT)?.take()).ok()
+        };
         serde_json::from_slice::<serde_json::Value>(value)
             .ok()
-            .and_then(|mut value| serde_json::from_value(value.get_mut(NEXT)?.take()).ok())
+            .and_then(passed)
             .unwrap_or_default()
     }
 
@@ -281,6 +297,14 @@ mod tests {
         let again: serde_json::Value = serde_json::from_slice(&handed).unwrap();
         let handed = Holder::handed_over(&again, 8, &[]).unwrap();
         assert!(Holder::passed_on(&handed).is_empty());
+        // Handed over on by a leader that keeps fields it does not know
+        // (an older version), the list is not that handover's.
+        let mut kept: serde_json::Value = serde_json::from_slice(
+            &Holder::handed_over(&value, 7, std::slice::from_ref(&behind)).unwrap(),
+        )
+        .unwrap();
+        kept["handed_over_by"] = serde_json::Value::from(8);
+        assert!(Holder::passed_on(kept.to_string().as_bytes()).is_empty());
         // Nothing passed on, or another tool's value: nothing to take.
         assert!(Holder::passed_on(holder.encode().as_bytes()).is_empty());
         assert!(Holder::passed_on(b"etcdctl-value").is_empty());
