@@ -310,14 +310,6 @@ fn since(etcd: &Etcd, key: &str) -> SystemTime {
     humantime::parse_rfc3339(value["started"].as_str().unwrap()).unwrap()
 }
 
-/// The direct children of `pid` that are leaderrun's guardian.
-fn guardians_of(pid: i32) -> usize {
-    children_of(pid)
-        .into_iter()
-        .filter(|child| comm(*child).as_deref() == Some("lr-guardian"))
-        .count()
-}
-
 #[test]
 fn every_waiter_has_its_guardian_ready_before_its_turn() {
     let etcd = Etcd::start();
@@ -326,7 +318,8 @@ fn every_waiter_has_its_guardian_ready_before_its_turn() {
     let (mut next, mut behind) = (queue(&etcd, name, &["true"]), queue(&etcd, name, &["true"]));
     for waiter in [&next, &behind] {
         await_condition(LIMIT, "a waiter's guardian", || {
-            waiter.stderr_so_far().contains("queued; watching") && guardians_of(waiter.pid()) == 1
+            waiter.stderr_so_far().contains("queued; watching")
+                && guardians_of(waiter.pid()).len() == 1
         });
     }
     assert_eq!(etcd.candidates(name).len(), 3, "nobody's turn has come");

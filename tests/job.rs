@@ -140,10 +140,7 @@ fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
         &script,
     ]));
     let command = read_pid(&running, Duration::from_secs(10));
-    let guardians: Vec<i32> = children_of(replica.pid())
-        .into_iter()
-        .filter(|child| comm(*child).as_deref() == Some("lr-guardian"))
-        .collect();
+    let guardians = guardians_of(replica.pid());
     assert_eq!(guardians.len(), 1, "one guardian");
     // The command's process named its group to the guardian before its
     // exec, on the way to running: the line waits in the pipe, and woke
@@ -155,7 +152,7 @@ fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
     // Read when leaderrun dies: the group is still killed.
     let mut strays = Strays::new();
     strays.add(command, "sleep 303");
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(replica.pid()), Signal::SIGKILL);
+    send(replica.pid(), Signal::SIGKILL);
     wait_within(&mut replica.process, Duration::from_secs(5), "the replica");
     await_condition(
         Duration::from_secs(5),

@@ -89,9 +89,6 @@ fn no_guardian_is_left_to_whoever_adopts_leaderrun_s_children() {
     send(holder.pid(), Signal::SIGTERM);
     let (code, stderr) = holder.finish(limit);
     assert_eq!(code, Some(143), "{stderr}");
-    let orphans: Vec<i32> = children_of(std::process::id() as i32)
-        .into_iter()
-        .filter(|child| comm(*child).as_deref() == Some("lr-guardian"))
-        .collect();
+    let orphans = guardians_of(std::process::id() as i32);
     assert!(orphans.is_empty(), "guardians left behind: {orphans:?}");
 }

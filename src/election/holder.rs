@@ -135,31 +135,18 @@ impl Holder {
         serde_json::to_vec(&value).ok()
     }
 
-    /// The candidates a resigning leader passed on in the value it handed
-    /// over with ([`Holder::handed_over`]); none if it passed none, if the
-    /// list is not that handover's own, or in a form this version does not
-    /// read.
-    pub fn passed_on(value: &[u8]) -> Vec<Behind> {
-        let passed = |mut value: serde_json::Value| {
-            let by = value.get(HANDED_OVER_BY)?.as_i64()?;
-            if value.get(NEXT_BY)?.as_i64()? != by {
-                return None;
-            }
-            serde_json::from_value(value.get_mut(NEXT)?.take()).ok()
-        };
-        serde_json::from_slice::<serde_json::Value>(value)
-            .ok()
-            .and_then(passed)
-            .unwrap_or_default()
-    }
-
     /// Whether a candidate's value says a resigning leader handed over to
-    /// it (see [`Holder::handed_over`]).
-    pub fn is_handed_over(value: &[u8]) -> bool {
-        serde_json::from_slice::<serde_json::Value>(value)
-            .ok()
-            .and_then(|value| value.get(HANDED_OVER_BY)?.as_i64())
-            .is_some()
+    /// it (see [`Holder::handed_over`]), and if so, the candidates that
+    /// leader passed on: none if it passed none, if the list is not that
+    /// handover's own, or in a form this version does not read. One parse
+    /// of the value, on the way from the handover to the command.
+    pub fn handover(value: &[u8]) -> Option<Vec<Behind>> {
+        let mut value: serde_json::Value = serde_json::from_slice(value).ok()?;
+        let by = value.get(HANDED_OVER_BY)?.as_i64()?;
+        let passed_on = (value.get(NEXT_BY).and_then(serde_json::Value::as_i64) == Some(by))
+            .then(|| serde_json::from_value(value.get_mut(NEXT)?.take()).ok())
+            .flatten();
+        Some(passed_on.unwrap_or_default())
     }
 
     /// "pid 4242 on web-2 since 2026-11-29T07:00:00Z".
@@ -290,13 +277,15 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&holder.encode()).unwrap();
         let behind = Behind::read(b"jobs/a/2", 9, 2, holder.encode().as_bytes()).unwrap();
         let handed = Holder::handed_over(&value, 7, std::slice::from_ref(&behind)).unwrap();
-        assert!(Holder::is_handed_over(&handed));
         assert_eq!(Holder::decode(&handed), holder, "the holder is kept");
-        assert_eq!(Holder::passed_on(&handed), std::slice::from_ref(&behind));
+        assert_eq!(
+            Holder::handover(&handed).unwrap(),
+            std::slice::from_ref(&behind)
+        );
         // Handed over on in turn, what was passed on before is not kept.
         let again: serde_json::Value = serde_json::from_slice(&handed).unwrap();
         let handed = Holder::handed_over(&again, 8, &[]).unwrap();
-        assert!(Holder::passed_on(&handed).is_empty());
+        assert_eq!(Holder::handover(&handed), Some(Vec::new()));
         // Handed over on by a leader that keeps fields it does not know
         // (an older version), the list is not that handover's.
         let mut kept: serde_json::Value = serde_json::from_slice(
@@ -304,10 +293,13 @@ mod tests {
         )
         .unwrap();
         kept["handed_over_by"] = serde_json::Value::from(8);
-        assert!(Holder::passed_on(kept.to_string().as_bytes()).is_empty());
-        // Nothing passed on, or another tool's value: nothing to take.
-        assert!(Holder::passed_on(holder.encode().as_bytes()).is_empty());
-        assert!(Holder::passed_on(b"etcdctl-value").is_empty());
+        assert_eq!(
+            Holder::handover(kept.to_string().as_bytes()),
+            Some(Vec::new())
+        );
+        // No handover: a waiter's own value, or another tool's.
+        assert_eq!(Holder::handover(holder.encode().as_bytes()), None);
+        assert_eq!(Holder::handover(b"etcdctl-value"), None);
         assert!(Behind::read(b"jobs/a/3", 9, 3, b"etcdctl-value").is_none());
     }
 

@@ -492,7 +492,7 @@ impl<'a> Election<'a> {
     }
 
     /// The candidate behind us as the leader that handed over to us passed
-    /// it on ([`Holder::passed_on`]), with those behind it: taken on trust
+    /// it on ([`Holder::handover`]), with those behind it: taken on trust
     /// only as far as it names candidates of this election created after
     /// our key. None if nothing usable was passed on: a read is needed.
     pub fn passed_on_to(&self, leadership: &Leadership, line: Vec<Behind>) -> Option<Successor> {
@@ -550,12 +550,12 @@ mod tests {
             .collect();
         let next = Successor::first_of(line.clone(), 10).unwrap();
         assert_eq!((next.key.as_str(), next.token), ("j/1", 11));
-        assert_eq!(Holder::passed_on(&next.value), line[1..=PASSED_ON]);
+        assert_eq!(Holder::handover(&next.value).unwrap(), line[1..=PASSED_ON]);
         // A long command line stops what is passed on, in order.
         let mut long = line.clone();
         long[2] = behind("j/3", 13, &"x".repeat(PASSED_ON_BYTES));
         let next = Successor::first_of(long, 10).unwrap();
-        assert_eq!(Holder::passed_on(&next.value), line[1..2]);
+        assert_eq!(Holder::handover(&next.value).unwrap(), line[1..2]);
         assert!(Successor::first_of(Vec::new(), 10).is_none());
     }
 

@@ -77,7 +77,7 @@ pub struct OwnKey {
     /// waiting: the next call to [`OwnKey::next`] says so.
     ended: bool,
     /// The candidates behind us that the leader who handed over to us
-    /// passed on, if it did ([`Holder::passed_on`]).
+    /// passed on, if it did ([`Holder::handover`]).
     passed_on: Vec<Behind>,
 }
 
@@ -97,12 +97,13 @@ fn ends_watch(response: &WatchResponse) -> bool {
     response.canceled() || response.compact_revision() > 0
 }
 
-/// A rewrite of a candidate's key by a leader handing over to it.
-fn is_handover(event: &Event) -> bool {
-    event.event_type() == EventType::Put
-        && event
-            .kv()
-            .is_some_and(|kv| Holder::is_handed_over(kv.value()))
+/// A rewrite of a candidate's key by a leader handing over to it, with
+/// the candidates that leader passed on ([`Holder::handover`]).
+fn handover_in(event: &Event) -> Option<Vec<Behind>> {
+    if event.event_type() != EventType::Put {
+        return None;
+    }
+    Holder::handover(event.kv()?.value())
 }
 
 /// What happened to our key, as far as a campaign or a run goes.
@@ -258,27 +259,21 @@ impl OwnKey {
                 continue;
             }
             let loss = loss_in(event, self.token, self.lease);
-            let handover = is_handover(event);
-            let passed_on = match event.kv() {
-                Some(kv) if handover => Holder::passed_on(kv.value()),
-                _ => Vec::new(),
-            };
-            if handover && loss.is_none() {
+            let handover = handover_in(event);
+            if handover.is_some() && loss.is_none() {
                 // A handover is news of its revision: if our key was lost
                 // since, and that has reached us, the loss wins. It stays
                 // in front while the rest comes in, so that a call
                 // cancelled meanwhile finds it again.
                 self.take_what_is_here().await;
             }
-            if handover {
-                self.passed_on = passed_on;
-            }
             self.pending.pop_front();
             self.from = revision + 1;
             if let Some(loss) = loss {
                 return Some(OwnKeyNews::Lost(loss));
             }
-            if handover {
+            if let Some(passed_on) = handover {
+                self.passed_on = passed_on;
                 return Some(match self.later_loss() {
                     Some(loss) => OwnKeyNews::Lost(loss),
                     None => OwnKeyNews::HandedOver(revision),

@@ -173,21 +173,24 @@ impl Session {
             // be etcd's work on its path. It is not made at all if the
             // resignation shows that nothing can have been attached. With
             // nobody, it goes beside, and the run ends a round trip sooner.
-            let mut nothing_attached = false;
-            let (resigned, attached) = match &successor {
+            let (resigned, attached, nothing_attached) = match &successor {
                 Some(_) => {
                     let resigned = resigned.await;
                     let revision = match &resigned {
                         Some(Ok(Some(revision))) => Some(*revision),
                         _ => None,
                     };
-                    nothing_attached = revision.is_some_and(|revision| {
+                    let nothing_attached = revision.is_some_and(|revision| {
                         nothing_attached_since(ended.proven_at(), revision)
                     });
                     let read = revision.is_some() && !nothing_attached;
-                    (resigned, if read { attached.await } else { None })
+                    let attached = if read { attached.await } else { None };
+                    (resigned, attached, nothing_attached)
                 }
-                None => tokio::join!(resigned, attached),
+                None => {
+                    let (resigned, attached) = tokio::join!(resigned, attached);
+                    (resigned, attached, false)
+                }
             };
             written = match resigned {
                 Some(Ok(revision)) => revision.is_some(),

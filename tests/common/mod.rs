@@ -1234,6 +1234,15 @@ pub fn children_of(parent: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The direct children of `pid` that are leaderrun's guardian
+/// (`lr-guardian`).
+pub fn guardians_of(pid: i32) -> Vec<i32> {
+    children_of(pid)
+        .into_iter()
+        .filter(|child| comm(*child).as_deref() == Some("lr-guardian"))
+        .collect()
+}
+
 /// Processes a test expects to be gone, SIGKILLed on drop if they are not,
 /// so that a failing test does not leave them behind. Each is named by its
 /// pid and a piece of its command line, checked before killing so that a
