@@ -125,6 +125,44 @@ fn unread_by_guardian(guardian: i32) -> usize {
     unread as usize
 }
 
+/// The guardian is released once the resignation the next leader waits on
+/// is answered, not beside it: its exit takes a CPU for a while, and on a
+/// small machine it took it from etcd, as etcd worked on that request.
+#[test]
+fn the_guardian_is_released_once_the_resignation_is_answered() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let frozen = dir.path().join("frozen");
+    // The command's last act: freeze etcd, so that the resignation waits
+    // (for CLEANUP, half a second, at most).
+    let script = format!("kill -STOP {}; touch '{}'", etcd.pid(), frozen.display());
+    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        "jobs/guardian-released",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let command_gone =
+        || frozen.exists() && children_of(replica.pid()) == guardians_of(replica.pid());
+    await_condition(Duration::from_secs(10), "the command to end", command_gone);
+    let gone_at = std::time::Instant::now();
+    // Well within the resignation's bound: released beside it, the
+    // guardian would be gone within milliseconds.
+    while gone_at.elapsed() < Duration::from_millis(200) {
+        assert_eq!(
+            guardians_of(replica.pid()).len(),
+            1,
+            "the guardian waits while the resignation is unanswered"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    send(etcd.pid(), Signal::SIGCONT);
+    let (code, stderr) = replica.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
 #[test]
 fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
     let etcd = Etcd::start();

@@ -154,8 +154,9 @@ impl Guard {
         }
     }
 
-    /// At the end of a run, once we have resigned (the job gone, or never
-    /// started): tells the guardian "done", then collects its exit within
+    /// At the end of a run, once the resignation's first request is
+    /// answered (the job gone, or never started; see `run`): tells the
+    /// guardian "done", then collects its exit within
     /// `limit`, so that no zombie is left to whoever adopts it (a PID 1
     /// that does not reap, in a container).
     pub async fn release(mut self, limit: std::time::Duration) {

@@ -20,9 +20,17 @@ use nix::unistd::{getpid, Pid};
 
 /// Makes orphaned descendants leaderrun's children (see the module doc).
 /// Not inherited across fork, so the command is not one.
+///
+/// Also installs the SIGCHLD handler now, while nothing waits on us: the
+/// first listener installs it, and the command's spawn, on the next
+/// leader's path, would otherwise be that first listener. The handler
+/// stays installed once the listener made here is dropped.
 pub fn become_subreaper() {
     if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
         tracing::debug!(%err, "cannot become a child subreaper");
+    }
+    if let Err(err) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()) {
+        tracing::debug!(%err, "cannot listen for SIGCHLD yet");
     }
 }
 

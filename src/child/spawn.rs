@@ -96,10 +96,13 @@ pub fn spawn(
         failure: AtomicI32::new(0),
     };
     let size = stack_size(plan.argv.len());
-    let mut stack = vec![0u8; size];
+    // Left unwritten: zeroing it here would fault in all of its pages on
+    // the next leader's path; the child touches only the few at its top.
+    let mut stack: Vec<std::mem::MaybeUninit<u8>> = Vec::with_capacity(size);
     // SAFETY: the stack outlives the child's use of it (CLONE_VFORK: we
     // resume once it has exec'd or exited), and `plan` too; every signal is
-    // blocked across the clone and restored after.
+    // blocked across the clone and restored after. The child only writes
+    // to the stack before reading it, as any stack is used.
     let pid = unsafe {
         let top = stack.as_mut_ptr().add(size);
         let top = top.sub(top as usize % 16);

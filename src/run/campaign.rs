@@ -156,7 +156,15 @@ impl Session {
     /// Otherwise (the run lost, several runners, the transaction refused or
     /// unanswered), the lease is revoked first and the records written
     /// after, fenced by token.
-    pub async fn resign(&mut self, mut ended: Ended, election: &Election<'_>) {
+    ///
+    /// `answered` is told once the request the next leader waits on has
+    /// its answer (or none came within its bound).
+    pub async fn resign(
+        &mut self,
+        mut ended: Ended,
+        election: &Election<'_>,
+        answered: &tokio::sync::Notify,
+    ) {
         ended.settle_start().await;
         let at_once = election.slots == 1 && ended.record.outcome != record::Outcome::Lost;
         let mut written = false;
@@ -192,6 +200,7 @@ impl Session {
                     (resigned, attached, false)
                 }
             };
+            answered.notify_one();
             written = match resigned {
                 Some(Ok(revision)) => revision.is_some(),
                 Some(Err(err)) => {
@@ -223,6 +232,7 @@ impl Session {
             }
         }
         self.give_back().await;
+        answered.notify_one();
         if !written {
             ended.write(&self.connection, election.name).await;
         }

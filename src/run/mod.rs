@@ -145,25 +145,26 @@ pub async fn run(cli: Cli) -> Result<i32> {
     // Every way out passes here. Signals are no longer listened to: what
     // they would ask for, leaving, is under way (bounded by CLEANUP).
     phase.set(Phase::Resigning);
+    let answered = tokio::sync::Notify::new();
     let resign = async {
         match ended {
             Some(ended) => {
                 let election = Election::new(&connection, &config.election, config.max_running);
-                session.resign(ended, &election).await;
+                session.resign(ended, &election, &answered).await;
             }
             None => session.give_back().await,
         }
+        answered.notify_one();
         tracing::trace!("given back");
     };
     // The job is gone (or never was): the guardian is released and
-    // collected beside the resignation, its exit overlapping the
-    // resignation's round trip rather than added after it. Every path hands
-    // it back here.
+    // collected once the resignation's first request (the one the next
+    // leader waits on) is answered, beside the rest of it. Its exit takes a
+    // CPU for a while: released sooner, it would take it from etcd as etcd
+    // works on that request. Every path hands it back here.
     let release = async {
         if let Some(guard) = guardian {
-            // After the resignation's first request has gone out: that
-            // request is the next leader's wait, the guardian's exit is not.
-            tokio::task::yield_now().await;
+            answered.notified().await;
             guard.release(CLEANUP).await;
         }
     };
