@@ -45,9 +45,6 @@ use logging::Level;
 
 /// The whole program; returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
-    if child::guard::is_guardian(&args) {
-        return child::guard::run();
-    }
     install_panic_hook();
     let separated = args.iter().any(|arg| arg == "--");
     let cli = match cli::Cli::try_parse_from(args) {

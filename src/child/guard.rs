@@ -2,35 +2,34 @@
 //! leaderrun dies without cleaning up (SIGKILL, the OOM killer).
 //!
 //! PR_SET_PDEATHSIG only reaches the direct child; a shell's background jobs
-//! would live on and run beside the next leader. The guardian is leaderrun's
-//! own binary in a session of its own (so the terminal's signals miss it).
-//! It sleeps until its pipe closes, then reads what was written to it: the
-//! group id, and "done" if leaderrun finished cleanly; without "done"
-//! leaderrun died, and the group is killed. Lines written meanwhile wait
-//! in the pipe and wake nobody: the group is written by the command's
+//! would live on and run beside the next leader. The guardian is a fork of
+//! leaderrun, made as the run starts, in a session of its own (so the
+//! terminal's signals miss it), that execs nothing: it is as small as
+//! leaderrun was then, and its exit, at the next leader's start, frees
+//! little. It sleeps until its pipe closes, then reads what was written to
+//! it: the group id, and "done" if leaderrun finished cleanly; without
+//! "done" leaderrun died, and the group is killed. Lines written meanwhile
+//! wait in the pipe and wake nobody: the group is written by the command's
 //! process just before its exec, and a guardian woken there would take the
 //! CPU from it, on the next leader's path.
 //!
-//! Two operator habits shape how it is started:
+//! Two operator habits shape it:
 //! - `pkill -9 leaderrun` (or `killall`, `pkill -f`) must not kill the
 //!   guardian with leaderrun, or nobody is left to stop the job. `pkill`
 //!   matches the 15-character `comm`, `pkill -f` the whole command line, so
-//!   the guardian's name, `comm` and arguments are all [`GUARD_NAME`], which
-//!   does not contain "leaderrun". It is told apart from a user's command by
-//!   that name *and* a variable only leaderrun sets.
+//!   the guardian sets its `comm` to [`GUARD_NAME`] and writes that name
+//!   over its copy of leaderrun's command line; neither contains
+//!   "leaderrun".
 //! - A package upgrade renames a new file over the binary while a replica
-//!   queues: `current_exe()` then names a deleted path and spawning it fails.
-//!   `/proc/self/exe` still opens the running binary's inode.
+//!   queues: the guardian opens no binary, so that changes nothing.
 //!
 //! What the guardian cannot do: once leaderrun is dead, a descendant that
 //! left the command's process group (`setsid`) has been reparented out of
 //! reach; only the group is killed. While leaderrun lives it stops such
 //! descendants itself (see `job`).
 
-use std::ffi::{CString, OsString};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
 
 use nix::fcntl::OFlag;
 use nix::libc;
@@ -40,11 +39,8 @@ use nix::unistd::{ForkResult, Pid};
 
 use super::spawn;
 
-/// The guardian's process name, `comm` and only argument.
+/// The guardian's process name (`comm`) and command line.
 pub const GUARD_NAME: &str = "lr-guardian";
-
-/// Set in the guardian's environment, with [`GUARD_NAME`] as argv[0].
-const GUARD_VARIABLE: &str = "LEADERRUN_GUARDIAN_OF";
 
 pub struct Guard {
     /// None once closed (on drop).
@@ -54,59 +50,60 @@ pub struct Guard {
     reaped: bool,
 }
 
-/// Whether this process was started as the guardian.
-pub fn is_guardian(args: &[OsString]) -> bool {
-    args.len() == 1 && args[0] == GUARD_NAME && std::env::var_os(GUARD_VARIABLE).is_some()
-}
-
 impl Guard {
-    /// Starts the guardian; call before spawning the child.
+    /// Starts the guardian; call before spawning the child, and before
+    /// leaderrun starts a thread (it starts none: its runtime is one
+    /// thread) or opens its connections.
     ///
-    /// A bare fork and exec, not `Command::spawn`: the parent returns as
-    /// soon as the fork does, while the guardian execs on its own (spawn
-    /// would wait for the exec, up to a millisecond or two on a busy
-    /// machine, on the next leader's path). The pipe exists from the fork
-    /// on, so a group written to it is read whenever the guardian gets
-    /// there, even after leaderrun is gone. Everything the child needs is
-    /// made before the fork: between fork and exec it only makes system
-    /// calls, as a child of a threaded process must.
+    /// A fork of leaderrun that execs nothing. It is a copy of what
+    /// leaderrun is so far (small: it has not dialled etcd), and its exit
+    /// frees only that: an exec'd binary would load and relocate
+    /// leaderrun's code again, and its exit, on the next leader's path,
+    /// would unmap all of it. Between the fork and its `_exit` the guardian
+    /// makes only system calls, on memory made before the fork, as a child
+    /// of a threaded process must. The pipe exists from the fork on, so a
+    /// group written to it is read whenever the guardian gets there, even
+    /// after leaderrun is gone; and no binary is opened, so a package
+    /// upgrade that replaced the file changes nothing.
     pub fn start() -> std::io::Result<Guard> {
-        let exe = if std::path::Path::new("/proc/self/exe").exists() {
-            std::path::PathBuf::from("/proc/self/exe")
-        } else {
-            std::env::current_exe()?
-        };
-        let exe = CString::new(exe.as_os_str().as_bytes())?;
-        let name = CString::new(GUARD_NAME)?;
-        // leaderrun's own environment (the dynamic loader may need some of
-        // it, LD_LIBRARY_PATH say), and the variable that makes it the
-        // guardian.
-        let guardian_of = vec![(GUARD_VARIABLE, std::process::id().to_string().into())];
-        let environment = spawn::environment(&guardian_of)?;
-        let argv = [name.as_ptr(), std::ptr::null()];
-        let envp = spawn::pointers(&environment);
+        let arguments = argument_area();
         let null = nix::fcntl::open(
             "/dev/null",
             OFlag::O_RDWR | OFlag::O_CLOEXEC,
             nix::sys::stat::Mode::empty(),
         )?;
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        // Every signal blocked across the fork: until the child has put
+        // the handlers back to their defaults, a handler of leaderrun's
+        // run there would write to leaderrun's signal pipe.
+        let all = nix::sys::signal::SigSet::all();
+        let before = all.thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_SETMASK)?;
         // SAFETY: the child makes only async-signal-safe system calls
-        // (setsid, sigprocmask, dup2, execve, _exit) on memory made before
-        // the fork.
-        match unsafe { nix::unistd::fork() }? {
+        // (setsid, sigaction, sigprocmask, dup2, close_range, prctl, poll,
+        // read, kill, _exit), on memory made before the fork, and never
+        // returns from this block.
+        let forked = unsafe { nix::unistd::fork() };
+        if !matches!(forked, Ok(ForkResult::Child)) {
+            let _ = before.thread_set_mask();
+        }
+        match forked? {
             ForkResult::Child => unsafe {
-                // A session of its own, so that the terminal's signals
-                // miss it; no signal blocked; stdin the pipe.
+                // A session of its own, so that the terminal's signals miss
+                // it; leaderrun's handlers gone (they would write to
+                // leaderrun's signal pipe); no signal blocked; stdin the
+                // pipe; nothing else of leaderrun's open: the pipe's write
+                // end least of all, or the hang-up would never come.
                 libc::setsid();
+                spawn::default_handlers();
                 let mut none: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut none);
                 libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
                 libc::dup2(read.as_raw_fd(), 0);
                 libc::dup2(null.as_raw_fd(), 1);
                 libc::dup2(null.as_raw_fd(), 2);
-                libc::execve(exe.as_ptr(), argv.as_ptr(), envp.as_ptr());
-                libc::_exit(127)
+                close_from(3);
+                rename(arguments);
+                libc::_exit(run())
             },
             ForkResult::Parent { child } => {
                 drop(read);
@@ -132,9 +129,8 @@ impl Guard {
 
     /// Once the command's process has been told to exec (it names its
     /// group to the guardian itself, before the exec: see
-    /// `child::spawn`): says so if the guardian is already gone (its exec
-    /// failed, or someone killed it). The run goes on, without that
-    /// protection.
+    /// `child::spawn`): says so if the guardian is already gone (someone
+    /// killed it). The run goes on, without that protection.
     pub fn check(&self) {
         if !matches!(
             waitpid(self.pid, Some(WaitPidFlag::WNOHANG)),
@@ -180,26 +176,96 @@ impl Drop for Guard {
     }
 }
 
-/// The guardian's main: returns its exit code.
-pub fn run() -> i32 {
-    if let Ok(name) = std::ffi::CString::new(GUARD_NAME) {
-        let _ = nix::sys::prctl::set_name(&name);
-    }
+/// The guardian's main, in the forked child: sleeps until the pipe on
+/// stdin hangs up, then kills the group it was told unless it was told
+/// "done". Returns its exit code. System calls only, on the stack.
+fn run() -> i32 {
+    // SAFETY: a NUL-terminated name, copied by the kernel.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"lr-guardian".as_ptr()) };
     wait_for_hangup(0);
-    let mut lines = BufReader::new(std::io::stdin().lock()).lines();
-    let mut group = None;
+    // What leaderrun wrote: a group line, and "done"; a few bytes. Read to
+    // the end (EOF, or an error: the pipe broke), keeping what fits.
+    let mut said = [0u8; 256];
+    let mut length = 0;
     loop {
-        match lines.next() {
-            Some(Ok(line)) if line == "done" => return 0,
-            Some(Ok(line)) => group = line.trim().parse::<i32>().ok().filter(|pid| *pid > 1),
-            // The pipe closed (or broke) without "done": leaderrun is dead.
-            Some(Err(_)) | None => break,
+        let room = &mut said[length..];
+        if room.is_empty() {
+            break;
         }
+        // SAFETY: reads into the unused end of a buffer on the stack.
+        let read = unsafe { libc::read(0, room.as_mut_ptr().cast(), room.len()) };
+        if read <= 0 {
+            break;
+        }
+        length += read as usize;
     }
-    if let Some(group) = group {
+    if let Some(group) = group_to_kill(&said[..length]) {
         let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
     }
     0
+}
+
+/// What the guardian does with what leaderrun told it: the group to kill,
+/// unless leaderrun said "done" (it finished cleanly), or named none.
+fn group_to_kill(said: &[u8]) -> Option<i32> {
+    let mut group = None;
+    for line in said.split(|byte| *byte == b'\n') {
+        if line == b"done" {
+            return None;
+        }
+        let digits = line.iter().all(u8::is_ascii_digit) && !line.is_empty() && line.len() < 10;
+        if digits {
+            let pid = line
+                .iter()
+                .fold(0i32, |pid, digit| pid * 10 + i32::from(digit - b'0'));
+            group = Some(pid).filter(|pid| *pid > 1);
+        }
+    }
+    group
+}
+
+/// Where leaderrun's command line lies in its memory (`arg_start` and
+/// `arg_end` of `/proc/self/stat`), for the guardian to write its own name
+/// over: `pkill -f leaderrun` must not match it.
+fn argument_area() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name, in parentheses: fields 3 on; arg_start and
+    // arg_end are fields 48 and 49.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let start = fields.get(45)?.parse().ok()?;
+    let end = fields.get(46)?.parse().ok()?;
+    (start < end).then_some((start, end))
+}
+
+/// Writes [`GUARD_NAME`] over the command line at `area` (the guardian's
+/// own copy of it), the rest zeroed: `/proc/PID/cmdline` then reads
+/// "lr-guardian". Without the area, the command line stays leaderrun's.
+///
+/// # Safety
+/// `area` is the argument area of this process, from [`argument_area`].
+unsafe fn rename(area: Option<(usize, usize)>) {
+    let Some((start, end)) = area else { return };
+    let name = GUARD_NAME.as_bytes();
+    let length = end - start;
+    if length <= name.len() {
+        return;
+    }
+    let base = start as *mut u8;
+    std::ptr::write_bytes(base, 0, length);
+    std::ptr::copy_nonoverlapping(name.as_ptr(), base, name.len());
+}
+
+/// Closes every file descriptor from `first` up.
+fn close_from(first: u32) {
+    // SAFETY: close_range takes plain numbers.
+    let closed = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0) };
+    if closed != 0 {
+        // Before Linux 5.9: one by one, up to a generous bound.
+        for fd in first..4096 {
+            // SAFETY: closing a number that may not be open.
+            unsafe { libc::close(fd as i32) };
+        }
+    }
 }
 
 /// Sleeps until every writer of the pipe `fd` has closed it. A poll for no
@@ -220,5 +286,38 @@ fn wait_for_hangup(fd: std::os::fd::RawFd) {
             // and then EOF, or an error: all end the wait below).
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_group_is_killed_unless_leaderrun_said_done() {
+        assert_eq!(group_to_kill(b"4242\n"), Some(4242), "leaderrun died");
+        assert_eq!(group_to_kill(b"4242\ndone\n"), None, "a clean end");
+        assert_eq!(group_to_kill(b""), None, "no group was named");
+        assert_eq!(group_to_kill(b"done\n"), None, "nothing ran");
+        // Never a group that would be everyone, or init's.
+        assert_eq!(group_to_kill(b"1\n"), None);
+        assert_eq!(group_to_kill(b"0\n"), None);
+        assert_eq!(group_to_kill(b"-5\n"), None);
+        assert_eq!(group_to_kill(b"99999999999\n"), None, "not a pid");
+        // A line cut short by leaderrun's death names nothing.
+        assert_eq!(group_to_kill(b"42x"), None);
+    }
+
+    #[test]
+    fn the_command_line_area_is_found() {
+        let (start, end) = argument_area().expect("/proc/self/stat has arg_start, arg_end");
+        // SAFETY: reads this process's own argument area.
+        let raw = unsafe { std::slice::from_raw_parts(start as *const u8, end - start) };
+        let first = raw.split(|byte| *byte == 0).next().unwrap();
+        let argv0 = std::env::args_os().next().unwrap();
+        assert_eq!(
+            first,
+            std::os::unix::ffi::OsStrExt::as_bytes(argv0.as_os_str())
+        );
     }
 }

@@ -163,17 +163,7 @@ extern "C" fn run_child(plan: *mut libc::c_void) -> libc::c_int {
     // exit (CLONE_VFORK); only system calls follow.
     unsafe {
         let plan = &*(plan as *const Plan);
-        // The handler table is the child's own copy: leaderrun's handlers
-        // back to the defaults the exec would give; SIGPIPE too.
-        for signal in 1..libc::SIGRTMAX() {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction != libc::SIG_DFL
-                && (old.sa_sigaction != libc::SIG_IGN || signal == libc::SIGPIPE)
-            {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-        }
+        default_handlers();
         libc::setpgid(0, 0);
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         if libc::getppid() != plan.parent {
@@ -204,6 +194,24 @@ extern "C" fn run_child(plan: *mut libc::c_void) -> libc::c_int {
         plan.failure
             .store(*libc::__errno_location(), Ordering::Release);
         libc::_exit(127)
+    }
+}
+
+/// In a child of leaderrun (its handler table its own copy): leaderrun's
+/// signal handlers back to the defaults an exec would give, and SIGPIPE,
+/// which Rust ignores, too. System calls only.
+pub(super) fn default_handlers() {
+    for signal in 1..libc::SIGRTMAX() {
+        // SAFETY: sigaction into and from locals.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_DFL
+                && (old.sa_sigaction != libc::SIG_IGN || signal == libc::SIGPIPE)
+            {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
     }
 }
 
