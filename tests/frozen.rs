@@ -54,14 +54,17 @@ fn the_wait_timeout_holds() {
     let started = Instant::now();
     let mut waiter = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--wait"])
+            .args(["-vv", "--name", name, "--wait"])
             .args(["--wait-timeout", &seconds(wait_timeout)])
             .args(dial_timeout())
             .args(["--", "true"]),
     );
-    // Queued, and frozen, well before the timeout.
+    // Queued, and frozen, well before the timeout. Queued as the waiter
+    // sees it: its key in etcd is not enough, as etcd may write it before
+    // it answers, and a freeze in between leaves the waiter without its
+    // first look at the queue, which --wait-timeout waits for.
     await_condition(wait_timeout * 3 / 4, "the waiter queued", || {
-        etcd.candidates(name).len() == 2
+        waiter.stderr_so_far().contains("queued; watching")
     });
 
     let _frozen = etcd.freeze();
