@@ -40,7 +40,7 @@ use nix::unistd::{ForkResult, Pid};
 use super::spawn;
 
 /// The guardian's process name (`comm`) and command line.
-pub const GUARD_NAME: &str = "lr-guardian";
+pub const GUARD_NAME: &std::ffi::CStr = c"lr-guardian";
 
 pub struct Guard {
     /// None once closed (on drop).
@@ -51,9 +51,8 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// Starts the guardian; call before spawning the child, and before
-    /// leaderrun starts a thread (it starts none: its runtime is one
-    /// thread) or opens its connections.
+    /// Starts the guardian; call before spawning the child, and early:
+    /// before leaderrun dials etcd, the copy the fork makes is small.
     ///
     /// A fork of leaderrun that execs nothing. It is a copy of what
     /// leaderrun is so far (small: it has not dialled etcd), and its exit
@@ -180,8 +179,6 @@ impl Drop for Guard {
 /// stdin hangs up, then kills the group it was told unless it was told
 /// "done". Returns its exit code. System calls only, on the stack.
 fn run() -> i32 {
-    // SAFETY: a NUL-terminated name, copied by the kernel.
-    unsafe { libc::prctl(libc::PR_SET_NAME, c"lr-guardian".as_ptr()) };
     wait_for_hangup(0);
     // What leaderrun wrote: a group line, and "done"; a few bytes. Read to
     // the end (EOF, or an error: the pipe broke), keeping what fits.
@@ -237,15 +234,18 @@ fn argument_area() -> Option<(usize, usize)> {
     (start < end).then_some((start, end))
 }
 
-/// Writes [`GUARD_NAME`] over the command line at `area` (the guardian's
-/// own copy of it), the rest zeroed: `/proc/PID/cmdline` then reads
-/// "lr-guardian". Without the area, the command line stays leaderrun's.
+/// Names the guardian [`GUARD_NAME`]: its `comm`, and its command line,
+/// written over the one at `area` (the guardian's own copy of leaderrun's),
+/// the rest zeroed, so that `/proc/PID/cmdline` reads "lr-guardian".
+/// Without the area, the command line stays leaderrun's.
 ///
 /// # Safety
 /// `area` is the argument area of this process, from [`argument_area`].
 unsafe fn rename(area: Option<(usize, usize)>) {
+    // The kernel copies the NUL-terminated name.
+    libc::prctl(libc::PR_SET_NAME, GUARD_NAME.as_ptr());
     let Some((start, end)) = area else { return };
-    let name = GUARD_NAME.as_bytes();
+    let name = GUARD_NAME.to_bytes();
     let length = end - start;
     if length <= name.len() {
         return;
