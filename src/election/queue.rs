@@ -3,7 +3,7 @@
 //! until it is our turn, or our place is lost.
 
 use anyhow::Result;
-use etcd_client::{GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
+use etcd_client::{GetOptions, KeyValue, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
@@ -58,7 +58,19 @@ impl Election<'_> {
             };
             let (ahead, revision) = match looked {
                 Ok(Ahead::Lost(loss)) => return Turn::Lost(PlaceLost::Key(loss)),
-                Ok(Ahead::Nobody(revision)) => return Turn::Ours(revision),
+                Ok(Ahead::Nobody(revision, ours)) => {
+                    // The read may have beaten the watch to a handover:
+                    // what it passes on is taken all the same.
+                    if self.slots == 1 {
+                        if let Some(at) = ours.and_then(|ours| own.handed_over_in(&ours)) {
+                            tracing::debug!(
+                                revision = at,
+                                "our turn: handed over by the leader (the read came first)"
+                            );
+                        }
+                    }
+                    return Turn::Ours(revision);
+                }
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
                 Err(err) if exit::is_final(&err) => return Turn::Failed(err),
                 Err(err) => {
@@ -201,11 +213,11 @@ impl Election<'_> {
             .await?;
         self.agree(&ahead.iter().map(Leader::from_kv).collect::<Vec<_>>())?;
         let Some(nearest) = ahead.first() else {
-            return Ok(Ahead::Nobody(revision));
+            return Ok(Ahead::Nobody(revision, ours));
         };
         let first_waiter = ahead.len() == self.slots;
         let watch = match (ahead.len() < self.slots, first_waiter && self.slots > 1) {
-            (true, _) => return Ok(Ahead::Nobody(revision)),
+            (true, _) => return Ok(Ahead::Nobody(revision, ours)),
             (false, true) => Watch {
                 key: name::prefix(self.name).into_bytes(),
                 watched: Watched::Prefix,
@@ -284,8 +296,8 @@ enum Ahead {
     /// Our own key is gone, or not ours any more.
     Lost(KeyLoss),
     /// Fewer than --max-running, with our key ours, at this revision: our
-    /// turn, and the proof of it.
-    Nobody(i64),
+    /// turn, and the proof of it; with our key as read.
+    Nobody(i64, Option<KeyValue>),
     /// What to watch, as read at this revision.
     Watch(Watch, i64),
 }

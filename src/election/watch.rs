@@ -7,7 +7,9 @@
 
 use std::collections::VecDeque;
 
-use etcd_client::{Event, EventType, WatchFilterType, WatchOptions, WatchResponse, WatchStream};
+use etcd_client::{
+    Event, EventType, KeyValue, WatchFilterType, WatchOptions, WatchResponse, WatchStream,
+};
 
 use super::holder::{Behind, Holder};
 use super::{judge, KeyLoss, Leadership};
@@ -143,6 +145,17 @@ impl OwnKey {
     /// passed on (none if it did not, or nobody handed over to us).
     pub fn take_passed_on(&mut self) -> Vec<Behind> {
         std::mem::take(&mut self.passed_on)
+    }
+
+    /// A handover that a read of our key found, at the revision it
+    /// returns: the read raced the watch's news of it, and came first.
+    /// Taken as that news would be, so that what the leader passed on is
+    /// not lost (the new leader would read the line again), and the watch
+    /// passes over it.
+    pub fn handed_over_in(&mut self, ours: &KeyValue) -> Option<i64> {
+        self.passed_on = Holder::handover(ours.value())?;
+        self.skip_to(ours.mod_revision() + 1);
+        Some(ours.mod_revision())
     }
 
     /// Keeps the last watch of what is ahead of us open with this one, in
