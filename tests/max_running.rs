@@ -158,24 +158,24 @@ fn a_change_wakes_one_waiter_not_the_whole_queue() {
             .args(pid_job(&pidfile)),
     );
     let job = read_pid(&pidfile, LIMIT);
+    // The first waiter takes the second slot at once: it holds it until
+    // the whole queue is there, or it could be done (and gone from the
+    // line) before the last one has joined.
+    let flag = dir.path().join("all-queued");
+    let waiter = format!("{}; sleep 0.2", until_exists(&flag));
     let mut waiters: Vec<Replica> = (0..WAITERS)
         .map(|_| {
-            Replica::spawn(leaderrun(&etcd.endpoint()).args([
-                "-vv",
-                "--name",
-                "jobs/herd",
-                "--max-running",
-                "2",
-                "--wait",
-                "--",
-                "sleep",
-                "0.2",
-            ]))
+            Replica::spawn(
+                leaderrun(&etcd.endpoint())
+                    .args(["-vv", "--name", "jobs/herd", "--max-running", "2"])
+                    .args(["--wait", "--", "sh", "-c", &waiter]),
+            )
         })
         .collect();
     await_condition(LIMIT, "the whole queue", || {
         etcd.candidates("jobs/herd").len() == WAITERS + 1
     });
+    std::fs::write(&flag, "").unwrap();
     send(job, nix::sys::signal::Signal::SIGTERM);
     first.finish(LIMIT);
     let mut reads = 0;
