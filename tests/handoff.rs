@@ -26,16 +26,6 @@ fn last_finished(etcd: &Etcd, name: &str) -> (i64, i64) {
     })
 }
 
-/// How many requests of `method` (Txn, Range, ...) etcd has handled.
-fn handled(etcd: &Etcd, method: &str) -> u64 {
-    let wanted = format!("grpc_method=\"{method}\"");
-    etcd.metrics()
-        .lines()
-        .filter(|line| line.starts_with("grpc_server_handled_total") && line.contains(&wanted))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
-}
-
 #[test]
 fn a_run_resigns_and_records_its_end_in_one_write() {
     let etcd = Etcd::start();
@@ -64,7 +54,7 @@ fn a_run_resigns_and_records_its_end_in_one_write() {
 /// (Range): a leader's look-up of who is behind it runs beside its command,
 /// and a short command's resignation may cut it off before etcd sees it.
 fn requests(etcd: &Etcd) -> [u64; 2] {
-    ["Txn", "LeaseRevoke"].map(|method| handled(etcd, method))
+    ["Txn", "LeaseRevoke"].map(|method| etcd.handled(method))
 }
 
 /// The requests handled since `before`, once at least `txns` transactions
@@ -423,7 +413,7 @@ fn chain_of_true<T>(
 fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-chain";
-    let (reads, logs) = chain_of_true(&etcd, name, 5, || handled(&etcd, "Range"));
+    let (reads, logs) = chain_of_true(&etcd, name, 5, || etcd.handled("Range"));
     // The first leader looked behind it before anyone queued: the first
     // waiter reads. `true` ends well within a round trip, yet every leader
     // after it waits for its look behind and hands over.
@@ -438,7 +428,7 @@ fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
     // and the last one's, which was told of nobody behind it. The three
     // between were told who is behind them by the leader that handed over
     // to them. A look behind by every leader would make six.
-    let reads = handled(&etcd, "Range") - reads;
+    let reads = etcd.handled("Range") - reads;
     assert!(reads <= 3, "{reads} reads of the line: {logs:?}");
     assert!(etcd.candidates(name).is_empty());
 }
@@ -488,7 +478,7 @@ fn a_waiter_passed_on_that_has_left_the_line_is_passed_over() {
 fn a_leader_that_hands_over_with_nothing_written_since_its_win_reads_nothing_of_its_lease() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-unread";
-    let before = handled(&etcd, "LeaseTimeToLive");
+    let before = etcd.handled("LeaseTimeToLive");
     let ((), logs) = chain_of_true(&etcd, name, 5, || ());
     let handovers = logs
         .iter()
@@ -501,10 +491,10 @@ fn a_leader_that_hands_over_with_nothing_written_since_its_win_reads_nothing_of_
     // before anyone queued, and the last) read its keys beside resigning.
     let reads = 6 - handovers as u64;
     await_condition(LIMIT, "etcd to count the reads", || {
-        handled(&etcd, "LeaseTimeToLive") - before >= reads
+        etcd.handled("LeaseTimeToLive") - before >= reads
     });
     assert_eq!(
-        handled(&etcd, "LeaseTimeToLive") - before,
+        etcd.handled("LeaseTimeToLive") - before,
         reads,
         "reads of a lease's keys, with {handovers} handovers"
     );
@@ -522,20 +512,20 @@ fn a_leader_keeps_its_watches_open_until_it_has_resigned() {
     watching(&second);
     // The first watches its own key; the second its own and the one ahead.
     await_condition(LIMIT, "three watch streams", || streams(&etcd) == 3);
-    let (watches, renewals) = (handled(&etcd, "Watch"), handled(&etcd, "LeaseKeepAlive"));
+    let (watches, renewals) = (etcd.handled("Watch"), etcd.handled("LeaseKeepAlive"));
     release_first.go();
     let (code, stderr) = first.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     // The first is gone from etcd's view: its renewals ended with its
     // connection, and its watch with them.
     await_condition(LIMIT, "the first's streams to end", || {
-        handled(&etcd, "LeaseKeepAlive") > renewals && streams(&etcd) <= 2
+        etcd.handled("LeaseKeepAlive") > renewals && streams(&etcd) <= 2
     });
     // The second leads with both its watches still open: ending the one of
     // the key ahead as its turn came would have put etcd's work on its path.
     assert_eq!(streams(&etcd), 2, "the second's watches, while it runs");
     assert_eq!(
-        handled(&etcd, "Watch"),
+        etcd.handled("Watch"),
         watches + 1,
         "only the first's watch ended"
     );
@@ -551,12 +541,12 @@ fn a_leader_keeps_its_watches_open_until_it_has_resigned() {
 /// looked up who is behind it (a read: the only plain one a run makes), as
 /// its command starts.
 fn hand_to_the_next_and_see_it_look_behind(etcd: &Etcd, leader: &mut Replica, release: &Release) {
-    let reads = handled(etcd, "Range");
+    let reads = etcd.handled("Range");
     release.go();
     let (code, stderr) = leader.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     await_condition(LIMIT, "the next leader to look behind it", || {
-        handled(etcd, "Range") > reads
+        etcd.handled("Range") > reads
     });
 }
 

@@ -131,33 +131,95 @@ fn unread_by_guardian(guardian: i32) -> usize {
 #[test]
 fn the_guardian_is_released_once_the_resignation_is_answered() {
     let etcd = Etcd::start();
+    let name = "jobs/guardian-released";
     let dir = tempfile::tempdir().unwrap();
-    let frozen = dir.path().join("frozen");
-    // The command's last act: freeze etcd, so that the resignation waits
-    // (for CLEANUP, half a second, at most).
-    let script = format!("kill -STOP {}; touch '{}'", etcd.pid(), frozen.display());
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        "jobs/guardian-released",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
+    let [release_first, release_second, frozen] =
+        ["first", "second", "frozen"].map(|flag| dir.path().join(flag));
+    let replica = |command: String| {
+        Replica::spawn(
+            leaderrun(&etcd.endpoint())
+                .args(["-vv", "--name", name, "--wait", "--", "sh", "-c"])
+                .arg(command),
+        )
+    };
+    let watching = |waiter: &Replica| {
+        await_condition(Duration::from_secs(10), "a waiter to watch", || {
+            waiter.stderr_so_far().contains("queued; watching")
+        })
+    };
+    let mut first = replica(until_exists(&release_first));
+    await_condition(Duration::from_secs(10), "a leader", || {
+        etcd.candidates(name).len() == 1
+    });
+    // The second's command, once let go, freezes etcd as its last act, so
+    // that its resignation waits (for CLEANUP, half a second, at most).
+    let mut second = replica(format!(
+        "{}; kill -STOP {}; touch '{}'",
+        until_exists(&release_second),
+        etcd.pid(),
+        frozen.display()
+    ));
+    watching(&second);
+    let mut third = replica("true".into());
+    watching(&third);
+    // The first looked behind it before anyone queued: the second reads
+    // its way to leading, then looks behind it, and finds the third.
+    let reads = etcd.handled("Range");
+    std::fs::write(&release_first, "").unwrap();
+    assert_eq!(first.finish(Duration::from_secs(10)).0, Some(0));
+    await_condition(
+        Duration::from_secs(10),
+        "the second to look behind it",
+        || etcd.handled("Range") > reads,
+    );
+    std::fs::write(&release_second, "").unwrap();
     let command_gone =
-        || frozen.exists() && children_of(replica.pid()) == guardians_of(replica.pid());
+        || frozen.exists() && children_of(second.pid()) == guardians_of(second.pid());
     await_condition(Duration::from_secs(10), "the command to end", command_gone);
     let gone_at = std::time::Instant::now();
     // Well within the resignation's bound: released beside it, the
     // guardian would be gone within milliseconds.
     while gone_at.elapsed() < Duration::from_millis(200) {
         assert_eq!(
-            guardians_of(replica.pid()).len(),
+            guardians_of(second.pid()).len(),
             1,
             "the guardian waits while the resignation is unanswered"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+    send(etcd.pid(), Signal::SIGCONT);
+    for replica in [&mut second, &mut third] {
+        let (code, stderr) = replica.finish(Duration::from_secs(10));
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+}
+
+/// With nobody behind, no next leader waits on the resignation: the
+/// guardian is released beside it, not after it.
+#[test]
+fn with_nobody_behind_the_guardian_is_released_beside_the_resignation() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let frozen = dir.path().join("frozen");
+    let script = format!("kill -STOP {}; touch '{}'", etcd.pid(), frozen.display());
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["-v", "--name", "jobs/guardian-beside", "--"])
+            .args(["sh", "-c", &script]),
+    );
+    await_condition(Duration::from_secs(10), "the command to end", || {
+        frozen.exists()
+    });
+    // etcd is frozen: the resignation goes unanswered until its bound,
+    // which leaderrun reports.
+    await_condition(Duration::from_secs(10), "the guardian to go", || {
+        guardians_of(replica.pid()).is_empty()
+    });
+    assert!(
+        !replica.stderr_so_far().contains("resigning: no answer"),
+        "the guardian went only once the resignation gave up: {}",
+        replica.stderr_so_far()
+    );
     send(etcd.pid(), Signal::SIGCONT);
     let (code, stderr) = replica.finish(Duration::from_secs(10));
     assert_eq!(code, Some(0), "{stderr}");

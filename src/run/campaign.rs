@@ -158,7 +158,8 @@ impl Session {
     /// after, fenced by token.
     ///
     /// `answered` is told once the request the next leader waits on has
-    /// its answer (or none came within its bound).
+    /// its answer (or none came within its bound); at once if nobody is
+    /// known to be behind us.
     pub async fn resign(
         &mut self,
         mut ended: Ended,
@@ -169,6 +170,11 @@ impl Session {
         let at_once = election.slots == 1 && ended.record.outcome != record::Outcome::Lost;
         let mut written = false;
         let successor = self.successor(at_once).await;
+        if successor.is_none() {
+            // Nobody known behind us waits on this resignation: the
+            // guardian's exit goes beside it, not after it.
+            answered.notify_one();
+        }
         if let Some(lease) = self.lease.as_ref().filter(|_| at_once) {
             let key = name::candidate_key(election.name, lease.id);
             let (unchanged, records) = ended.unchanged_swap(election.name);

@@ -316,6 +316,17 @@ impl Etcd {
             .unwrap_or_else(|| panic!("etcd shows {name}")) as u64
     }
 
+    /// How many requests of `method` (gRPC's name: "Range", "Txn") the
+    /// first member has answered, whatever the answer.
+    pub fn handled(&self, method: &str) -> u64 {
+        let wanted = format!("grpc_method=\"{method}\"");
+        self.metrics()
+            .lines()
+            .filter(|line| line.starts_with("grpc_server_handled_total") && line.contains(&wanted))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64
+    }
+
     /// The client URL of the first member.
     pub fn endpoint(&self) -> String {
         self.member_endpoint(0)
