@@ -98,3 +98,38 @@ fn a_healthy_leader_with_a_short_ttl_finishes_a_long_job() {
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert!(done.stderr.is_empty(), "{}", done.stderr);
 }
+
+/// The first renewal is due a third of the TTL after the grant, as every
+/// other is: a run shorter than that opens no keep-alive stream (opening
+/// one sends a renewal, etcd's work on the way to running), and a longer
+/// one opens it then and is renewed.
+#[test]
+fn a_run_shorter_than_a_third_of_the_ttl_opens_no_keep_alive_stream() {
+    let etcd = Etcd::start();
+    let streams = || etcd.handled("LeaseKeepAlive");
+    let before = streams();
+    let run = |command: &[&str]| {
+        let done = run_within(
+            leaderrun(&etcd.endpoint())
+                .args(["--name", "jobs/renewed", "--ttl", "6s", "--"])
+                .args(command),
+            Duration::from_secs(30),
+        );
+        assert_eq!(done.code, Some(0), "{}", done.stderr);
+    };
+    run(&["true"]);
+    // Past a third of its TTL (renewals past the TTL itself are
+    // a_healthy_leader_with_a_short_ttl_finishes_a_long_job's).
+    run(&["sleep", "2.5"]);
+    // etcd counts a stream once it ends, with its connection.
+    await_condition(
+        Duration::from_secs(10),
+        "the long run's stream to end",
+        || streams() > before,
+    );
+    assert_eq!(
+        streams(),
+        before + 1,
+        "one keep-alive stream, the long run's"
+    );
+}

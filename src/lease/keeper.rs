@@ -1,7 +1,7 @@
 //! The task that keeps a lease alive: a renewal every third of the TTL over
-//! one keep-alive stream, a new stream (on the next endpoint) whenever one
-//! breaks or goes quiet, and every acknowledged renewal published as the new
-//! local deadline.
+//! one keep-alive stream (opened with the first), a new stream (on the next
+//! endpoint) whenever one breaks or goes quiet, and every acknowledged
+//! renewal published as the new local deadline.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -31,6 +31,12 @@ pub(super) async fn keep_alive(
     // the TTL.
     let ack_timeout = (ttl / 6).max(Duration::from_millis(300));
     let mut backoff = Backoff::new(retry::KEEPING.min(interval / 2));
+    // The grant's answer is as good as a renewal: the first is due a third
+    // of the TTL after it, as every other is. The stream is opened then,
+    // not now: opening it sends a renewal, and that would be etcd's work
+    // beside our first write, on the way to running (a run shorter than a
+    // third of the TTL never opens one).
+    clock::sleep(interval).await;
     loop {
         let broken =
             match renew_on_current(&connection, id, ttl, interval, ack_timeout, &publish).await {

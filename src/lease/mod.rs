@@ -1,10 +1,11 @@
 //! The lease: granted once, kept alive by a task of its own, and watched by a
 //! local deadline that does not depend on hearing from etcd.
 //!
-//! The deadline is the send time of the latest acknowledged keep-alive plus
-//! the TTL etcd granted. The server started its own countdown no earlier than
-//! that send (and only ever extends leases, on a raft leader change), so the
-//! lease cannot expire on the server before the deadline. Measured on
+//! The deadline is the send time of the grant, or of the latest acknowledged
+//! keep-alive, plus the TTL etcd granted. The server started its own
+//! countdown no earlier than that send (and only ever extends leases, on a
+//! raft leader change), so the lease cannot expire on the server before the
+//! deadline. Measured on
 //! [`clock::Instant`], a monotonic clock that also counts suspend.
 //!
 //! This folder owns one lease's life: granting it, renewing it (`keeper.rs`)
