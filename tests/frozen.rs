@@ -102,3 +102,24 @@ fn sigterm_to_a_running_leader_ends_the_run_at_once() {
     assert_eq!(code, Some(143), "{stderr}");
     assert!(took < DIAL_TIMEOUT / 2, "{took:?}: {stderr}");
 }
+
+/// A grant counts from when it was sent, as the local deadline does: one
+/// answered late (etcd frozen for half the TTL) is renewed at once, not a
+/// third of the TTL after its answer, which would be past the point where
+/// the run must start stopping (a quarter of the TTL before its end).
+#[test]
+fn a_grant_answered_late_is_renewed_at_once() {
+    let etcd = Etcd::start();
+    let frozen = etcd.freeze();
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/frozen-grant", "--ttl", "6s"])
+            .args(dial_timeout())
+            .args(["--", "sleep", "4"]),
+    );
+    // The fault: etcd answers nothing for half the TTL.
+    std::thread::sleep(Duration::from_secs(3));
+    frozen.thaw();
+    let (code, stderr) = replica.finish(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -23,6 +23,7 @@ pub(super) async fn keep_alive(
     connection: Connection,
     id: i64,
     ttl: Duration,
+    granted_at: clock::Instant,
     publish: watch::Sender<LeaseState>,
 ) {
     let interval = ttl / 3;
@@ -31,12 +32,14 @@ pub(super) async fn keep_alive(
     // the TTL.
     let ack_timeout = (ttl / 6).max(Duration::from_millis(300));
     let mut backoff = Backoff::new(retry::KEEPING.min(interval / 2));
-    // The grant's answer is as good as a renewal: the first is due a third
-    // of the TTL after it, as every other is. The stream is opened then,
-    // not now: opening it sends a renewal, and that would be etcd's work
-    // beside our first write, on the way to running (a run shorter than a
-    // third of the TTL never opens one).
-    clock::sleep(interval).await;
+    // The grant is as good as a renewal sent when it was (`granted_at`,
+    // which the local deadline counts from): the first is due a third of
+    // the TTL after that, as every other is, and at once if a slow answer
+    // took longer. The stream is opened then, not as the answer comes:
+    // opening it sends a renewal, which would be etcd's work beside our
+    // first write, on the way to running (a run shorter than a third of
+    // the TTL never opens one).
+    clock::sleep_until(granted_at + interval).await;
     loop {
         let broken =
             match renew_on_current(&connection, id, ttl, interval, ack_timeout, &publish).await {

@@ -54,7 +54,13 @@ impl Lease {
             gone: false,
             trouble: None,
         });
-        let keeper = tokio::spawn(keeper::keep_alive(connection.clone(), id, ttl, publish));
+        let keeper = tokio::spawn(keeper::keep_alive(
+            connection.clone(),
+            id,
+            ttl,
+            sent,
+            publish,
+        ));
         tracing::debug!(lease = format!("{id:x}"), ttl = ?ttl, "lease granted");
         Ok(Lease {
             id,
