@@ -5,8 +5,8 @@
 //! keep-alive, plus the TTL etcd granted. The server started its own
 //! countdown no earlier than that send (and only ever extends leases, on a
 //! raft leader change), so the lease cannot expire on the server before the
-//! deadline. Measured on
-//! [`clock::Instant`], a monotonic clock that also counts suspend.
+//! deadline. Measured on [`clock::Instant`], a monotonic clock that also
+//! counts suspend.
 //!
 //! This folder owns one lease's life: granting it, renewing it (`keeper.rs`)
 //! and revoking it. It publishes what it learns ([`LeaseState`]) and decides
