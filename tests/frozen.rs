@@ -64,7 +64,7 @@ fn the_wait_timeout_holds() {
     // it answers, and a freeze in between leaves the waiter without its
     // first look at the queue, which --wait-timeout waits for.
     await_condition(wait_timeout * 3 / 4, "the waiter queued", || {
-        waiter.stderr_so_far().contains("queued; watching")
+        waiter.is_watching()
     });
 
     let _frozen = etcd.freeze();

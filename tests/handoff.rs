@@ -75,9 +75,7 @@ fn a_handoff_costs_three_transactions_at_most_and_no_revoke() {
     let name = "jobs/handoff-cost";
     let (mut leader, release) = lead_until_released(&etcd, name);
     let mut next = queue(&etcd, name, &["true"]);
-    await_condition(LIMIT, "the next in line to watch", || {
-        next.stderr_so_far().contains("queued; watching")
-    });
+    next.await_watching(LIMIT);
     let before = requests(&etcd);
     release.go();
     for replica in [&mut leader, &mut next] {
@@ -108,9 +106,9 @@ fn a_leader_hands_over_to_the_waiter_behind_it_with_no_read() {
     let flag = release_first.flag.with_file_name("second");
     let until = until_exists(&flag);
     let mut second = queue(&etcd, name, &["sh", "-c", &until]);
-    watching(&second);
+    second.await_watching(LIMIT);
     let mut third = queue(&etcd, name, &["true"]);
-    watching(&third);
+    third.await_watching(LIMIT);
     // The first leader looked behind it as it started, before anyone
     // queued: the second proves its turn by reading. Its own look behind
     // it, as its command starts, finds the third.
@@ -168,10 +166,10 @@ fn keys_the_command_attached_go_with_the_run_when_it_hands_over() {
         etcdctl_binary().display()
     );
     let mut second = queue(&etcd, name, &["sh", "-c", &put]);
-    watching(&second);
+    second.await_watching(LIMIT);
     let flag = release_first.flag.with_file_name("third");
     let mut third = queue(&etcd, name, &["sh", "-c", &until_exists(&flag)]);
-    watching(&third);
+    third.await_watching(LIMIT);
     release_first.go();
     let (code, stderr) = first.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
@@ -308,8 +306,7 @@ fn every_waiter_has_its_guardian_ready_before_its_turn() {
     let (mut next, mut behind) = (queue(&etcd, name, &["true"]), queue(&etcd, name, &["true"]));
     for waiter in [&next, &behind] {
         await_condition(LIMIT, "a waiter's guardian", || {
-            waiter.stderr_so_far().contains("queued; watching")
-                && guardians_of(waiter.pid()).len() == 1
+            waiter.is_watching() && guardians_of(waiter.pid()).len() == 1
         });
     }
     assert_eq!(etcd.candidates(name).len(), 3, "nobody's turn has come");
@@ -348,9 +345,7 @@ fn a_leader_marking_since_when_it_leads_wakes_nobody() {
     });
     let next_key = etcd.candidates(name)[1].0.clone();
     let mut behind = queue(&etcd, name, &["true"]);
-    await_condition(LIMIT, "the one behind to queue", || {
-        behind.stderr_so_far().contains("queued; watching")
-    });
+    behind.await_watching(LIMIT);
     let leads_from = hand_over_seconds_after_queueing(&etcd, &next_key, &mut leader, &release);
     // The one ahead leads, and after a second rewrites its key with since
     // when: the one behind, watching that key, must sleep through it.
@@ -363,17 +358,10 @@ fn a_leader_marking_since_when_it_leads_wakes_nobody() {
     let (code, stderr) = behind.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
-        stderr.matches("queued; watching").count(),
+        stderr.matches(WATCHING).count(),
         1,
         "woken only by the deletion of the key ahead: {stderr}"
     );
-}
-
-/// Waits until `waiter` watches the key ahead of it.
-fn watching(waiter: &Replica) {
-    await_condition(LIMIT, "a waiter to watch", || {
-        waiter.stderr_so_far().contains("queued; watching")
-    });
 }
 
 /// Queues `waiters` replicas running `true` behind a leader, one after
@@ -390,7 +378,7 @@ fn chain_of_true<T>(
     let mut waiters: Vec<Replica> = (0..waiters)
         .map(|_| {
             let waiter = queue(etcd, name, &["true"]);
-            watching(&waiter);
+            waiter.await_watching(LIMIT);
             waiter
         })
         .collect();
@@ -440,11 +428,11 @@ fn a_waiter_passed_on_that_has_left_the_line_is_passed_over() {
     let (mut first, release_first) = lead_until_released(&etcd, name);
     let flag = release_first.flag.with_file_name("second");
     let mut second = queue(&etcd, name, &["sh", "-c", &until_exists(&flag)]);
-    watching(&second);
+    second.await_watching(LIMIT);
     let mut behind: Vec<Replica> = (0..3)
         .map(|_| {
             let waiter = queue(&etcd, name, &["true"]);
-            watching(&waiter);
+            waiter.await_watching(LIMIT);
             waiter
         })
         .collect();
@@ -509,7 +497,7 @@ fn a_leader_keeps_its_watches_open_until_it_has_resigned() {
     let (mut first, release_first) = lead_until_released(&etcd, name);
     let flag = release_first.flag.with_file_name("second");
     let mut second = queue(&etcd, name, &["sh", "-c", &until_exists(&flag)]);
-    watching(&second);
+    second.await_watching(LIMIT);
     // The first watches its own key; the second its own and the one ahead.
     await_condition(LIMIT, "three watch streams", || streams(&etcd) == 3);
     let watches = etcd.handled("Watch");
@@ -575,7 +563,7 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
     );
     let (mut first, release_first) = lead_until_released(&etcd, name);
     let mut second = queue(&etcd, name, &["sh", "-c", &until_exists(&second_flag)]);
-    watching(&second);
+    second.await_watching(LIMIT);
     let touch = format!("touch '{}'", ran.display());
     let mut stopped = Replica::spawn(
         leaderrun(&etcd.endpoint())
@@ -583,10 +571,10 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
             .args(options)
             .args(["--", "sh", "-c", &touch]),
     );
-    watching(&stopped);
+    stopped.await_watching(LIMIT);
     let stopped_key = etcd.candidates(name)[2].0.clone();
     let mut third = queue(&etcd, name, &["sh", "-c", &until_exists(&third_flag)]);
-    watching(&third);
+    third.await_watching(LIMIT);
     // The second leads, and as its command starts looks up who is behind
     // it: the one about to be stopped.
     hand_to_the_next_and_see_it_look_behind(&etcd, &mut first, &release_first);

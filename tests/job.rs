@@ -142,11 +142,6 @@ fn the_guardian_is_released_once_the_resignation_is_answered() {
                 .arg(command),
         )
     };
-    let watching = |waiter: &Replica| {
-        await_condition(Duration::from_secs(10), "a waiter to watch", || {
-            waiter.stderr_so_far().contains("queued; watching")
-        })
-    };
     let mut first = replica(until_exists(&release_first));
     await_condition(Duration::from_secs(10), "a leader", || {
         etcd.candidates(name).len() == 1
@@ -159,9 +154,9 @@ fn the_guardian_is_released_once_the_resignation_is_answered() {
         etcd.pid(),
         frozen.display()
     ));
-    watching(&second);
+    second.await_watching(Duration::from_secs(10));
     let mut third = replica("true".into());
-    watching(&third);
+    third.await_watching(Duration::from_secs(10));
     // The first looked behind it before anyone queued: the second reads
     // its way to leading, then looks behind it, and finds the third.
     let reads = etcd.handled("Range");

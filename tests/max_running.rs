@@ -182,7 +182,7 @@ fn a_change_wakes_one_waiter_not_the_whole_queue() {
     for waiter in &mut waiters {
         let (code, stderr) = waiter.finish(LIMIT);
         assert_eq!(code, Some(0), "{stderr}");
-        reads += stderr.matches("queued; watching").count();
+        reads += stderr.matches(WATCHING).count();
     }
     // Watching the prefix, every waiter would wake at each of the 2n
     // changes (a proof and an exit per runner): about n² reads.
@@ -225,7 +225,7 @@ fn a_runner_lets_go_of_its_watch_of_the_prefix_as_it_starts() {
     });
     let mut third = runner(&flags[2]);
     await_condition(LIMIT, "the third to watch the prefix", || {
-        third.stderr_so_far().contains("queued; watching") && streams(&etcd) == 4
+        third.is_watching() && streams(&etcd) == 4
     });
     std::fs::write(&flags[0], "").unwrap();
     let (code, stderr) = first.finish(LIMIT);

@@ -973,6 +973,17 @@ impl Replica {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// Whether this waiter (run with `-vv`) has had its look at the queue
+    /// and watches the key ahead of it: it said [`WATCHING`].
+    pub fn is_watching(&self) -> bool {
+        self.stderr_so_far().contains(WATCHING)
+    }
+
+    /// Waits until this waiter watches the key ahead ([`Self::is_watching`]).
+    pub fn await_watching(&self, limit: Duration) {
+        await_condition(limit, "a waiter to watch", || self.is_watching());
+    }
+
     /// Waits for exit within `limit`; returns the code and stderr.
     pub fn finish(&mut self, limit: Duration) -> (Option<i32>, String) {
         let status = wait_within(&mut self.process, limit, "the replica");
@@ -997,6 +1008,10 @@ pub struct Interval {
     pub start: u128,
     pub end: u128,
 }
+
+/// What a waiter run with `-vv` logs each time it has read the queue and
+/// watches the key ahead of it.
+pub const WATCHING: &str = "queued; watching";
 
 /// A shell command that runs until `flag` exists (`sh -c` it): a job the
 /// test ends when it chooses.
