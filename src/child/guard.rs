@@ -210,11 +210,11 @@ fn group_to_kill(said: &[u8]) -> Option<i32> {
         if line == b"done" {
             return None;
         }
-        let digits = line.iter().all(u8::is_ascii_digit) && !line.is_empty() && line.len() < 10;
-        if digits {
-            let pid = line
-                .iter()
-                .fold(0i32, |pid, digit| pid * 10 + i32::from(digit - b'0'));
+        // Parsing a number allocates nothing: safe in the forked child.
+        let named = std::str::from_utf8(line)
+            .ok()
+            .and_then(|line| line.parse::<i32>().ok());
+        if let Some(pid) = named {
             group = Some(pid).filter(|pid| *pid > 1);
         }
     }
@@ -226,11 +226,10 @@ fn group_to_kill(said: &[u8]) -> Option<i32> {
 /// over: `pkill -f leaderrun` must not match it.
 fn argument_area() -> Option<(usize, usize)> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // After the command name, in parentheses: fields 3 on; arg_start and
-    // arg_end are fields 48 and 49.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let start = fields.get(45)?.parse().ok()?;
-    let end = fields.get(46)?.parse().ok()?;
+    // Fields from the third on: arg_start and arg_end are fields 48 and 49.
+    let mut fields = super::job::stat_fields(&stat)?;
+    let start = fields.nth(45)?.parse().ok()?;
+    let end = fields.next()?.parse().ok()?;
     (start < end).then_some((start, end))
 }
 

@@ -20,17 +20,9 @@ use nix::unistd::{getpid, Pid};
 
 /// Makes orphaned descendants leaderrun's children (see the module doc).
 /// Not inherited across fork, so the command is not one.
-///
-/// Also installs the SIGCHLD handler now, while nothing waits on us: the
-/// first listener installs it, and the command's spawn, on the next
-/// leader's path, would otherwise be that first listener. The handler
-/// stays installed once the listener made here is dropped.
 pub fn become_subreaper() {
     if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
         tracing::debug!(%err, "cannot become a child subreaper");
-    }
-    if let Err(err) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()) {
-        tracing::debug!(%err, "cannot listen for SIGCHLD yet");
     }
 }
 
@@ -74,10 +66,15 @@ fn own_children() -> Option<Vec<i32>> {
     Some(children)
 }
 
-/// `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses,
-/// so the fields are counted from the last ')'.
+/// The fields of a `/proc/PID/stat` line from the third (state) on:
+/// `pid (comm) state ppid pgrp ...`, where comm may hold spaces and
+/// parentheses, so they are counted from the last ')'.
+pub(super) fn stat_fields(stat: &str) -> Option<std::str::SplitWhitespace<'_>> {
+    Some(stat.rsplit_once(')')?.1.split_whitespace())
+}
+
 fn parse_stat(pid: i32, stat: &str) -> Option<Process> {
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let mut fields = stat_fields(stat)?;
     let state = fields.next()?;
     let parent = fields.next()?.parse().ok()?;
     let group = fields.next()?.parse().ok()?;

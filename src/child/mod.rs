@@ -278,6 +278,16 @@ fn reap_later(pid: Pid) {
     }
 }
 
+/// Installs the SIGCHLD handler now, while nothing waits on us: the first
+/// listener installs it, and the command's spawn, on the next leader's
+/// path, would otherwise be that first listener. The handler stays
+/// installed once the listener made here is dropped.
+pub fn listen_for_exits() {
+    if let Err(err) = tokio::signal::unix::signal(SignalKind::child()) {
+        tracing::debug!(%err, "cannot listen for SIGCHLD yet");
+    }
+}
+
 /// Resolves once `pid`, a child of ours, has exited and been collected,
 /// waking as SIGCHLD comes.
 async fn collect(pid: Pid) {

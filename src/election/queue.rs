@@ -61,13 +61,14 @@ impl Election<'_> {
                 Ok(Ahead::Nobody(revision, ours)) => {
                     // The read may have beaten the watch to a handover:
                     // what it passes on is taken all the same.
-                    if self.slots == 1 {
-                        if let Some(at) = ours.and_then(|ours| own.handed_over_in(&ours)) {
-                            tracing::debug!(
-                                revision = at,
-                                "our turn: handed over by the leader (the read came first)"
-                            );
-                        }
+                    let handover = ours.and_then(|ours| own.handed_over_in(&ours));
+                    if let Some(at) =
+                        handover.filter(|at| self.matters(&OwnKeyNews::HandedOver(*at)))
+                    {
+                        tracing::debug!(
+                            revision = at,
+                            "our turn: handed over by the leader (the read came first)"
+                        );
                     }
                     return Turn::Ours(revision);
                 }

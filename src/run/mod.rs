@@ -127,6 +127,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
     let connection = etcd::connect(&connection_args, ping)?;
     config.etcd_env = env::etcdctl(&connection_args, &connection.settings().endpoints);
     job::become_subreaper();
+    child::listen_for_exits();
     terminal::watch_continue();
 
     let phase = Cell::new(Phase::Dialling);
