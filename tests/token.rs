@@ -51,6 +51,59 @@ fn token_is_the_keys_create_revision_and_beats_an_inherited_one() {
     assert!(etcd.candidates("jobs/token").is_empty(), "resigned on exit");
 }
 
+/// The command's environment is leaderrun's, as it was given (order,
+/// values with '=' in them, odd entries), but each election variable once,
+/// with our value: an inherited one is replaced, never repeated.
+#[test]
+fn the_command_gets_leaderruns_environment_with_each_election_variable_once() {
+    let etcd = Etcd::start();
+    let done = run_within(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/env", "--", "/usr/bin/env", "-0"])
+            .env("LEADERRUN_TOKEN", "999999")
+            .env("SPAWN_ENV_FIRST", "a=b=c")
+            .env("LEADERRUN_NAME_NOT", "kept")
+            .env("SPAWN_ENV_EMPTY", ""),
+        Duration::from_secs(20),
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let entries: Vec<&str> = done
+        .stdout
+        .split('\0')
+        .filter(|entry| !entry.is_empty())
+        .collect();
+    let named = |name: &str| -> Vec<&str> {
+        entries
+            .iter()
+            .filter(|entry| entry.split_once('=').map(|(key, _)| key) == Some(name))
+            .copied()
+            .collect()
+    };
+    // Ours: the key's create revision (see the test above), not the
+    // inherited one.
+    let token = named("LEADERRUN_TOKEN");
+    assert_eq!(token.len(), 1, "{entries:?}");
+    let token = token[0].strip_prefix("LEADERRUN_TOKEN=").unwrap();
+    assert!(token.parse::<i64>().is_ok() && token != "999999", "{token}");
+    let key = named("LEADERRUN_KEY");
+    assert_eq!(key.len(), 1, "{entries:?}");
+    assert!(key[0].starts_with("LEADERRUN_KEY=jobs/env/"), "{key:?}");
+    assert_eq!(named("LEADERRUN_NAME"), ["LEADERRUN_NAME=jobs/env"]);
+    assert_eq!(named("SPAWN_ENV_FIRST"), ["SPAWN_ENV_FIRST=a=b=c"]);
+    assert_eq!(named("LEADERRUN_NAME_NOT"), ["LEADERRUN_NAME_NOT=kept"]);
+    assert_eq!(named("SPAWN_ENV_EMPTY"), ["SPAWN_ENV_EMPTY="]);
+    assert_eq!(
+        named("LEADERRUN_ENDPOINTS").len(),
+        1,
+        "inherited, passed on once"
+    );
+    assert_eq!(
+        named("PATH"),
+        [format!("PATH={}", std::env::var("PATH").unwrap())],
+        "inherited as it was"
+    );
+}
+
 #[test]
 fn tokens_grow_from_one_leader_to_the_next() {
     let etcd = Etcd::start();

@@ -50,20 +50,39 @@ fn process_table() -> Vec<Process> {
         .collect()
 }
 
-/// leaderrun's children, from `/proc/self/task/*/children` (a child
-/// belongs to the thread that forked it, or that adopted it); None if the
-/// kernel does not offer that file.
+/// leaderrun's children (live or not yet reaped), from
+/// `/proc/self/task/PID/children`: those of its main thread. A child is
+/// listed under the thread that forked it or adopted it. leaderrun forks
+/// only on its main thread (the runtime runs there), and the kernel gives
+/// an orphan to the subreaper's first live thread, which is the main one
+/// while leaderrun runs; the only other threads (tokio's, for a name
+/// lookup) fork nothing. One open, one read, one close: this is on the next
+/// leader's path, and a walk of `/proc/self/task` was three times the
+/// system calls. None if the kernel does not offer the file, or the list
+/// fills the buffer (then the caller looks closer).
 fn own_children() -> Option<Vec<i32>> {
-    let mut children = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let listed = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
-        children.extend(
-            listed
-                .split_whitespace()
-                .filter_map(|pid| pid.parse::<i32>().ok()),
-        );
+    use nix::fcntl::{open, OFlag};
+    let path = format!("/proc/self/task/{}/children", getpid());
+    let file = open(
+        path.as_str(),
+        OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .ok()?;
+    let mut listed = [0u8; 4096];
+    // One read: the kernel fills the buffer as far as the list goes, so a
+    // read that leaves room has read it all.
+    let read = nix::unistd::read(&file, &mut listed).ok()?;
+    if read == listed.len() {
+        return None;
     }
-    Some(children)
+    let listed = std::str::from_utf8(&listed[..read]).ok()?;
+    Some(
+        listed
+            .split_whitespace()
+            .filter_map(|pid| pid.parse::<i32>().ok())
+            .collect(),
+    )
 }
 
 /// The fields of a `/proc/PID/stat` line from the third (state) on:

@@ -23,7 +23,7 @@
 use std::ffi::{CString, OsString};
 use std::io;
 use std::os::fd::RawFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
@@ -56,7 +56,7 @@ struct Plan {
     /// to exec (gone since, say): the search `execvp` makes.
     search: Option<CString>,
     argv: Vec<*const libc::c_char>,
-    envp: Vec<*const libc::c_char>,
+    environment: Environment,
     /// The errno of a failed exec, written by the child.
     failure: AtomicI32,
 }
@@ -81,7 +81,6 @@ pub fn spawn(
         .iter()
         .map(|arg| CString::new(arg.as_bytes()))
         .collect::<Result<Vec<_>, _>>()?;
-    let environment = environment(env)?;
     let plan = Plan {
         parent: nix::unistd::getpid().as_raw(),
         guardian,
@@ -92,7 +91,7 @@ pub fn spawn(
             false => Some(CString::new(command[0].as_bytes())?),
         },
         argv: pointers(&args),
-        envp: pointers(&environment),
+        environment: environment(env)?,
         failure: AtomicI32::new(0),
     };
     let size = stack_size(plan.argv.len());
@@ -186,10 +185,14 @@ extern "C" fn run_child(plan: *mut libc::c_void) -> libc::c_int {
         libc::execvpe(
             plan.program.as_ptr(),
             plan.argv.as_ptr(),
-            plan.envp.as_ptr(),
+            plan.environment.envp.as_ptr(),
         );
         if let Some(name) = &plan.search {
-            libc::execvpe(name.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr());
+            libc::execvpe(
+                name.as_ptr(),
+                plan.argv.as_ptr(),
+                plan.environment.envp.as_ptr(),
+            );
         }
         plan.failure
             .store(*libc::__errno_location(), Ordering::Release);
@@ -221,19 +224,63 @@ fn stack_size(pointers: usize) -> usize {
     STACK + (pointers + 2) * std::mem::size_of::<*const libc::c_char>()
 }
 
-/// leaderrun's environment with `env` over it, as `NAME=value` strings.
-pub(super) fn environment(env: &env::Variables) -> io::Result<Vec<CString>> {
-    let overridden = |name: &OsString| env.iter().any(|(over, _)| name == over);
-    std::env::vars_os()
-        .filter(|(name, _)| !overridden(name))
-        .chain(env.iter().map(|(name, value)| (name.into(), value.clone())))
+/// The command's environment: leaderrun's own but for the variables `env`
+/// sets, then those.
+struct Environment {
+    /// `env`'s variables, as `NAME=value` strings: `envp` points into
+    /// them.
+    _set: Vec<CString>,
+    /// The null-terminated array for the exec: the inherited strings where
+    /// they lie (not copies), then `set`'s.
+    envp: Vec<*const libc::c_char>,
+}
+
+extern "C" {
+    /// The process's environment: a null-terminated array of `NAME=value`
+    /// strings.
+    static environ: *const *const libc::c_char;
+}
+
+/// leaderrun's environment with `env` over it. Inherited variables are
+/// passed on as the very strings leaderrun was given: copying each (as
+/// `std::env::vars_os` does) cost more allocations than the rest of the
+/// spawn, on the next leader's path. Nothing in leaderrun changes its own
+/// environment (no `set_var`, no `setenv`), so they stay where they are.
+fn environment(env: &env::Variables) -> io::Result<Environment> {
+    let set = env
+        .iter()
         .map(|(name, value)| {
-            let mut pair = name.into_vec();
+            let mut pair = name.as_bytes().to_vec();
             pair.push(b'=');
-            pair.extend(value.into_vec());
-            CString::new(pair).map_err(io::Error::from)
+            pair.extend_from_slice(value.as_bytes());
+            CString::new(pair)
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    // A name is what comes before the first '=' after its first byte, as
+    // the C library reads it (a name may begin with '=').
+    let overridden = |entry: &[u8]| {
+        let name = match entry.iter().skip(1).position(|byte| *byte == b'=') {
+            Some(at) => &entry[..at + 1],
+            None => entry,
+        };
+        env.iter().any(|(over, _)| over.as_bytes() == name)
+    };
+    let mut envp = Vec::new();
+    // SAFETY: `environ` is the array the process started with (or the C
+    // library rebuilt), null-terminated, of NUL-terminated strings, and
+    // nothing changes it while leaderrun runs (see above).
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            if !overridden(std::ffi::CStr::from_ptr(*entry).to_bytes()) {
+                envp.push(*entry);
+            }
+            entry = entry.add(1);
+        }
+    }
+    envp.extend(set.iter().map(|pair| pair.as_ptr()));
+    envp.push(std::ptr::null());
+    Ok(Environment { _set: set, envp })
 }
 
 /// A null-terminated array of pointers to `strings`.
