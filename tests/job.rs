@@ -255,3 +255,54 @@ fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
         || !alive(command),
     );
 }
+
+/// In a PID namespace without a `/proc` of its own (`unshare --pid` without
+/// `--mount-proc`), `/proc` numbers the host's processes: leaderrun's pid
+/// there is someone else's (pid 2 is the kernel's thread starter, with
+/// every kernel thread its child). A walk of it took those for the job and
+/// signalled their numbers in the namespace, killing processes that had
+/// nothing to do with the command. There the job is the command's group
+/// alone: a background job the command left is still stopped, strangers
+/// are not touched.
+#[test]
+fn in_a_pid_namespace_without_its_own_proc_the_job_is_the_group_alone() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    // leaderrun first, so that it is pid 2 in the namespace; then strangers,
+    // which the host's kernel threads' numbers land on.
+    let script = r#"
+        "$LR" -v --name jobs/pidns -- sh -c 'sleep 317 & echo $! > "$DIR/bg"; sleep 1; exit 3' 2> "$DIR/err" &
+        lr=$!
+        for i in 1 2 3 4 5 6 7 8; do sleep 319 & echo $! >> "$DIR/strangers"; done
+        wait $lr; echo $? > "$DIR/rc"
+        for p in $(cat "$DIR/strangers"); do kill -0 $p 2>/dev/null && echo $p >> "$DIR/alive"; done
+        kill -0 $(cat "$DIR/bg") 2>/dev/null && echo alive > "$DIR/bg-state" || echo gone > "$DIR/bg-state"
+        kill $(cat "$DIR/strangers") $(cat "$DIR/bg") 2>/dev/null
+        exit 0
+    "#;
+    let mut unshare = std::process::Command::new("unshare");
+    unshare
+        .args(["--pid", "--fork", "sh", "-c", script])
+        .env("LR", env!("CARGO_BIN_EXE_leaderrun"))
+        .env("DIR", dir.path());
+    leaderrun_env(&mut unshare, &etcd.endpoint());
+    let done = run_within(&mut unshare, Duration::from_secs(30));
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+    assert_eq!(done.code, Some(0), "unshare: {}", done.stderr);
+    let stderr = read("err");
+    assert_eq!(read("rc").trim(), "3", "the command's status: {stderr}");
+    assert_eq!(
+        read("alive").lines().count(),
+        8,
+        "every stranger alive: {stderr}"
+    );
+    assert_eq!(
+        read("bg-state").trim(),
+        "gone",
+        "the background job stopped: {stderr}"
+    );
+    assert!(
+        stderr.contains("/proc does not show leaderrun's PID namespace"),
+        "{stderr}"
+    );
+}

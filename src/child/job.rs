@@ -13,6 +13,14 @@
 //! group plus every descendant of leaderrun but the guardian, leaderrun can
 //! find each of them by walking `/proc`, and it reaps the orphans itself, so
 //! a zombie never counts as a live job.
+//!
+//! Unless `/proc` is not leaderrun's: in a PID namespace without a `/proc`
+//! of its own (`unshare --pid` without `--mount-proc`, a container given
+//! the host's), `/proc` numbers the processes of another namespace, and a
+//! walk of it would take strangers for the job (our pid is someone else's
+//! there) and signal their numbers here, where they are other processes
+//! again. There, and without `/proc` at all, the job is the command's group
+//! alone, as for the guardian.
 
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
@@ -35,19 +43,40 @@ struct Process {
     zombie: bool,
 }
 
-/// Every process on the machine that could be read.
-fn process_table() -> Vec<Process> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
+/// Whether `/proc` shows leaderrun's own PID namespace (see the module
+/// doc): `/proc/self` names the reader as that namespace numbers it. One
+/// `readlink`.
+fn proc_is_ours() -> bool {
+    let ours = std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|link| link.to_str()?.parse::<i32>().ok())
+        == Some(getpid().as_raw());
+    if !ours && !FOREIGN_PROC_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!(
+            "/proc does not show leaderrun's PID namespace: the command's job is its process group alone"
+        );
+    }
+    ours
+}
+
+static FOREIGN_PROC_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Every process on the machine that could be read; None if `/proc` is not
+/// leaderrun's (see the module doc).
+fn process_table() -> Option<Vec<Process>> {
+    if !proc_is_ours() {
+        return None;
+    }
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let table = entries
         .filter_map(|entry| {
             let name = entry.ok()?.file_name();
             let pid: i32 = name.to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             parse_stat(pid, &stat)
         })
-        .collect()
+        .collect();
+    Some(table)
 }
 
 /// leaderrun's children (live or not yet reaped), from
@@ -56,10 +85,10 @@ fn process_table() -> Vec<Process> {
 /// only on its main thread (the runtime runs there), and the kernel gives
 /// an orphan to the subreaper's first live thread, which is the main one
 /// while leaderrun runs; the only other threads (tokio's, for a name
-/// lookup) fork nothing. One open, one read, one close: this is on the next
-/// leader's path, and a walk of `/proc/self/task` was three times the
-/// system calls. None if the kernel does not offer the file, or the list
-/// fills the buffer (then the caller looks closer).
+/// lookup) fork nothing. One open, two reads, one close: this is on the
+/// next leader's path, and a walk of `/proc/self/task` was twice the system
+/// calls. None if the kernel does not offer the file, or the list fills the
+/// buffer (then the caller looks closer).
 fn own_children() -> Option<Vec<i32>> {
     use nix::fcntl::{open, OFlag};
     let path = format!("/proc/self/task/{}/children", getpid());
@@ -70,13 +99,20 @@ fn own_children() -> Option<Vec<i32>> {
     )
     .ok()?;
     let mut listed = [0u8; 4096];
-    // One read: the kernel fills the buffer as far as the list goes, so a
-    // read that leaves room has read it all.
-    let read = nix::unistd::read(&file, &mut listed).ok()?;
-    if read == listed.len() {
-        return None;
+    let mut length = 0;
+    // To the end (a read of nothing): the kernel hands out whole entries,
+    // so a read that stops short of the buffer's end is not the last.
+    loop {
+        let read = nix::unistd::read(&file, &mut listed[length..]).ok()?;
+        if read == 0 {
+            break;
+        }
+        length += read;
+        if length == listed.len() {
+            return None;
+        }
     }
-    let listed = std::str::from_utf8(&listed[..read]).ok()?;
+    let listed = std::str::from_utf8(&listed[..length]).ok()?;
     Some(
         listed
             .split_whitespace()
@@ -126,7 +162,9 @@ impl Job {
         if self.surely_gone() {
             return Vec::new();
         }
-        let table = process_table();
+        let Some(table) = process_table() else {
+            return self.group_alone(command);
+        };
         self.reap(&table, command);
         self.members(&table)
             .into_iter()
@@ -192,7 +230,8 @@ impl Job {
             }
         }
         let group = self.group.as_raw();
-        for process in self.members(&process_table()) {
+        let table = process_table().unwrap_or_default();
+        for process in self.members(&table) {
             if process.group != group && !process.zombie {
                 tracing::debug!(
                     pid = process.pid,
@@ -208,7 +247,38 @@ impl Job {
     /// tokio collects) and the guardian (whose status its owner collects):
     /// the orphans adopted as subreaper.
     pub fn reap_orphans(&self, command: Pid) {
-        self.reap(&process_table(), command);
+        match process_table() {
+            Some(table) => self.reap(&table, command),
+            None => self.reap_group(command),
+        }
+    }
+
+    /// Without a `/proc` of our own: the group's live processes (the group
+    /// itself, if any is left), once its zombies (orphans of ours) are
+    /// reaped.
+    fn group_alone(&self, command: Pid) -> Vec<Pid> {
+        self.reap_group(command);
+        match killpg(self.group, None) {
+            Ok(()) => vec![self.group],
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Reaps the group's zombies that are leaderrun's children, but
+    /// `command` (whose status its owner collects): each is looked at
+    /// first without being reaped, so the command's is never taken.
+    fn reap_group(&self, command: Pid) {
+        use nix::sys::wait::{waitid, Id};
+        let peek = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+        while let Ok(status) = waitid(Id::PGid(self.group), peek) {
+            match status.pid() {
+                Some(pid) if pid != command => {
+                    let _ = waitpid(pid, Some(WaitPidFlag::WNOHANG));
+                }
+                // Nothing to reap, or only the command's status.
+                _ => break,
+            }
+        }
     }
 
     fn reap(&self, table: &[Process], command: Pid) {
