@@ -22,6 +22,8 @@
 //! again. There, and without `/proc` at all, the job is the command's group
 //! alone, as for the guardian.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::{getpid, Pid};
@@ -43,6 +45,9 @@ struct Process {
     zombie: bool,
 }
 
+/// Whether leaderrun has said that `/proc` is not its own: it says so once.
+static FOREIGN_PROC_SAID: AtomicBool = AtomicBool::new(false);
+
 /// Whether `/proc` shows leaderrun's own PID namespace (see the module
 /// doc): `/proc/self` names the reader as that namespace numbers it. One
 /// `readlink`.
@@ -51,15 +56,13 @@ fn proc_is_ours() -> bool {
         .ok()
         .and_then(|link| link.to_str()?.parse::<i32>().ok())
         == Some(getpid().as_raw());
-    if !ours && !FOREIGN_PROC_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+    if !ours && !FOREIGN_PROC_SAID.swap(true, Ordering::Relaxed) {
         tracing::info!(
             "/proc does not show leaderrun's PID namespace: the command's job is its process group alone"
         );
     }
     ours
 }
-
-static FOREIGN_PROC_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Every process on the machine that could be read; None if `/proc` is not
 /// leaderrun's (see the module doc).
