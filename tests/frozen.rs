@@ -63,9 +63,7 @@ fn the_wait_timeout_holds() {
     // sees it: its key in etcd is not enough, as etcd may write it before
     // it answers, and a freeze in between leaves the waiter without its
     // first look at the queue, which --wait-timeout waits for.
-    await_condition(wait_timeout * 3 / 4, "the waiter queued", || {
-        waiter.is_watching()
-    });
+    waiter.await_watching(wait_timeout * 3 / 4);
 
     let _frozen = etcd.freeze();
     let (code, stderr) = waiter.finish(Duration::from_secs(30));

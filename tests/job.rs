@@ -269,9 +269,10 @@ fn in_a_pid_namespace_without_its_own_proc_the_job_is_the_group_alone() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     // leaderrun first, so that it is pid 2 in the namespace; then strangers,
-    // which the host's kernel threads' numbers land on.
+    // which the host's kernel threads' numbers land on. The command exits
+    // (and leaderrun looks at its job) only once all eight are there.
     let script = r#"
-        "$LR" -v --name jobs/pidns -- sh -c 'sleep 317 & echo $! > "$DIR/bg"; sleep 1; exit 3' 2> "$DIR/err" &
+        "$LR" -v --name jobs/pidns -- sh -c 'sleep 317 & echo $! > "$DIR/bg"; until [ "$(cat "$DIR/strangers" 2>/dev/null | wc -l)" -ge 8 ]; do sleep 0.01; done; exit 3' 2> "$DIR/err" &
         lr=$!
         for i in 1 2 3 4 5 6 7 8; do sleep 319 & echo $! >> "$DIR/strangers"; done
         wait $lr; echo $? > "$DIR/rc"

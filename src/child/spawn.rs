@@ -231,7 +231,7 @@ struct Environment {
     /// them.
     _set: Vec<CString>,
     /// The null-terminated array for the exec: the inherited strings where
-    /// they lie (not copies), then `set`'s.
+    /// they lie (not copies), then `_set`'s.
     envp: Vec<*const libc::c_char>,
 }
 
