@@ -93,22 +93,34 @@ pub async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
+/// Runs `future` for at most `limit` from its first poll; None if the
+/// limit came first.
+///
+/// Not an async fn: an async fn holds its arguments, and again whatever it
+/// moves them into, so a future passed through one by value takes twice
+/// its size, and a future made of such calls many times the size of its
+/// parts (leaderrun's whole run was once a 120 KB future, copied whole
+/// onto a fresh stack and heap at start-up: page faults, on the way to
+/// running). Boxed here, it takes a pointer's.
+pub fn timeout<F: Future>(limit: Duration, future: F) -> impl Future<Output = Option<F::Output>> {
+    let future = Box::pin(future);
+    async move { until(Instant::now() + limit, future).await }
+}
+
 /// Runs `future` until `deadline`; None if the deadline came first.
 ///
 /// The future is polled first, each time: one already done (the look-up
 /// of who is behind us, as a resignation starts) returns without a timer
 /// armed, which costs five system calls on the next leader's path.
-pub async fn deadline<T>(deadline: Instant, future: impl Future<Output = T>) -> Option<T> {
+async fn until<F: Future>(
+    deadline: Instant,
+    mut future: std::pin::Pin<Box<F>>,
+) -> Option<F::Output> {
     tokio::select! {
         biased;
-        value = future => Some(value),
+        value = &mut future => Some(value),
         _ = sleep_until(deadline) => None,
     }
-}
-
-/// Runs `future` for at most `limit`; None if the limit came first.
-pub async fn timeout<T>(limit: Duration, future: impl Future<Output = T>) -> Option<T> {
-    deadline(Instant::now() + limit, future).await
 }
 
 /// What `future` gives when polled once, now: None if it would wait.
@@ -195,8 +207,25 @@ mod tests {
             // deadline already passed, and no timer is armed for it.
             let passed = Instant::now();
             for _ in 0..64 {
-                assert_eq!(deadline(passed, async { 7 }).await, Some(7));
+                assert_eq!(until(passed, Box::pin(async { 7 })).await, Some(7));
             }
+        });
+    }
+
+    #[test]
+    fn a_timeout_holds_its_future_by_pointer() {
+        // A future with 16 KiB held across a wait: inline, a timeout of it
+        // would be at least as large.
+        let large = async {
+            let held = [1u8; 16 * 1024];
+            tokio::task::yield_now().await;
+            held.iter().map(|byte| usize::from(*byte)).sum::<usize>()
+        };
+        assert!(std::mem::size_of_val(&large) >= 16 * 1024);
+        let bounded = timeout(Duration::from_secs(1), large);
+        assert!(std::mem::size_of_val(&bounded) < 1024);
+        on_runtime(async {
+            assert_eq!(bounded.await, Some(16 * 1024));
         });
     }
 }

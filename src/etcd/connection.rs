@@ -108,10 +108,23 @@ impl Connection {
     /// unless authentication is on, when it fetches a token first.
     pub async fn current(&self) -> Result<Endpoint> {
         let index = self.inner.current.load(Ordering::Acquire);
-        let cached = self.inner.clients.lock().expect("not poisoned")[index].clone();
-        if let Some(client) = cached {
+        // A client is large (kilobytes): no local holds one across the
+        // wait below, or every request's future would be that much larger.
+        if let Some(client) = self.inner.clients.lock().expect("not poisoned")[index].clone() {
             return Ok(Endpoint { client, index });
         }
+        // Boxed: making a client is rare (once per endpoint, and after a
+        // failure) and its future large; held inline, it would be in every
+        // request's future, and in every future that holds one of those.
+        // (A statement of its own: a temporary lives to the end of the
+        // statement, across the wait, unboxed.)
+        let dialling = Box::pin(self.dial(index));
+        dialling.await
+    }
+
+    /// A new client for the endpoint at `index`, kept for the next
+    /// requests.
+    async fn dial(&self, index: usize) -> Result<Endpoint> {
         let settings = &self.inner.settings;
         let url = &settings.endpoints[index];
         let channel = etcd_client::Channel::Tonic(settings.channel(url)?);
@@ -177,7 +190,7 @@ impl Connection {
         let mut last_error = None;
         let mut symptom = Symptom::Other;
         for _ in 0..count {
-            let endpoint = match self.current().await {
+            let Endpoint { client, index } = match self.current().await {
                 Ok(endpoint) => endpoint,
                 Err(err) if err.is::<Refused>() => return Err(err),
                 Err(err) => {
@@ -187,8 +200,12 @@ impl Connection {
                     continue;
                 }
             };
-            let url = &self.inner.settings.endpoints[endpoint.index];
-            match tokio::time::timeout(self.attempt_timeout(), request(endpoint.client)).await {
+            let url = &self.inner.settings.endpoints[index];
+            // Boxed, in a statement of its own (a temporary would live,
+            // unboxed, to the end of the match): what is held across the
+            // wait is then a pointer, not the request's large future.
+            let requesting = Box::pin(request(client));
+            match tokio::time::timeout(self.attempt_timeout(), requesting).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(err)) if !is_transient(&err) => {
                     // etcd answered, and said no: another endpoint would say
@@ -216,7 +233,7 @@ impl Connection {
                     ));
                 }
             }
-            self.failed(endpoint.index);
+            self.failed(index);
         }
         let last_error = last_error.unwrap_or_else(|| anyhow!("no endpoint"));
         let endpoints = self.inner.settings.endpoints.join(",");

@@ -13,6 +13,7 @@ use etcd_client::{
 };
 
 use crate::clock;
+use crate::etcd::connection::Endpoint;
 use crate::etcd::Connection;
 
 /// A granted lease: its id and the TTL etcd granted, which may be longer
@@ -153,14 +154,14 @@ impl Connection {
         key: &[u8],
         options: WatchOptions,
     ) -> Option<(WatchStream, usize)> {
-        let endpoint = self.current().await.ok()?;
-        let mut client = endpoint.client;
-        let opened =
-            tokio::time::timeout(self.attempt_timeout(), client.watch(key, Some(options))).await;
-        match opened {
-            Ok(Ok(stream)) => Some((stream, endpoint.index)),
+        let Endpoint { mut client, index } = self.current().await.ok()?;
+        // Boxed, with the client it borrows: held here across the wait,
+        // both would be in every future that waits for a watch.
+        let open = Box::pin(async move { client.watch(key, Some(options)).await });
+        match tokio::time::timeout(self.attempt_timeout(), open).await {
+            Ok(Ok(stream)) => Some((stream, index)),
             _ => {
-                self.failed(endpoint.index);
+                self.failed(index);
                 None
             }
         }
@@ -177,5 +178,43 @@ mod tests {
         assert_eq!(whole_seconds(Duration::from_millis(1500)), 2);
         assert_eq!(whole_seconds(Duration::from_millis(1)), 1);
         assert_eq!(whole_seconds(Duration::MAX), i64::MAX);
+    }
+
+    /// A request's future holds pointers to the client and the request in
+    /// flight (each kilobytes), not them: every future that waits on etcd
+    /// holds one of these, and a campaign's holds dozens, nested. Inline,
+    /// the whole run was a 120 KB future, written to fresh pages of stack
+    /// and heap as leaderrun started (page faults, before running).
+    #[test]
+    fn requests_are_small_futures() {
+        let connection = Connection::new(crate::etcd::connection::Settings {
+            endpoints: vec!["http://127.0.0.1:2379".into()],
+            dial_timeout: Duration::from_secs(1),
+            ping_interval: Duration::from_secs(1),
+            credentials: Default::default(),
+        });
+        let sizes = [
+            (
+                "txn",
+                std::mem::size_of_val(&connection.txn("", Txn::new())),
+            ),
+            ("get", std::mem::size_of_val(&connection.get("", "k", None))),
+            (
+                "grant",
+                std::mem::size_of_val(&connection.grant("", Duration::ZERO)),
+            ),
+            (
+                "lease_keys",
+                std::mem::size_of_val(&connection.lease_keys(1)),
+            ),
+            (
+                "watch",
+                std::mem::size_of_val(&connection.open_watch(b"k", WatchOptions::new())),
+            ),
+            ("current", std::mem::size_of_val(&connection.current())),
+        ];
+        for (request, size) in sizes {
+            assert!(size < 1024, "{request}: a future of {size} bytes");
+        }
     }
 }

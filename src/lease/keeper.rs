@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use super::LeaseState;
 use crate::clock;
-use crate::etcd::connection::{describe, is_lease_not_found};
+use crate::etcd::connection::{describe, is_lease_not_found, Endpoint};
 use crate::etcd::Connection;
 use crate::retry::{self, Backoff};
 
@@ -66,8 +66,7 @@ async fn renew_on_current(
     ack_timeout: Duration,
     publish: &watch::Sender<LeaseState>,
 ) -> Result<()> {
-    let endpoint = connection.current().await?;
-    let index = endpoint.index;
+    let Endpoint { client, index } = connection.current().await?;
     let broken = |err: anyhow::Error| {
         connection.failed(index);
         err
@@ -75,7 +74,7 @@ async fn renew_on_current(
     // Opening the stream sends the first renewal and waits for its answer.
     let sent = clock::Instant::now();
     let bound = ack_timeout.max(connection.attempt_timeout());
-    let (mut keeper, mut stream) = match open(endpoint.client, id, bound).await {
+    let (mut keeper, mut stream) = match open(client, id, bound).await {
         Opened::Stream(pair) => *pair,
         Opened::LeaseGone => {
             publish.send_modify(|state| state.gone = true);
@@ -142,14 +141,22 @@ enum Opened {
 }
 
 /// Opens a keep-alive stream, which sends the first renewal, within `bound`.
-async fn open(mut client: Client, id: i64, bound: Duration) -> Opened {
-    match clock::timeout(bound, client.lease_keep_alive(id)).await {
-        Some(Ok(pair)) => Opened::Stream(Box::new(pair)),
-        Some(Err(err)) if is_lease_not_found(&err) => Opened::LeaseGone,
-        Some(Err(err)) => {
-            let err = anyhow::anyhow!(describe(&err)).context("opening the keep-alive stream");
-            Opened::Failed(err)
+/// Not an async fn: the client (kilobytes) goes onto the heap with the
+/// request, and the keeper's future holds a pointer to them, not both.
+fn open(client: Client, id: i64, bound: Duration) -> impl std::future::Future<Output = Opened> {
+    let opening = clock::timeout(bound, async move {
+        let mut client = client;
+        client.lease_keep_alive(id).await
+    });
+    async move {
+        match opening.await {
+            Some(Ok(pair)) => Opened::Stream(Box::new(pair)),
+            Some(Err(err)) if is_lease_not_found(&err) => Opened::LeaseGone,
+            Some(Err(err)) => {
+                let err = anyhow::anyhow!(describe(&err)).context("opening the keep-alive stream");
+                Opened::Failed(err)
+            }
+            None => Opened::Failed(anyhow::anyhow!("opening the keep-alive stream timed out")),
         }
-        None => Opened::Failed(anyhow::anyhow!("opening the keep-alive stream timed out")),
     }
 }
