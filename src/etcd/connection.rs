@@ -9,6 +9,7 @@
 //! [`Connection::failed`], and everyone moves to the next.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -102,6 +103,14 @@ impl Connection {
         let settings = &self.inner.settings;
         let share = settings.dial_timeout / settings.endpoints.len().max(1) as u32;
         share.max(Duration::from_millis(200).min(settings.dial_timeout))
+    }
+
+    /// `future`, bounded by one attempt's time ([`Self::attempt_timeout`]).
+    /// Boxed: what the caller holds across the wait is then a pointer, not
+    /// the request's large future (nor the client it may own), which would
+    /// otherwise be in every future that waits on etcd.
+    pub fn within_attempt<F: Future>(&self, future: F) -> tokio::time::Timeout<Pin<Box<F>>> {
+        tokio::time::timeout(self.attempt_timeout(), Box::pin(future))
     }
 
     /// A client for the current endpoint. Connecting is lazy (no I/O here)
@@ -201,11 +210,7 @@ impl Connection {
                 }
             };
             let url = &self.inner.settings.endpoints[index];
-            // Boxed, in a statement of its own (a temporary would live,
-            // unboxed, to the end of the match): what is held across the
-            // wait is then a pointer, not the request's large future.
-            let requesting = Box::pin(request(client));
-            match tokio::time::timeout(self.attempt_timeout(), requesting).await {
+            match self.within_attempt(request(client)).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(err)) if !is_transient(&err) => {
                     // etcd answered, and said no: another endpoint would say

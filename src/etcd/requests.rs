@@ -155,10 +155,9 @@ impl Connection {
         options: WatchOptions,
     ) -> Option<(WatchStream, usize)> {
         let Endpoint { mut client, index } = self.current().await.ok()?;
-        // Boxed, with the client it borrows: held here across the wait,
-        // both would be in every future that waits for a watch.
-        let open = Box::pin(async move { client.watch(key, Some(options)).await });
-        match tokio::time::timeout(self.attempt_timeout(), open).await {
+        // With the client it borrows, which goes onto the heap with it.
+        let open = async move { client.watch(key, Some(options)).await };
+        match self.within_attempt(open).await {
             Ok(Ok(stream)) => Some((stream, index)),
             _ => {
                 self.failed(index);
