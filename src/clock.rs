@@ -46,8 +46,9 @@ impl Instant {
 
 impl std::ops::Add<Duration> for Instant {
     type Output = Instant;
+    /// Saturating: a deadline past the clock's range is as good as never.
     fn add(self, rhs: Duration) -> Instant {
-        Instant(self.0 + rhs)
+        Instant(self.0.saturating_add(rhs))
     }
 }
 

@@ -76,9 +76,22 @@ pub fn main(args: Vec<OsString>) -> i32 {
 
 fn print_docs(text: &[u8]) -> i32 {
     use std::io::Write;
-    match std::io::stdout().write_all(text) {
+    let mut stdout = std::io::stdout().lock();
+    written(stdout.write_all(text).and_then(|()| stdout.flush()))
+}
+
+/// The exit code of writing --help, --version or a page to stdout: 0, or
+/// 125 with a line saying why (`>/dev/full`), as `ls --help` says "write
+/// error". A reader that went away (`| head -1`) gets no line: nobody
+/// reads the rest.
+fn written(result: std::io::Result<()>) -> i32 {
+    match result {
         Ok(()) => Exit::Success.code(),
-        Err(_) => Exit::Internal.code(),
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Exit::Internal.code(),
+        Err(err) => {
+            logging::say(Level::Error, &format!("error: writing to stdout: {err}"));
+            Exit::Internal.code()
+        }
     }
 }
 
@@ -163,8 +176,8 @@ fn usage_error(err: &clap::Error) -> i32 {
         err.kind(),
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
     ) {
-        let _ = err.print();
-        return Exit::Success.code();
+        use std::io::Write;
+        return written(err.print().and_then(|()| std::io::stdout().flush()));
     }
     let line = format!("error: {} (see 'leaderrun --help')", one_line(err));
     logging::say(Level::Error, &line);

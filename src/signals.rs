@@ -1,20 +1,36 @@
-//! The signals leaderrun passes on to the child's group: SIGINT, SIGTERM,
-//! SIGHUP and SIGQUIT.
+//! The signals leaderrun passes on to the child's group: the four that ask
+//! a program to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT) and the three a
+//! supervisor sends a daemon to tell it something (SIGUSR1, SIGUSR2,
+//! SIGALRM: runit's `sv 1`, `sv 2` and `sv alarm`, a log rotation's "reopen
+//! your logs"). Each of them kills a program that does not handle it: left
+//! to its default, it would kill leaderrun, and the guardian would SIGKILL
+//! the job, with no grace and the key left to expire.
 //!
 //! No signal reaches the child twice: the child has a process group of its
 //! own, so what the terminal sends to its foreground group reaches either the
 //! child (when it was given the terminal) or leaderrun (which forwards it),
 //! never both.
+//!
+//! A signal ignored when leaderrun starts stays ignored, for leaderrun and
+//! for the command, as it does through `flock` or `nice`: `nohup` ignores
+//! SIGHUP, and a shell without job control starts a background job with
+//! SIGINT and SIGQUIT ignored, so that the terminal's Ctrl-C spares it. A
+//! handler would undo what whoever started leaderrun asked for.
+
+use std::task::Poll;
 
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, Signal as Stream, SignalKind};
 
 /// The signals passed on to the command's job.
-const FORWARDED: [Signal; 4] = [
+pub const FORWARDED: [Signal; 7] = [
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
     Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGALRM,
 ];
 
 /// What else leaderrun listens for: SIGCHLD (the command's exit and stops)
@@ -39,31 +55,48 @@ pub fn unblock_listened() {
 }
 
 pub struct Signals {
-    streams: [(Signal, Stream); 4],
+    /// One stream for each forwarded signal that was not ignored on entry.
+    streams: Vec<(Signal, Stream)>,
 }
 
 impl Signals {
-    /// Installs the handlers. From here on these signals no longer kill
-    /// leaderrun: it decides what they mean.
+    /// Installs the handlers, but for signals ignored on entry. From here
+    /// on the others no longer kill leaderrun: it decides what they mean.
     pub fn install() -> std::io::Result<Signals> {
-        let stream = |forwarded: Signal| {
+        let mut streams = Vec::with_capacity(FORWARDED.len());
+        for forwarded in FORWARDED {
+            if ignored(forwarded) {
+                tracing::debug!("{forwarded} was ignored when leaderrun started: it stays ignored");
+                continue;
+            }
             let kind = SignalKind::from_raw(forwarded as i32);
-            signal(kind).map(|stream| (forwarded, stream))
-        };
-        let [int, term, hup, quit] = FORWARDED;
-        Ok(Signals {
-            streams: [stream(int)?, stream(term)?, stream(hup)?, stream(quit)?],
-        })
+            streams.push((forwarded, signal(kind)?));
+        }
+        Ok(Signals { streams })
     }
 
     /// The next signal received.
     pub async fn recv(&mut self) -> Signal {
-        let [(int, a), (term, b), (hup, c), (quit, d)] = &mut self.streams;
-        tokio::select! {
-            _ = a.recv() => *int,
-            _ = b.recv() => *term,
-            _ = c.recv() => *hup,
-            _ = d.recv() => *quit,
-        }
+        std::future::poll_fn(|context| {
+            for (signal, stream) in &mut self.streams {
+                // None only once the runtime is shutting down.
+                if let Poll::Ready(Some(())) = stream.poll_recv(context) {
+                    return Poll::Ready(*signal);
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// Whether `signal` is ignored now: before [`Signals::install`], whether it
+/// was ignored on entry (exec keeps an ignored signal ignored).
+fn ignored(signal: Signal) -> bool {
+    // SAFETY: sigaction reads the disposition into a local; nothing is set.
+    unsafe {
+        let mut current: nix::libc::sigaction = std::mem::zeroed();
+        nix::libc::sigaction(signal as i32, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == nix::libc::SIG_IGN
     }
 }

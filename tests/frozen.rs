@@ -83,7 +83,7 @@ fn sigterm_to_a_running_leader_ends_the_run_at_once() {
     let pidfile = dir.path().join("child");
     let mut replica = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/frozen-term", "--ttl", "30s"])
+            .args(["-vv", "--name", "jobs/frozen-term", "--ttl", "30s"])
             .args(dial_timeout())
             .arg("--")
             .args(pid_job(&pidfile)),
@@ -99,6 +99,14 @@ fn sigterm_to_a_running_leader_ends_the_run_at_once() {
     assert!(!alive(child), "the command outlived leaderrun");
     assert_eq!(code, Some(143), "{stderr}");
     assert!(took < DIAL_TIMEOUT / 2, "{took:?}: {stderr}");
+    // One bound for the whole way out: after the resignation went
+    // unanswered, the revocation and the records did not each wait theirs
+    // (the three took 1.5 s).
+    assert!(stderr.contains("giving back: not done within"), "{stderr}");
+    assert!(
+        !stderr.contains("recording the run's end: no answer"),
+        "{stderr}"
+    );
 }
 
 /// A grant counts from when it was sent, as the local deadline does: one

@@ -256,6 +256,51 @@ fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
     );
 }
 
+/// `pkill lr-guardian`, or systemd's SIGTERM to every process of a unit:
+/// the guardian ignores what it can, so that a SIGKILL of leaderrun after
+/// it still leaves nobody of the job running.
+#[test]
+fn the_guardian_outlives_the_signals_it_can_ignore() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let background = dir.path().join("bg");
+    let script = format!(
+        "sleep 323 & echo $! > '{}'; exec sleep 324",
+        background.display()
+    );
+    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        "jobs/guardian-signalled",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let background = read_pid(&background, Duration::from_secs(10));
+    let guardians = guardians_of(replica.pid());
+    assert_eq!(guardians.len(), 1, "one guardian");
+    let mut strays = Strays::new();
+    strays.add(background, "sleep 323");
+    for signal in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+        Signal::SIGUSR1,
+        Signal::SIGALRM,
+        Signal::SIGTSTP,
+    ] {
+        send(guardians[0], signal);
+    }
+    send(replica.pid(), Signal::SIGKILL);
+    wait_within(&mut replica.process, Duration::from_secs(5), "the replica");
+    await_condition(
+        Duration::from_secs(5),
+        "the guardian to kill the command's background job",
+        || !alive(background),
+    );
+}
+
 /// In a PID namespace without a `/proc` of its own (`unshare --pid` without
 /// `--mount-proc`), `/proc` numbers the host's processes: leaderrun's pid
 /// there is someone else's (pid 2 is the kernel's thread starter, with

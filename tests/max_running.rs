@@ -142,6 +142,40 @@ fn replicas_that_disagree_on_the_count_are_refused() {
     assert_eq!(etcd.candidates("jobs/odd").len(), 1, "nothing left behind");
 }
 
+/// `etcdctl elect` holds the election alone: its value is not leaderrun's
+/// JSON and says no count, and a leaderrun with two slots ran beside it.
+#[test]
+fn another_tools_holder_is_not_shared() {
+    let etcd = Etcd::start();
+    let lease = etcd.grant(60).expect("a lease");
+    // As `etcdctl elect jobs/shared etcdctl-holder` writes it.
+    etcd.put(&format!("jobs/shared/{lease:x}"), "etcdctl-holder", lease);
+    let done = run_within(
+        leaderrun(&etcd.endpoint()).args([
+            "--name",
+            "jobs/shared",
+            "--max-running",
+            "2",
+            "--",
+            "echo",
+            "ran",
+        ]),
+        LIMIT,
+    );
+    assert_one_error_line(&done, "another tool's candidate", "--max-running 2");
+    // One of one, as before: the conflict code.
+    let done = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", "jobs/shared", "--", "echo", "ran"]),
+        LIMIT,
+    );
+    assert_eq!(done.code, Some(75), "{}", done.stderr);
+    assert_eq!(
+        etcd.candidates("jobs/shared").len(),
+        1,
+        "nothing left behind"
+    );
+}
+
 /// Waiters watch one key each (only the first waiter watches the runners),
 /// so a change wakes one or two of them, not the whole queue: the number of
 /// times the queue is read grows with the number of waiters, not with its

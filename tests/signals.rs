@@ -1,18 +1,23 @@
-//! SIGINT, SIGTERM, SIGHUP and SIGQUIT at each stage of a run: while
-//! dialling etcd and while queued they end leaderrun at once with 128+N and
-//! the command never runs; while the command runs they are passed on to it,
-//! and its status is leaderrun's. A frozen etcd does not delay the exit.
+//! SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM at each
+//! stage of a run: while dialling etcd and while queued they end leaderrun
+//! at once with 128+N and the command never runs; while the command runs
+//! they are passed on to it, and its status is leaderrun's. A frozen etcd
+//! does not delay the exit. One ignored when leaderrun starts (`nohup`)
+//! stays ignored, for the command too.
 
 mod common;
 use common::*;
 use nix::sys::signal::Signal;
 use std::time::{Duration, Instant};
 
-const SIGNALS: [Signal; 4] = [
+const SIGNALS: [Signal; 7] = [
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
     Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGALRM,
 ];
 
 /// How soon leaderrun must exit after a signal that ends it.
@@ -186,6 +191,51 @@ fn signals_blocked_by_whoever_started_leaderrun_still_reach_it() {
     block_all(&mut runs);
     let mut replica = Replica::spawn(&mut runs);
     let child = read_pid(&pidfile, Duration::from_secs(10));
+    signal_and_expect_exit(&mut replica, Signal::SIGTERM);
+    assert!(!alive(child), "the command outlived leaderrun");
+}
+
+/// `nohup leaderrun ...`: SIGHUP was ignored when leaderrun started, so it
+/// stays ignored, by leaderrun and by its command, as through `flock`; so
+/// does SIGINT for a background job of a shell without job control.
+#[test]
+fn a_signal_ignored_on_entry_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let ignored = dir.path().join("ignored");
+    let script = format!(
+        "grep '^SigIgn:' /proc/self/status > '{}'; echo $$ > '{}'; exec sleep 100",
+        ignored.display(),
+        pidfile.display()
+    );
+    let mut command = leaderrun(&etcd.endpoint());
+    command.args(["--name", "jobs/nohup", "--", "sh", "-c", &script]);
+    // SAFETY: two system calls between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in [Signal::SIGHUP, Signal::SIGINT] {
+                nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigIgn)
+                    .map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
+    let mut replica = Replica::spawn(&mut command);
+    let child = read_pid(&pidfile, Duration::from_secs(10));
+    let mask = std::fs::read_to_string(&ignored).unwrap();
+    let mask = u64::from_str_radix(mask.trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    for signal in [Signal::SIGHUP, Signal::SIGINT] {
+        assert_ne!(
+            mask & (1 << (signal as u64 - 1)),
+            0,
+            "{signal} ignored for the command: {mask:x}"
+        );
+    }
+    // Neither ends the run: the first signal that does is SIGTERM's.
+    send(replica.pid(), Signal::SIGHUP);
+    send(replica.pid(), Signal::SIGINT);
     signal_and_expect_exit(&mut replica, Signal::SIGTERM);
     assert!(!alive(child), "the command outlived leaderrun");
 }

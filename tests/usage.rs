@@ -44,8 +44,19 @@ fn bad_arguments() {
         nowhere,
         "needs a user name",
     );
-    one_line_125(&["--wait-timeout", "1s", "--", "true"], nowhere, "--wait");
+    // A deadline past the clock's range was once an internal error.
+    one_line_125(
+        &["--wait-timeout", "18446744073709551615s", "--", "true"],
+        nowhere,
+        "at most 366 days",
+    );
     one_line_125(&[], nowhere, "COMMAND");
+    // status takes one of the two names; the command was ignored.
+    one_line_125(
+        &["status", "--name", "a", "--", "true"],
+        nowhere,
+        "not both",
+    );
     one_line_125(&["--name", "", "--", "true"], nowhere, "--name");
 }
 
@@ -57,6 +68,25 @@ fn malformed_endpoint() {
         "ftp://127.0.0.1:2379",
         "malformed endpoint",
     );
+}
+
+#[test]
+fn credentials_in_an_endpoint_are_refused_unrepeated() {
+    for endpoint in [
+        "http://someone:s3cret-pw@127.0.0.1:2379",
+        "someone:s3cret-pw@127.0.0.1:2379",
+    ] {
+        let done = run_within(
+            leaderrun(endpoint).args(["--", "true"]),
+            Duration::from_secs(10),
+        );
+        assert_one_error_line(&done, "--user", endpoint);
+        assert!(
+            !done.stderr.contains("s3cret-pw"),
+            "the password is repeated: {}",
+            done.stderr
+        );
+    }
 }
 
 #[test]
@@ -125,5 +155,26 @@ fn low_file_descriptor_limits_never_panic() {
             }
             _ => panic!("{context}"),
         }
+    }
+}
+
+/// `--help >/dev/full` said nothing and exited 0: the reader got no help,
+/// and nothing told it so. Now one line and 125, as for any failure.
+#[test]
+fn help_and_version_that_cannot_be_written_fail() {
+    for flag in ["--help", "--version"] {
+        let full = std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let done = std::process::Command::new(env!("CARGO_BIN_EXE_leaderrun"))
+            .arg(flag)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(125), "{flag}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{flag}: {stderr}");
+        assert!(stderr.contains("writing to stdout"), "{flag}: {stderr}");
     }
 }

@@ -13,7 +13,7 @@
 //! process just before its exec, and a guardian woken there would take the
 //! CPU from it, on the next leader's path.
 //!
-//! Two operator habits shape it:
+//! Three operator habits shape it:
 //! - `pkill -9 leaderrun` (or `killall`, `pkill -f`) must not kill the
 //!   guardian with leaderrun, or nobody is left to stop the job. `pkill`
 //!   matches the 15-character `comm`, `pkill -f` the whole command line, so
@@ -22,6 +22,9 @@
 //!   "leaderrun".
 //! - A package upgrade renames a new file over the binary while a replica
 //!   queues: the guardian opens no binary, so that changes nothing.
+//! - `pkill lr-guardian`, or SIGTERM to every process of a unit (systemd),
+//!   must not leave the job unguarded either: the guardian ignores every
+//!   signal that can be ignored ([`IGNORED`]); only SIGKILL ends it.
 //!
 //! What the guardian cannot do: once leaderrun is dead, a descendant that
 //! left the command's process group (`setsid`) has been reparented out of
@@ -41,6 +44,34 @@ use super::spawn;
 
 /// The guardian's process name (`comm`) and command line.
 pub const GUARD_NAME: &std::ffi::CStr = c"lr-guardian";
+
+/// The signals the guardian ignores: every one that would otherwise end or
+/// stop it and can be ignored. Killed, it leaves nobody to stop the job if
+/// leaderrun dies next: `pkill lr-guardian`, an operator's `kill` of a
+/// stray-looking process, or systemd's stop of a unit, which sends SIGTERM
+/// to every process in it (leaderrun then ends the run and tells the
+/// guardian "done"; SIGKILL still ends it). Synchronous faults (SIGSEGV and
+/// the like) keep their defaults.
+const IGNORED: [libc::c_int; 18] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGPIPE,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+    libc::SIGIO,
+    libc::SIGPWR,
+    libc::SIGSTKFLT,
+    libc::SIGTSTP,
+    libc::SIGTTIN,
+    libc::SIGTTOU,
+];
 
 pub struct Guard {
     /// None once closed (on drop).
@@ -78,7 +109,7 @@ impl Guard {
         let all = nix::sys::signal::SigSet::all();
         let before = all.thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_SETMASK)?;
         // SAFETY: the child makes only async-signal-safe system calls
-        // (setsid, sigaction, sigprocmask, dup2, close_range, prctl, poll,
+        // (setsid, sigaction, signal, sigprocmask, dup2, close_range, prctl, poll,
         // read, kill, _exit), on memory made before the fork, and never
         // returns from this block.
         let forked = unsafe { nix::unistd::fork() };
@@ -94,6 +125,9 @@ impl Guard {
                 // end least of all, or the hang-up would never come.
                 libc::setsid();
                 spawn::default_handlers();
+                for signal in IGNORED {
+                    libc::signal(signal, libc::SIG_IGN);
+                }
                 let mut none: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut none);
                 libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());

@@ -12,7 +12,7 @@ mod parse;
 
 use parse::{
     parse_dial_timeout, parse_duration, parse_max_running, parse_signal, parse_timeout, parse_ttl,
-    parse_window,
+    parse_wait_timeout, parse_window,
 };
 
 use std::ffi::OsString;
@@ -279,10 +279,10 @@ pub struct ElectionArgs {
     #[arg(short, long)]
     pub wait: bool,
 
-    /// Give up queueing after this long, with the conflict exit code. The
-    /// queue is always looked at once: `--wait-timeout 0` runs if nobody
-    /// leads, as `flock -w 0` does.
-    #[arg(long, value_name = "DURATION", requires = "wait", value_parser = parse_duration, allow_hyphen_values = true)]
+    /// Queue, as --wait, but give up after this long, with the conflict exit
+    /// code. The queue is always looked at once: `--wait-timeout 0` runs if
+    /// nobody leads, as `flock -w 0` does.
+    #[arg(long, value_name = "DURATION", value_parser = parse_wait_timeout, allow_hyphen_values = true)]
     pub wait_timeout: Option<Duration>,
 
     /// Start at most one run per DURATION, across all replicas: for cron

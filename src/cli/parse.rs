@@ -50,6 +50,17 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
     bounded(text, "the timeout", least, (DAY * 366, "366 days"))
 }
 
+/// --wait-timeout: up to a year, as --timeout; a wait longer than that is
+/// no bound at all (and a deadline past the clock's range cannot be set).
+pub fn parse_wait_timeout(text: &str) -> Result<Duration, String> {
+    bounded(
+        text,
+        "the wait timeout",
+        (Duration::ZERO, "0"),
+        (DAY * 366, "366 days"),
+    )
+}
+
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     bounded(text, "the TTL", WHOLE_SECOND, (DAY, "24h"))
 }

@@ -374,13 +374,26 @@ impl<'a> Election<'a> {
 
     /// Replicas that disagree on --max-running would each count the slots
     /// their own way, and together run more than either allows: refuse.
+    /// Another tool's candidate (`etcdctl elect` or `lock`, whose value is
+    /// not leaderrun's JSON) holds the election alone, as one of one.
     fn agree(&self, others: &[Leader]) -> Result<()> {
         let Some(other) = others.iter().find(|other| {
             let theirs = other.holder.max_running;
-            theirs != 0 && theirs != self.slots
+            theirs != self.slots && (theirs != 0 || self.slots != 1)
         }) else {
             return Ok(());
         };
+        if other.holder.max_running == 0 {
+            return Err(CodedError::error(
+                Exit::Internal,
+                format!(
+                    "--max-running {} cannot share {} with another tool's candidate ({}), which holds it alone: run it with --max-running 1, or give leaderrun another --name",
+                    self.slots,
+                    self.name,
+                    other.describe(),
+                ),
+            ));
+        }
         Err(CodedError::error(
             Exit::Internal,
             format!(

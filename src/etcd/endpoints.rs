@@ -41,6 +41,15 @@ pub fn parse(text: &str, default_scheme: &str) -> Result<Vec<String>> {
 }
 
 fn normalise(item: &str, default_scheme: &str) -> Result<String> {
+    // `user:password@host:port`: etcdctl takes no credentials there either.
+    // The item is not repeated: it holds the password, which no message
+    // shows.
+    if let Some((_, host)) = item.rsplit_once('@') {
+        bail!(
+            "malformed endpoint '…@{host}': credentials go in --user and --password \
+             (or ETCDCTL_USER and ETCDCTL_PASSWORD), not in the endpoint"
+        );
+    }
     let (scheme, rest) = match item.split_once("://") {
         Some((scheme @ ("http" | "https"), rest)) => (scheme, rest),
         Some((scheme, _)) => {
@@ -88,6 +97,16 @@ mod tests {
     }
 
     #[test]
+    fn credentials_are_refused_and_not_repeated() {
+        let refused = parse("http://me:s3cret@a:1", "http")
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("--password"), "{refused}");
+        assert!(refused.contains("a:1"), "{refused}");
+        assert!(!refused.contains("s3cret"), "{refused}");
+    }
+
+    #[test]
     fn rejects_malformed() {
         for bad in [
             "",
@@ -100,6 +119,7 @@ mod tests {
             "http://a/b:1",
             "::1:2379",
             "h:1 h:2",
+            "http://u:p@a:1",
         ] {
             assert!(parse(bad, "http").is_err(), "{bad} should be rejected");
         }

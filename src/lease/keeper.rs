@@ -71,10 +71,16 @@ async fn renew_on_current(
         connection.failed(index);
         err
     };
-    // Opening the stream sends the first renewal and waits for its answer.
+    // Opening the stream sends the first renewal and waits for its answer:
+    // a renewal, bounded as every other. Bounded by an attempt's share of
+    // the dial timeout instead (2.5 s of a 6 s TTL, with two endpoints), a
+    // first renewal on an endpoint that had gone silent since the grant
+    // failed over only after the local deadline had stopped the command. It
+    // may have to connect first (after a failure, the next endpoint's
+    // connection is made by this request): a sixth of the TTL, 300 ms at
+    // least, is a generous time for that too.
     let sent = clock::Instant::now();
-    let bound = ack_timeout.max(connection.attempt_timeout());
-    let (mut keeper, mut stream) = match open(client, id, bound).await {
+    let (mut keeper, mut stream) = match open(client, id, ack_timeout).await {
         Opened::Stream(pair) => *pair,
         Opened::LeaseGone => {
             publish.send_modify(|state| state.gone = true);

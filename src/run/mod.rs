@@ -93,7 +93,8 @@ impl Config {
             holder,
             election,
             ttl: cli.election.ttl,
-            wait: cli.election.wait,
+            // --wait-timeout bounds a wait: it implies one, as `flock -w` does.
+            wait: cli.election.wait || cli.election.wait_timeout.is_some(),
             wait_timeout: cli.election.wait_timeout,
             conflict_code: cli.election.conflict_exit_code,
             once_per: cli.election.once_per,
@@ -147,16 +148,29 @@ pub async fn run(cli: Cli) -> Result<i32> {
     // they would ask for, leaving, is under way (bounded by CLEANUP).
     phase.set(Phase::Resigning);
     let answered = tokio::sync::Notify::new();
+    // Each request on the way out is bounded by CLEANUP, and so is the
+    // whole way: after a resignation etcd did not answer, the revocation
+    // and the records would each wait as long again, for an etcd that is
+    // frozen or gone. What is not given back by then expires by itself.
+    // On tokio's clock, not the boot-time one: this bound guards no lease,
+    // and arming it costs no system call on the next leader's path.
     let resign = async {
-        match ended {
-            Some(ended) => {
-                let election = Election::new(&connection, &config.election, config.max_running);
-                session.resign(ended, &election, &answered).await;
+        let given_back = tokio::time::timeout(CLEANUP, async {
+            match ended {
+                Some(ended) => {
+                    let election = Election::new(&connection, &config.election, config.max_running);
+                    session.resign(ended, &election, &answered).await;
+                }
+                None => session.give_back().await,
             }
-            None => session.give_back().await,
+        });
+        match given_back.await {
+            Ok(()) => tracing::trace!("given back"),
+            Err(_) => tracing::info!(
+                "giving back: not done within {CLEANUP:?}; what is left expires with its lease"
+            ),
         }
         answered.notify_one();
-        tracing::trace!("given back");
     };
     // The job is gone (or never was): the guardian is released and
     // collected once the resignation's first request (the one the next

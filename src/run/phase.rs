@@ -22,7 +22,7 @@
 //!
 //! | event \ phase            | Dialling … Claiming                        | Running              | Stopping    | Resigning |
 //! |--------------------------|--------------------------------------------|----------------------|-------------|-----------|
-//! | SIGINT/TERM/HUP/QUIT     | give back, exit 128+N: nothing ran         | forward to the job   | forward     | ignore    |
+//! | a forwarded signal (1)   | give back, exit 128+N: nothing ran         | forward to the job   | forward     | ignore    |
 //! | --wait-timeout           | give back, exit the conflict code          | –                    | –           | –         |
 //! | lease gone               | campaign again (--wait), else conflict     | stop the job, 124    | ignore      | ignore    |
 //! | local deadline passed    | –  (a waiter's lease guards no command)    | stop the job, 124    | ignore      | ignore    |
@@ -32,6 +32,9 @@
 //! | the command stopped (tty)| –                                          | stop like it; continue with it | – | – |
 //! | etcd error               | first attempt: fail (125); once queued: retry with backoff | (the lease deadline decides) | ignore | ignore |
 //! | etcd refused credentials or permission | fail (125)                   | –                    | –           | –         |
+//!
+//! (1) SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, but for
+//! one ignored when leaderrun started, which stays ignored (`signals`).
 //!
 //! Every clean-up on the way out (giving back a lease, a queue place or an
 //! unspent window) is best effort and bounded by [`CLEANUP`]: what is not

@@ -34,6 +34,12 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
         return all::all(&connection, prefix, format).await;
     }
     let election = match (&args.name.name, args.command.is_empty()) {
+        // One of them names it: a command beside --name would be ignored.
+        (Some(_), false) => {
+            anyhow::bail!(
+                "name the election with --name or with the command line after --, not both"
+            )
+        }
         (Some(name), _) if !name.is_empty() => name.clone(),
         (None, false) => name::derive(&args.command),
         _ => anyhow::bail!("name the election with --name, or give the command line after --"),
