@@ -22,7 +22,7 @@ Register-ArgumentCompleter -Native -CommandName 'leaderrun' -ScriptBlock {
     $completions = @(switch ($command) {
         'leaderrun' {
             [CompletionResult]::new('--endpoints', '--endpoints', [CompletionResultType]::ParameterName, 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails')
-            [CompletionResult]::new('--dial-timeout', '--dial-timeout', [CompletionResultType]::ParameterName, 'How long to wait for etcd to answer before giving up (exit 125)')
+            [CompletionResult]::new('--dial-timeout', '--dial-timeout', [CompletionResultType]::ParameterName, 'How long to wait for etcd to answer before giving up (exit 125). An etcd that takes the connection and then says nothing may be given up on sooner: the connection''s ping, every third of the TTL, closes it after two thirds of the TTL')
             [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'Trust the CAs in FILE (PEM) for etcd''s server certificate, instead of the system''s. Any TLS option makes bare `host:port` endpoints https')
             [CompletionResult]::new('--cert', '--cert', [CompletionResultType]::ParameterName, 'Client certificate (PEM), for an etcd that checks client certificates')
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Private key (PEM) of --cert')
@@ -62,7 +62,7 @@ Register-ArgumentCompleter -Native -CommandName 'leaderrun' -ScriptBlock {
             [CompletionResult]::new('--prefix', '--prefix', [CompletionResultType]::ParameterName, 'With --all: only elections whose names start with PREFIX')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'How to print: text, json (as --json), or prometheus (the text exposition format, for node_exporter''s textfile collector)')
             [CompletionResult]::new('--endpoints', '--endpoints', [CompletionResultType]::ParameterName, 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails')
-            [CompletionResult]::new('--dial-timeout', '--dial-timeout', [CompletionResultType]::ParameterName, 'How long to wait for etcd to answer before giving up (exit 125)')
+            [CompletionResult]::new('--dial-timeout', '--dial-timeout', [CompletionResultType]::ParameterName, 'How long to wait for etcd to answer before giving up (exit 125). An etcd that takes the connection and then says nothing may be given up on sooner: the connection''s ping, every third of the TTL, closes it after two thirds of the TTL')
             [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'Trust the CAs in FILE (PEM) for etcd''s server certificate, instead of the system''s. Any TLS option makes bare `host:port` endpoints https')
             [CompletionResult]::new('--cert', '--cert', [CompletionResultType]::ParameterName, 'Client certificate (PEM), for an etcd that checks client certificates')
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Private key (PEM) of --cert')

@@ -19,7 +19,7 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
     var completions = [
         &'leaderrun'= {
             cand --endpoints 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails'
-            cand --dial-timeout 'How long to wait for etcd to answer before giving up (exit 125)'
+            cand --dial-timeout 'How long to wait for etcd to answer before giving up (exit 125). An etcd that takes the connection and then says nothing may be given up on sooner: the connection''s ping, every third of the TTL, closes it after two thirds of the TTL'
             cand --cacert 'Trust the CAs in FILE (PEM) for etcd''s server certificate, instead of the system''s. Any TLS option makes bare `host:port` endpoints https'
             cand --cert 'Client certificate (PEM), for an etcd that checks client certificates'
             cand --key 'Private key (PEM) of --cert'
@@ -58,7 +58,7 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
             cand --prefix 'With --all: only elections whose names start with PREFIX'
             cand --format 'How to print: text, json (as --json), or prometheus (the text exposition format, for node_exporter''s textfile collector)'
             cand --endpoints 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails'
-            cand --dial-timeout 'How long to wait for etcd to answer before giving up (exit 125)'
+            cand --dial-timeout 'How long to wait for etcd to answer before giving up (exit 125). An etcd that takes the connection and then says nothing may be given up on sooner: the connection''s ping, every third of the TTL, closes it after two thirds of the TTL'
             cand --cacert 'Trust the CAs in FILE (PEM) for etcd''s server certificate, instead of the system''s. Any TLS option makes bare `host:port` endpoints https'
             cand --cert 'Client certificate (PEM), for an etcd that checks client certificates'
             cand --key 'Private key (PEM) of --cert'

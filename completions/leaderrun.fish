@@ -25,7 +25,7 @@ function __fish_leaderrun_using_subcommand
 end
 
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
-complete -c leaderrun -n "__fish_leaderrun_needs_command" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125)' -r
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125). An etcd that takes the connection and then says nothing may be given up on sooner: the connection\'s ping, every third of the TTL, closes it after two thirds of the TTL' -r
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l cacert -d 'Trust the CAs in FILE (PEM) for etcd\'s server certificate, instead of the system\'s. Any TLS option makes bare `host:port` endpoints https' -r -F
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l cert -d 'Client certificate (PEM), for an etcd that checks client certificates' -r -F
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l key -d 'Private key (PEM) of --cert' -r -F
@@ -66,7 +66,7 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l format -d
 json\t''
 prometheus\t''"
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125)' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125). An etcd that takes the connection and then says nothing may be given up on sooner: the connection\'s ping, every third of the TTL, closes it after two thirds of the TTL' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l cacert -d 'Trust the CAs in FILE (PEM) for etcd\'s server certificate, instead of the system\'s. Any TLS option makes bare `host:port` endpoints https' -r -F
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l cert -d 'Client certificate (PEM), for an etcd that checks client certificates' -r -F
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l key -d 'Private key (PEM) of --cert' -r -F

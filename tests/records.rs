@@ -108,6 +108,48 @@ fn a_lost_run_is_recorded_as_lost() {
     assert_eq!(shown["last_succeeded"], serde_json::Value::Null, "{shown}");
 }
 
+/// A leader SIGKILLed mid-run writes no end: its start record says
+/// "running" for good. `status` said "this run: running" with nobody
+/// leading; it says the leader is gone.
+#[test]
+fn a_start_with_its_leader_gone_is_not_shown_as_running() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/killed", "--ttl", "2s", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, LIMIT);
+    let text = || {
+        run_within(
+            leaderrun(&etcd.endpoint()).args(["status", "--name", "jobs/killed"]),
+            LIMIT,
+        )
+        .stdout
+    };
+    await_condition(LIMIT, "the start record", || {
+        etcd.get("jobs/killed.last-started").is_some()
+    });
+    assert!(text().contains("this run: running"), "{}", text());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(replica.pid()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_within(&mut replica.process, LIMIT, "the replica");
+    await_condition(LIMIT, "the lease to expire", || {
+        etcd.candidates("jobs/killed").is_empty()
+    });
+    let shown = text();
+    assert!(!shown.contains("this run:"), "{shown}");
+    assert!(
+        shown.contains("last start: on ") && shown.contains("no end recorded: its leader is gone"),
+        "{shown}"
+    );
+}
+
 /// A leader paused past its lease, resumed after a newer leader's run: its
 /// late "lost" record is fenced off by the newer token.
 #[test]

@@ -207,7 +207,10 @@ pub struct ConnectionArgs {
     )]
     pub endpoints: Option<String>,
 
-    /// How long to wait for etcd to answer before giving up (exit 125).
+    /// How long to wait for etcd to answer before giving up (exit 125). An
+    /// etcd that takes the connection and then says nothing may be given up
+    /// on sooner: the connection's ping, every third of the TTL, closes it
+    /// after two thirds of the TTL.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_dial_timeout, allow_hyphen_values = true)]
     pub dial_timeout: Duration,
 

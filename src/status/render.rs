@@ -154,7 +154,26 @@ pub fn text(report: &Report) -> String {
                 != Some(started.token)
     });
     if let Some(run) = running {
-        lines.push(format!("this run: {}", run_line(run)));
+        // A start record is "running" until the run's end is written. If
+        // nobody holding the election holds its token, its leader is gone
+        // without writing that end (killed, or etcd refused the write).
+        let holds = |token: i64| {
+            report
+                .leader
+                .as_ref()
+                .is_some_and(|leader| leader.token == token)
+                || report.runners.iter().any(|runner| runner.token == token)
+        };
+        if holds(run.token) {
+            lines.push(format!("this run: {}", run_line(run)));
+        } else {
+            lines.push(format!(
+                "last start: on {}, {}, token {}; no end recorded: its leader is gone",
+                printable(&run.host),
+                printable(&run.started),
+                run.token
+            ));
+        }
     }
     if let Some(last) = &report.records.last_finished {
         lines.push(format!("last run: {}", run_line(last)));
