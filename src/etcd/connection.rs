@@ -218,9 +218,12 @@ impl Connection {
                     // denied permission is our configuration's fault, like
                     // refused credentials: no wait will change it.
                     let message = format!("{}{}", describe(&err), self.hint(Symptom::of(&err)));
-                    let err = match is_permission_denied(&err) {
-                        true => anyhow!(Refused(message)),
-                        false => anyhow!(message),
+                    let err = if is_permission_denied(&err) {
+                        anyhow!(Refused(message))
+                    } else if is_no_space(&err) {
+                        anyhow!(NoSpace(message))
+                    } else {
+                        anyhow!(message)
                     };
                     return Err(err.context(format!("etcd at {url} refused {what}")));
                 }
@@ -318,6 +321,29 @@ pub fn is_transient(err: &etcd_client::Error) -> bool {
         _ => false,
     }
 }
+
+/// etcd's database is full (its NOSPACE alarm is raised): it refuses every
+/// write and every lease grant until an operator frees space, compacts,
+/// defragments and disarms the alarm. Told by etcd's message
+/// (`ErrGRPCNoSpace`, its API): its code, ResourceExhausted, also means a
+/// message over the size limit.
+fn is_no_space(err: &etcd_client::Error) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(status)
+        if status.code() == tonic::Code::ResourceExhausted
+            && status.message().contains("database space exceeded"))
+}
+
+/// A refusal of a full etcd ([`is_no_space`]): only an operator ends it.
+#[derive(Debug)]
+pub struct NoSpace(String);
+
+impl std::fmt::Display for NoSpace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoSpace {}
 
 /// etcd refused a request for want of a permission.
 fn is_permission_denied(err: &etcd_client::Error) -> bool {

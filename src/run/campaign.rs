@@ -38,9 +38,10 @@ use crate::election::record::{self, Ended};
 use crate::election::{
     Attempt, Election, KeyLoss, Leader, Leadership, OwnKey, PlaceLost, Queued, Successor, Turn,
 };
-use crate::etcd::connection::Connection;
+use crate::etcd::connection::{Connection, NoSpace};
 use crate::exit;
 use crate::lease::Lease;
+use crate::logging;
 use crate::retry::CLEANUP;
 use crate::retry::{self, Backoff};
 
@@ -392,6 +393,7 @@ impl<'a> Campaign<'a> {
     /// [`decide`].
     pub async fn run(&mut self, session: &mut Session) -> Outcome {
         let mut backoff = Backoff::new(retry::WAITING);
+        let mut warned_full = false;
         loop {
             let (event, error) = match self.attempt(session).await {
                 Step::Done(outcome) => return outcome,
@@ -405,6 +407,19 @@ impl<'a> Campaign<'a> {
                 }
                 Action::Retry => {
                     tracing::info!("{}; retrying", describe(&event, error.as_ref()));
+                    // A full etcd refuses until an operator acts: a queued
+                    // replica rides it out, but says so once, without -v,
+                    // rather than retrying in silence for hours.
+                    let full = error
+                        .as_ref()
+                        .is_some_and(|err| err.chain().any(|cause| cause.is::<NoSpace>()));
+                    if full && !warned_full {
+                        warned_full = true;
+                        logging::say(
+                            logging::Level::Warn,
+                            "etcd's database is full (its NOSPACE alarm is raised): waiting until an operator frees space (compact, defragment, then etcdctl alarm disarm)",
+                        );
+                    }
                     backoff.wait().await;
                 }
                 Action::GiveUp => return Outcome::Held(None),
