@@ -47,9 +47,12 @@ use logging::Level;
 pub fn main(args: Vec<OsString>) -> i32 {
     install_panic_hook();
     let separated = args.iter().any(|arg| arg == "--");
-    let cli = match cli::Cli::try_parse_from(args) {
+    let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(err) => return usage_error(&err),
+        Err(err) => {
+            logging::set_format(asked_format(&args));
+            return usage_error(&err);
+        }
     };
     let output = match &cli.subcommand {
         Some(cli::Command::Status(status)) => &status.output,
@@ -169,6 +172,32 @@ fn enough_file_descriptors() -> Result<(), String> {
     }
 }
 
+/// The --log-format the arguments ask for, read from them as given: a
+/// usage error comes before they are parsed, and a log shipper that asked
+/// for JSON must get that line as JSON too. The last one before `--` wins,
+/// as when parsed.
+fn asked_format(args: &[OsString]) -> logging::LogFormat {
+    let mut format = logging::LogFormat::Text;
+    let own = args.iter().take_while(|arg| *arg != "--");
+    let mut value_next = false;
+    for arg in own {
+        let value = if value_next {
+            Some(arg.as_os_str())
+        } else {
+            arg.to_str()
+                .and_then(|arg| arg.strip_prefix("--log-format="))
+                .map(std::ffi::OsStr::new)
+        };
+        value_next = arg == "--log-format";
+        match value.and_then(|value| value.to_str()) {
+            Some("json") => format = logging::LogFormat::Json,
+            Some("text") => format = logging::LogFormat::Text,
+            _ => {}
+        }
+    }
+    format
+}
+
 /// clap's errors span several lines; ours are one, and exit 125, not 2.
 fn usage_error(err: &clap::Error) -> i32 {
     use clap::error::ErrorKind;
@@ -205,6 +234,28 @@ fn one_line(err: &clap::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_log_format_is_read_from_arguments_that_do_not_parse() {
+        let format =
+            |args: &[&str]| asked_format(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        use logging::LogFormat::{Json, Text};
+        assert_eq!(
+            format(&["leaderrun", "--log-format", "json", "--ttl", "x"]),
+            Json
+        );
+        assert_eq!(format(&["leaderrun", "--log-format=json", "--bogus"]), Json);
+        assert_eq!(
+            format(&["leaderrun", "--log-format=json", "--log-format", "text"]),
+            Text
+        );
+        assert_eq!(format(&["leaderrun", "--bogus"]), Text);
+        // The command's own arguments are not leaderrun's.
+        assert_eq!(
+            format(&["leaderrun", "--", "app", "--log-format", "json"]),
+            Text
+        );
+    }
 
     #[test]
     fn clap_errors_become_one_line() {

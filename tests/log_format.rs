@@ -68,6 +68,23 @@ fn every_line_on_stderr_is_a_json_object() {
     assert_eq!(lines[0]["level"], "ERROR");
     let message = lines[0]["fields"]["message"].as_str().unwrap();
     assert!(message.starts_with("leaderrun: error: "), "{message}");
+
+    // And a usage error, which comes before the options are parsed.
+    let refused = run_within(
+        leaderrun("http://127.0.0.1:1").args([
+            "--log-format",
+            "json",
+            "--ttl",
+            "soon",
+            "--",
+            "true",
+        ]),
+        LIMIT,
+    );
+    assert_eq!(refused.code, Some(125), "{}", refused.stderr);
+    let lines = objects(&refused.stderr);
+    assert_eq!(lines.len(), 1, "{}", refused.stderr);
+    assert_eq!(lines[0]["level"], "ERROR");
 }
 
 #[test]
