@@ -15,7 +15,11 @@
 //! for the command, as it does through `flock` or `nice`: `nohup` ignores
 //! SIGHUP, and a shell without job control starts a background job with
 //! SIGINT and SIGQUIT ignored, so that the terminal's Ctrl-C spares it. A
-//! handler would undo what whoever started leaderrun asked for.
+//! handler would undo what whoever started leaderrun asked for. Two go to
+//! the command at their defaults whatever they were (`child::spawn`):
+//! SIGPIPE, which Rust's runtime ignores before `main`, so that how it came
+//! cannot be seen, and SIGCHLD, which ignored would make the command's own
+//! children vanish unwaited.
 
 use std::task::Poll;
 

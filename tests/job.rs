@@ -289,8 +289,16 @@ fn the_guardian_outlives_the_signals_it_can_ignore() {
         Signal::SIGUSR1,
         Signal::SIGALRM,
         Signal::SIGTSTP,
+        Signal::SIGABRT,
+        Signal::SIGSEGV,
+        Signal::SIGSYS,
     ] {
         send(guardians[0], signal);
+    }
+    // Real-time signals end a process that does not handle them, too.
+    for signal in [nix::libc::SIGRTMIN(), nix::libc::SIGRTMAX()] {
+        // SAFETY: kill takes plain numbers.
+        assert_eq!(unsafe { nix::libc::kill(guardians[0], signal) }, 0);
     }
     send(replica.pid(), Signal::SIGKILL);
     wait_within(&mut replica.process, Duration::from_secs(5), "the replica");

@@ -24,7 +24,7 @@
 //!   queues: the guardian opens no binary, so that changes nothing.
 //! - `pkill lr-guardian`, or SIGTERM to every process of a unit (systemd),
 //!   must not leave the job unguarded either: the guardian ignores every
-//!   signal that can be ignored ([`IGNORED`]); only SIGKILL ends it.
+//!   signal it can ([`ignore_every_signal`]); only SIGKILL ends it.
 //!
 //! What the guardian cannot do: once leaderrun is dead, a descendant that
 //! left the command's process group (`setsid`) has been reparented out of
@@ -40,38 +40,26 @@ use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Pid};
 
-use super::spawn;
-
 /// The guardian's process name (`comm`) and command line.
 pub const GUARD_NAME: &std::ffi::CStr = c"lr-guardian";
 
-/// The signals the guardian ignores: every one that would otherwise end or
-/// stop it and can be ignored. Killed, it leaves nobody to stop the job if
-/// leaderrun dies next: `pkill lr-guardian`, an operator's `kill` of a
-/// stray-looking process, or systemd's stop of a unit, which sends SIGTERM
-/// to every process in it (leaderrun then ends the run and tells the
-/// guardian "done"; SIGKILL still ends it). Synchronous faults (SIGSEGV and
-/// the like) keep their defaults.
-const IGNORED: [libc::c_int; 18] = [
-    libc::SIGHUP,
-    libc::SIGINT,
-    libc::SIGQUIT,
-    libc::SIGTERM,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGALRM,
-    libc::SIGPIPE,
-    libc::SIGVTALRM,
-    libc::SIGPROF,
-    libc::SIGXCPU,
-    libc::SIGXFSZ,
-    libc::SIGIO,
-    libc::SIGPWR,
-    libc::SIGSTKFLT,
-    libc::SIGTSTP,
-    libc::SIGTTIN,
-    libc::SIGTTOU,
-];
+/// Ignores every signal but SIGKILL and SIGSTOP, which cannot be: leaderrun's
+/// handlers go with it (they would write to leaderrun's signal pipe).
+/// Killed, the guardian leaves nobody to stop the job if leaderrun dies
+/// next: `pkill lr-guardian`, an operator's `kill` of a stray-looking
+/// process, or systemd's stop of a unit, which sends SIGTERM to every
+/// process in it (leaderrun then ends the run and tells the guardian
+/// "done"). A real fault still ends it: the kernel delivers SIGSEGV and the
+/// like at their defaults when they are ignored. The two real-time signals
+/// the C library keeps for itself cannot be set here, and keep theirs.
+fn ignore_every_signal() {
+    for signal in 1..=libc::SIGRTMAX() {
+        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+            // SAFETY: sets a disposition; no handler of ours runs.
+            unsafe { libc::signal(signal, libc::SIG_IGN) };
+        }
+    }
+}
 
 pub struct Guard {
     /// None once closed (on drop).
@@ -124,10 +112,7 @@ impl Guard {
                 // pipe; nothing else of leaderrun's open: the pipe's write
                 // end least of all, or the hang-up would never come.
                 libc::setsid();
-                spawn::default_handlers();
-                for signal in IGNORED {
-                    libc::signal(signal, libc::SIG_IGN);
-                }
+                ignore_every_signal();
                 let mut none: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut none);
                 libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
