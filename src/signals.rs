@@ -27,7 +27,7 @@ use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, Signal as Stream, SignalKind};
 
 /// The signals passed on to the command's job.
-pub const FORWARDED: [Signal; 7] = [
+const FORWARDED: [Signal; 7] = [
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
@@ -97,10 +97,17 @@ impl Signals {
 /// Whether `signal` is ignored now: before [`Signals::install`], whether it
 /// was ignored on entry (exec keeps an ignored signal ignored).
 fn ignored(signal: Signal) -> bool {
+    disposition(signal as i32) == Some(nix::libc::SIG_IGN)
+}
+
+/// What `signal` does now: SIG_DFL, SIG_IGN or a handler's address; None
+/// if it cannot be read. One system call, no allocation: a forked or
+/// cloned child may call it before its exec.
+pub fn disposition(signal: nix::libc::c_int) -> Option<nix::libc::sighandler_t> {
     // SAFETY: sigaction reads the disposition into a local; nothing is set.
     unsafe {
         let mut current: nix::libc::sigaction = std::mem::zeroed();
-        nix::libc::sigaction(signal as i32, std::ptr::null(), &mut current) == 0
-            && current.sa_sigaction == nix::libc::SIG_IGN
+        (nix::libc::sigaction(signal, std::ptr::null(), &mut current) == 0)
+            .then_some(current.sa_sigaction)
     }
 }

@@ -97,9 +97,9 @@ impl Guard {
         let all = nix::sys::signal::SigSet::all();
         let before = all.thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_SETMASK)?;
         // SAFETY: the child makes only async-signal-safe system calls
-        // (setsid, sigaction, signal, sigprocmask, dup2, close_range, prctl, poll,
-        // read, kill, _exit), on memory made before the fork, and never
-        // returns from this block.
+        // (setsid, signal, sigprocmask, dup2, close_range, prctl, poll, read,
+        // kill, _exit), on memory made before the fork, and never returns
+        // from this block.
         let forked = unsafe { nix::unistd::fork() };
         if !matches!(forked, Ok(ForkResult::Child)) {
             let _ = before.thread_set_mask();

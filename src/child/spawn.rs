@@ -203,17 +203,14 @@ extern "C" fn run_child(plan: *mut libc::c_void) -> libc::c_int {
 /// In a child of leaderrun (its handler table its own copy): leaderrun's
 /// signal handlers back to the defaults an exec would give, and SIGPIPE,
 /// which Rust ignores, too. System calls only.
-pub(super) fn default_handlers() {
+fn default_handlers() {
     for signal in 1..libc::SIGRTMAX() {
-        // SAFETY: sigaction into and from locals.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction != libc::SIG_DFL
-                && (old.sa_sigaction != libc::SIG_IGN || signal == libc::SIGPIPE)
-            {
-                libc::signal(signal, libc::SIG_DFL);
-            }
+        let reset = crate::signals::disposition(signal).is_some_and(|current| {
+            current != libc::SIG_DFL && (current != libc::SIG_IGN || signal == libc::SIGPIPE)
+        });
+        if reset {
+            // SAFETY: sets a disposition; no handler of ours runs.
+            unsafe { libc::signal(signal, libc::SIG_DFL) };
         }
     }
 }
