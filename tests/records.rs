@@ -1,7 +1,8 @@
 //! Run records: every run leaves a record in etcd of where it ran, when,
 //! and how it ended; `status` shows them, and `status --max-age` checks that
-//! a run succeeded recently. Records are fenced by token: a stale leader
-//! never overwrites a newer one's.
+//! a run succeeded recently. Records are fenced by entitlement, not by
+//! token: a run that still holds its key records its end, whatever the
+//! tokens say; a stale one never overwrites a record newer than its win.
 
 mod common;
 use common::*;
@@ -221,4 +222,85 @@ fn max_age_is_a_freshness_check() {
         "{}",
         stale.stdout
     );
+}
+
+/// With --max-running 2, runs finish in any order: the run with the
+/// smaller token that finishes last is "last finished" (its failure was
+/// recorded nowhere when records were fenced by the larger token), and the
+/// success before it stays "last succeeded".
+#[test]
+fn with_several_runners_the_run_that_finishes_last_is_recorded() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("go");
+    let name = "jobs/order";
+    let mut first = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--max-running", "2", "--"])
+            .args(["sh", "-c", &format!("{}; exit 7", until_exists(&flag))]),
+    );
+    await_condition(LIMIT, "the first runner's key", || {
+        etcd.candidates(name).len() == 1
+    });
+    let second = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", name, "--max-running", "2", "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    let between = status_json(&etcd, name);
+    let success = between["last_succeeded"].clone();
+    assert_eq!(success["outcome"], "succeeded", "{between}");
+    std::fs::write(&flag, "").unwrap();
+    let (code, stderr) = first.finish(LIMIT);
+    assert_eq!(code, Some(7), "{stderr}");
+
+    let shown = status_json(&etcd, name);
+    let finished = &shown["last_finished"];
+    assert_eq!(finished["outcome"], "failed", "{shown}");
+    assert_eq!(finished["exit_code"], 7, "{shown}");
+    assert!(
+        finished["token"].as_i64() < success["token"].as_i64(),
+        "the smaller token finished last: {shown}"
+    );
+    assert_eq!(shown["last_succeeded"], success, "{shown}");
+    // The run that started last is the second: the first's end leaves its
+    // record in `last-started` alone.
+    let started: serde_json::Value =
+        serde_json::from_str(&etcd.get(&format!("{name}.last-started")).unwrap()).unwrap();
+    assert_eq!(started["token"], success["token"], "{started}");
+}
+
+/// `etcdctl make-mirror` copies records into a cluster whose revisions
+/// start again low: a copied token of 900000 froze every later record with
+/// --max-running above 1 (fenced by the larger token), and `--max-age`
+/// said stale while jobs succeeded. Now every run replaces them, with one
+/// runner or several alike.
+#[test]
+fn records_copied_from_another_cluster_do_not_freeze_the_records() {
+    let etcd = Etcd::start();
+    for (name, slots) in [("jobs/copied1", "1"), ("jobs/copied2", "2")] {
+        let copied = serde_json::json!({
+            "host": "old-cluster", "pid": 1, "token": 900000, "command": "batch",
+            "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z",
+            "duration_s": 1.0, "exit_code": 0, "outcome": "succeeded",
+        })
+        .to_string();
+        for which in ["last-started", "last-finished", "last-succeeded"] {
+            etcd.put(&format!("{name}.{which}"), &copied, 0);
+        }
+        assert_eq!(
+            run(&etcd, name, &["--max-running", slots, "--", "true"]),
+            Some(0)
+        );
+        let shown = status_json(&etcd, name);
+        for which in ["last_finished", "last_succeeded"] {
+            assert_ne!(shown[which]["host"], "old-cluster", "{which}: {shown}");
+            assert!(shown[which]["token"].as_i64().unwrap() < 900000, "{shown}");
+        }
+        let fresh = run_within(
+            leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
+            LIMIT,
+        );
+        assert_eq!(fresh.code, Some(0), "--max-running {slots}: {}", fresh.stdout);
+    }
 }

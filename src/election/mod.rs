@@ -440,9 +440,10 @@ impl<'a> Election<'a> {
             revision,
         }))
     }
-    /// Gives up our key, if it is still ours, in one transaction with
-    /// `also`: deletes it, and does `then`, if `also` holds too. The
-    /// revision of that write, if it was made; if not, nothing was written.
+    /// Gives up our key, if it is still ours: in one transaction, deletes
+    /// it and does `then` (the run's end records, written as a run still
+    /// entitled to them). The revision of that write, if it was made; if
+    /// not, nothing was written.
     ///
     /// The next in line wakes on this deletion and proves its win at or
     /// after it, so whatever `then` writes (the run's end records) is in
@@ -457,13 +458,11 @@ impl<'a> Election<'a> {
     pub async fn resign_with(
         &self,
         leadership: (&str, i64, i64),
-        also: Vec<Compare>,
         then: Vec<TxnOp>,
         successor: Option<&Successor>,
     ) -> Result<Option<i64>> {
         let (key, token, lease) = leadership;
-        let mut compares = ours(key, token, lease).to_vec();
-        compares.extend(also);
+        let compares = ours(key, token, lease);
         let mut ops = vec![TxnOp::delete(key, None)];
         ops.extend(then);
         if let Some(next) = successor {
@@ -527,7 +526,7 @@ impl<'a> Election<'a> {
 
 /// The comparisons that hold while `key` is ours: created at `token`,
 /// attached to our lease.
-fn ours(key: &str, token: i64, lease: i64) -> [Compare; 2] {
+pub(crate) fn ours(key: &str, token: i64, lease: i64) -> [Compare; 2] {
     [
         Compare::create_revision(key, CompareOp::Equal, token),
         Compare::lease(key, CompareOp::Equal, lease),

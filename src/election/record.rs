@@ -9,15 +9,29 @@
 //! - `<name>.last-finished`: the latest run that ended;
 //! - `<name>.last-succeeded`: the latest run that succeeded.
 //!
-//! Every write is fenced by the run's token, the project's own idea: it
-//! replaces only a record with a token no larger than ours, compared and
-//! swapped on the key's mod revision. A stale leader can never overwrite a
-//! newer leader's record; a run that lost leadership still records that it
-//! was lost, as long as nobody newer has written since. A run that was not
-//! lost skips the read: its records replace what has not changed since its
-//! win was proven, which then held no newer token ([`Ended::unchanged_swap`]),
-//! in the transaction that deletes its leader key. Anything else falls back
-//! to the read.
+//! Every write is fenced by entitlement, not by token (README's "Run
+//! records"): tokens order the starts of runs, but with --max-running
+//! above 1 runs finish in any order, and a record copied from another
+//! cluster carries a token from another numbering. The rule, the same for
+//! one runner and for many:
+//! - a run still **entitled** (its candidate key still ours, in the same
+//!   transaction: created at its token, on its lease) writes
+//!   `last-finished` and `last-succeeded` unconditionally: it is the run
+//!   that finishes now, so it finished last;
+//! - a run no longer entitled (its key gone: lost, revoked, expired) writes
+//!   a record only where nothing was written since its win was proven (the
+//!   key's mod revision at or below the proof's revision): a stale run never
+//!   overwrites a newer record;
+//! - `last-started` is the run whose start was proven last: a start record
+//!   is written only by an entitled run over a record no newer than its
+//!   proof, and a run's end replaces it only if it still holds that run's
+//!   own start record, or one no newer than its proof.
+//!
+//! A run that was not lost writes its end records in the transaction that
+//! deletes its leader key (the entitlement is that transaction's
+//! comparison); anything else (the key already gone, or that transaction
+//! unanswered) falls back to the unentitled write, after the lease is
+//! revoked. Neither reads first.
 //!
 //! Recording never hurts the run: writes are bounded, and a failed one is
 //! logged (with -v), never returned.
@@ -32,6 +46,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock;
 use crate::election::holder::Holder;
+use crate::election::{ours, Leadership};
 use crate::etcd::requests::{ranges, revision_of};
 use crate::etcd::Connection;
 use crate::retry::CLEANUP;
@@ -83,25 +98,26 @@ const SUCCEEDED: &str = "last-succeeded";
 /// A run in progress: what its records say, and when it started.
 pub struct Run {
     record: Record,
-    started: SystemTime,
+    /// On the boot-time clock: a run's duration is not a difference of
+    /// wall clocks, which NTP may step while it runs.
+    started: clock::Instant,
 }
 
 impl Run {
     pub fn new(holder: &Holder, token: i64) -> Run {
-        let started = SystemTime::now();
         Run {
             record: Record {
                 host: holder.host.clone(),
                 pid: holder.pid,
                 token,
                 command: holder.command.clone(),
-                started: humantime::format_rfc3339_seconds(started).to_string(),
+                started: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
                 finished: None,
                 duration_s: None,
                 exit_code: None,
                 outcome: Outcome::Running,
             },
-            started,
+            started: clock::Instant::now(),
         }
     }
 
@@ -112,31 +128,15 @@ impl Run {
 
     /// The record of the run ended now, with `outcome` and `exit_code`.
     pub fn ended(&self, outcome: Outcome, exit_code: Option<i32>) -> Record {
-        let now = SystemTime::now();
-        let took = now.duration_since(self.started).unwrap_or_default();
+        let took = self.started.elapsed();
         Record {
-            finished: Some(humantime::format_rfc3339_seconds(now).to_string()),
+            finished: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             duration_s: Some((took.as_millis() as f64) / 1000.0),
             exit_code,
             outcome,
             ..self.record.clone()
         }
     }
-}
-
-/// Writes the record of a run that starts; the revision it was written
-/// at, if it was.
-pub async fn write_started(
-    connection: &Connection,
-    election: &str,
-    record: &Record,
-) -> Option<i64> {
-    log_failure(fenced_put(connection, &[key(election, STARTED)], record).await).flatten()
-}
-
-/// Writes the records of a run that ended.
-pub async fn write_ended(connection: &Connection, election: &str, record: &Record) {
-    log_failure(fenced_put(connection, &end_keys(election, record), record).await);
 }
 
 /// The keys a run's end is written under.
@@ -148,82 +148,43 @@ fn end_keys(election: &str, record: &Record) -> Vec<String> {
     keys
 }
 
-fn log_failure<T>(result: Result<T>) -> Option<T> {
-    match result {
-        Ok(value) => Some(value),
-        Err(err) => {
-            tracing::info!("recording the run: {err:#}");
-            None
-        }
-    }
+fn encode(record: &Record) -> String {
+    serde_json::to_string(record).expect("a struct of strings and numbers")
 }
 
-/// Writes `record` under each of `keys` whose record there has a token no
-/// larger than ours: one read of them all, then one compare-and-swap on
-/// their mod revisions (a few times if someone writes in between). Two
-/// round trips, whatever the number of keys. The revision written at, or
-/// None if newer records were left alone.
-async fn fenced_put(
+/// Holds if `key` was not written after `revision` (or does not exist).
+fn not_written_since(key: &str, revision: i64) -> Compare {
+    Compare::mod_revision(key, CompareOp::Less, revision.saturating_add(1))
+}
+
+/// A put of `value` under `key` that happens only if `when` holds: a
+/// transaction nested in another, so that each key of a record write is
+/// judged on its own.
+fn put_if(key: &str, value: &str, when: Vec<Compare>) -> TxnOp {
+    TxnOp::txn(Txn::new().when(when).and_then([TxnOp::put(key, value, None)]))
+}
+
+/// Writes the record of a run that starts, if the run is still entitled
+/// (its key ours) and no run proven after it has written its start; the
+/// revision it was written at, if it was.
+async fn write_started(
     connection: &Connection,
-    keys: &[String],
+    election: &str,
+    leadership: &Leadership,
     record: &Record,
 ) -> Result<Option<i64>> {
-    let value = serde_json::to_string(record).expect("a struct of strings and numbers");
-    let reads: Vec<TxnOp> = keys
-        .iter()
-        .map(|key| TxnOp::get(key.as_str(), None))
-        .collect();
-    for _ in 0..3 {
-        let current = connection
-            .txn(
-                "reading the run records",
-                Txn::new().and_then(reads.clone()),
-            )
-            .await?;
-        let mut compares = Vec::new();
-        let mut puts = Vec::new();
-        for (key, range) in keys.iter().zip(ranges(&current)) {
-            let found = range.kvs.first();
-            let theirs = found.and_then(|kv| token_of(kv.value()));
-            if theirs.is_some_and(|theirs| theirs > record.token) {
-                tracing::debug!(key, "a newer run's record is there: left alone");
-                continue;
-            }
-            let revision = found.map_or(0, |kv| kv.mod_revision());
-            compares.push(Compare::mod_revision(
-                key.as_str(),
-                CompareOp::Equal,
-                revision,
-            ));
-            puts.push(TxnOp::put(key.as_str(), value.as_str(), None));
-        }
-        if puts.is_empty() {
-            return Ok(None);
-        }
-        let swap = Txn::new().when(compares).and_then(puts);
-        let response = connection.txn("writing the run records", swap).await?;
-        if response.succeeded() {
-            return Ok(Some(revision_of(&response)));
-        }
-    }
-    anyhow::bail!("the run records kept changing under us")
+    let started = key(election, STARTED);
+    let mut when = ours(&leadership.key, leadership.token, leadership.lease).to_vec();
+    when.push(not_written_since(&started, leadership.revision));
+    let txn = Txn::new()
+        .when(when)
+        .and_then([TxnOp::put(started.as_str(), encode(record), None)]);
+    let response = connection.txn("recording the run's start", txn).await?;
+    Ok(response.succeeded().then(|| revision_of(&response)))
 }
 
 fn decode(value: &[u8]) -> Option<Record> {
     serde_json::from_slice(value).ok()
-}
-
-/// The token of a stored record, read on its own: a record that is not
-/// whole to this version (a newer version's outcome, a field it lacks) is
-/// still fenced by its token.
-fn token_of(value: &[u8]) -> Option<i64> {
-    #[derive(Deserialize)]
-    struct Token {
-        token: i64,
-    }
-    serde_json::from_slice::<Token>(value)
-        .ok()
-        .map(|found| found.token)
 }
 
 /// Reads an election's records; a value that is not a record reads as
@@ -263,23 +224,36 @@ pub fn age(record: &Record) -> Option<Duration> {
 /// The task returns the revision the record was written at, if it was.
 pub fn start(
     connection: &Connection,
-    election: &str,
+    leadership: &Leadership,
     record: Record,
     also: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> JoinHandle<Option<i64>> {
-    let (connection, election) = (connection.clone(), election.to_string());
+    let (connection, leadership) = (connection.clone(), leadership.clone());
     tokio::spawn(async move {
         clock::sleep(START_DELAY).await;
         let record = async {
-            let written = write_started(&connection, &election, &record);
+            let written = write_started(&connection, &leadership.name, &leadership, &record);
             let written = clock::timeout(WRITE_BOUND, written).await;
-            if written.is_none() {
-                tracing::info!("recording the run's start: no answer in time");
+            match written {
+                None => {
+                    tracing::info!("recording the run's start: no answer in time");
+                    None
+                }
+                Some(written) => log_failure(written).flatten(),
             }
-            written.flatten()
         };
         tokio::join!(record, also).0
     })
+}
+
+fn log_failure<T>(result: Result<T>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(err) => {
+            tracing::info!("recording the run: {err:#}");
+            None
+        }
+    }
 }
 
 /// A run that has ended, its records still to write: beside the lease
@@ -330,41 +304,44 @@ impl Ended {
         }
     }
 
-    /// With one runner, the end records as one compare-and-swap with no
-    /// read first: the comparisons that hold if none of them changed since
-    /// the win was proven (but for this run's own start record), and the
-    /// writes. At that revision no record could hold a newer token than
-    /// ours: a candidate created after ours runs only once ours is gone. So
-    /// a record unchanged since holds none either. If one changed (a stale
-    /// leader's late write, say), the swap fails, and the caller writes
-    /// them fenced by token ([`Ended::write`]).
-    pub fn unchanged_swap(&self, election: &str) -> (Vec<Compare>, Vec<TxnOp>) {
-        let value = serde_json::to_string(&self.record).expect("a struct of strings and numbers");
-        let keys = end_keys(election, &self.record);
+    /// The end records' writes, each judged on its own, for a run that
+    /// is still `entitled` or not (see the module's rule). Entitled, they
+    /// go in the transaction that deletes our key, whose comparison is the
+    /// entitlement; otherwise in one of their own, after it.
+    pub fn writes(&self, election: &str, entitled: bool) -> Vec<TxnOp> {
+        let value = encode(&self.record);
         let started = key(election, STARTED);
-        let compares = keys
+        let proof = not_written_since(&started, self.proven_at);
+        end_keys(election, &self.record)
             .iter()
             .map(|key| match self.started_at {
+                _ if *key != started && entitled => TxnOp::put(key.as_str(), value.as_str(), None),
                 Some(ours) if *key == started => {
-                    Compare::mod_revision(key.as_str(), CompareOp::Equal, ours)
+                    // Our own start record, or one no newer than our proof.
+                    let own = Compare::mod_revision(key.as_str(), CompareOp::Equal, ours);
+                    TxnOp::txn(
+                        Txn::new()
+                            .when([proof.clone()])
+                            .and_then([TxnOp::put(key.as_str(), value.as_str(), None)])
+                            .or_else([put_if(key, &value, vec![own])]),
+                    )
                 }
-                _ => Compare::mod_revision(key.as_str(), CompareOp::Less, self.proven_at + 1),
+                _ => put_if(key, &value, vec![not_written_since(key, self.proven_at)]),
             })
-            .collect();
-        let puts = keys
-            .iter()
-            .map(|key| TxnOp::put(key.as_str(), value.as_str(), None))
-            .collect();
-        (compares, puts)
+            .collect()
     }
 
-    /// Writes the end records (the start record among them), fenced and
-    /// bounded.
+    /// Writes the end records of a run no longer entitled (its key given
+    /// back), bounded.
     pub async fn write(mut self, connection: &Connection, election: &str) {
         self.settle_start().await;
-        let written = clock::timeout(CLEANUP, write_ended(connection, election, &self.record));
-        if written.await.is_none() {
-            tracing::info!("recording the run's end: no answer within {CLEANUP:?}");
+        let txn = Txn::new().and_then(self.writes(election, false));
+        let written = connection.txn("recording the run's end", txn);
+        match clock::timeout(CLEANUP, written).await {
+            Some(written) => {
+                log_failure(written);
+            }
+            None => tracing::info!("recording the run's end: no answer within {CLEANUP:?}"),
         }
     }
 }

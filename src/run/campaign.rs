@@ -141,9 +141,9 @@ impl Session {
 
     /// Gives everything back after a run, with or then its records.
     ///
-    /// With one runner and the run not lost, one transaction deletes our
-    /// key and writes the end records (if none changed since our win): one
-    /// write, which the next in line wakes on with our records already in
+    /// With the run not lost, one transaction deletes our key and writes
+    /// the end records, as a run still entitled to them (the record rule in
+    /// `election::record`): one write, which the next in line wakes on with our records already in
     /// place, so that its own end records need no read either. If nothing
     /// but our key is attached to the lease, it is not revoked but left to
     /// expire, keyless, within its TTL, so that etcd's work on the next
@@ -154,9 +154,9 @@ impl Session {
     /// only if etcd saw a write between our win and the resignation
     /// ([`nothing_attached_since`]).
     ///
-    /// Otherwise (the run lost, several runners, the transaction refused or
-    /// unanswered), the lease is revoked first and the records written
-    /// after, fenced by token.
+    /// Otherwise (the run lost, the transaction refused or unanswered), the
+    /// lease is revoked first and the records written after, as a run no
+    /// longer entitled: only over records not written since our win.
     ///
     /// `answered` is told once the request the next leader waits on has
     /// its answer (or none came within its bound); at once if nobody is
@@ -168,7 +168,7 @@ impl Session {
         answered: &tokio::sync::Notify,
     ) {
         ended.settle_start().await;
-        let at_once = election.slots == 1 && ended.record.outcome != record::Outcome::Lost;
+        let at_once = ended.record.outcome != record::Outcome::Lost;
         let mut written = false;
         let successor = self.successor(at_once).await;
         if successor.is_none() {
@@ -178,9 +178,9 @@ impl Session {
         }
         if let Some(lease) = self.lease.as_ref().filter(|_| at_once) {
             let key = name::candidate_key(election.name, lease.id);
-            let (unchanged, records) = ended.unchanged_swap(election.name);
+            let records = ended.writes(election.name, true);
             let ours = (key.as_str(), ended.record.token, lease.id);
-            let resigned = election.resign_with(ours, unchanged, records, successor.as_ref());
+            let resigned = election.resign_with(ours, records, successor.as_ref());
             let resigned = clock::timeout(CLEANUP, resigned);
             let attached = clock::timeout(CLEANUP, self.connection.lease_keys(lease.id));
             // With someone handed over to, the read of the lease's keys

@@ -13,7 +13,7 @@
 //! | Claiming   | the guardian again if it failed to start; the --once-per window |
 //! | Running    | the command runs                                                |
 //! | Stopping   | the kill schedule: --kill-signal, the grace, SIGKILL            |
-//! | Resigning  | deletes its key with the run's records in one write (N = 1),    |
+//! | Resigning  | deletes its key with the run's records in one write (not lost), |
 //! |            | else revokes its lease, then the records; an unspent window is  |
 //! |            | revoked; each within a short bound; beside it, the guardian is  |
 //! |            | released and collected (the job is gone by then)                |

@@ -93,7 +93,7 @@ impl Supervision<'_> {
         started();
         let start = record::start(
             self.connection,
-            &config.election,
+            self.leadership,
             run.started(),
             self.mark_leading(holder),
         );
