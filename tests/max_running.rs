@@ -142,6 +142,93 @@ fn replicas_that_disagree_on_the_count_are_refused() {
     assert_eq!(etcd.candidates("jobs/odd").len(), 1, "nothing left behind");
 }
 
+/// The store's revision: it moves with every write.
+fn revision(etcd: &Etcd) -> i64 {
+    etcd.with(async |mut client| {
+        let response = client.get("/", None).await.unwrap();
+        response.header().unwrap().revision()
+    })
+}
+
+/// A replica refused for its count never writes its key: one written and
+/// then refused stood in line until its revoke (for a whole TTL if it was
+/// killed then), and replicas that agree with the leader but found it first
+/// in line refused themselves too.
+#[test]
+fn a_refused_replica_never_joins_the_line() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let _runner = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", "jobs/apart", "--max-running", "2", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, LIMIT);
+    // The runner's last write: its start record, a second in.
+    await_condition(LIMIT, "the runner's start record", || {
+        etcd.get("jobs/apart.last-started").is_some()
+    });
+    let before = revision(&etcd);
+    let done = run_within(
+        leaderrun(&etcd.endpoint()).args([
+            "--name", "jobs/apart", "--max-running", "3", "--wait", "--", "true",
+        ]),
+        LIMIT,
+    );
+    assert_one_error_line(&done, "--max-running 3 disagrees", "a refused waiter");
+    assert_eq!(revision(&etcd), before, "the refused replica wrote to etcd");
+}
+
+/// Replicas that disagree on the count, started together with --wait: the
+/// count of whoever leads holds. Every replica that gives it runs in turn,
+/// and only the others are refused. They refused each other (often nobody
+/// ran at all) when a refused replica's key stood in line before its revoke.
+#[test]
+fn replicas_that_disagree_started_together_let_the_leaders_count_run() {
+    let etcd = Etcd::start();
+    for round in 0..3 {
+        let name = format!("jobs/mix{round}");
+        let mut replicas = Vec::new();
+        for _ in 0..3 {
+            for count in ["2", "3"] {
+                let replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+                    "--name",
+                    &name,
+                    "--max-running",
+                    count,
+                    "--wait",
+                    "--",
+                    "sleep",
+                    "0.5",
+                ]));
+                replicas.push((count, replica));
+            }
+        }
+        let mut codes: std::collections::BTreeMap<&str, Vec<Option<i32>>> = Default::default();
+        let mut said = String::new();
+        for (count, mut replica) in replicas {
+            let (code, stderr) = replica.finish(LIMIT);
+            codes.entry(count).or_default().push(code);
+            said.push_str(&stderr);
+        }
+        let ran: Vec<&str> = codes
+            .iter()
+            .filter(|(_, codes)| codes.iter().all(|code| *code == Some(0)))
+            .map(|(count, _)| *count)
+            .collect();
+        assert_eq!(ran.len(), 1, "round {round}: {codes:?}\n{said}");
+        for (count, codes) in &codes {
+            if *count != ran[0] {
+                assert!(
+                    codes.iter().all(|code| *code == Some(125)),
+                    "round {round}: {codes:?}\n{said}"
+                );
+            }
+        }
+    }
+}
+
 /// `etcdctl elect` holds the election alone: its value is not leaderrun's
 /// JSON and says no count, and a leaderrun with two slots ran beside it.
 #[test]

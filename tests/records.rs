@@ -304,3 +304,51 @@ fn records_copied_from_another_cluster_do_not_freeze_the_records() {
         assert_eq!(fresh.code, Some(0), "--max-running {slots}: {}", fresh.stdout);
     }
 }
+
+/// libfaketime, from Debian's `faketime` package (scripts/deps installs it).
+const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// A run's duration is measured on the boot-time clock: the wall clock
+/// stepped three hours forward while the command ran (NTP, a VM resumed)
+/// made a short run read 10800 s, and a step back 0.
+#[test]
+fn a_wall_clock_step_does_not_change_a_runs_duration() {
+    assert!(
+        std::path::Path::new(FAKETIME).exists(),
+        "{FAKETIME} is missing: run scripts/deps"
+    );
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (flag, offset) = (dir.path().join("go"), dir.path().join("offset"));
+    std::fs::write(&offset, "+0\n").unwrap();
+    let name = "jobs/stepped";
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--", "sh", "-c", &until_exists(&flag)])
+            // Only the wall clock is faked, and read anew at every call.
+            .env("LD_PRELOAD", FAKETIME)
+            .env("FAKETIME_TIMESTAMP_FILE", &offset)
+            .env("FAKETIME_NO_CACHE", "1")
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+    );
+    await_condition(LIMIT, "a leader", || etcd.candidates(name).len() == 1);
+    std::fs::write(&offset, "+3h\n").unwrap();
+    std::fs::write(&flag, "").unwrap();
+    let (code, stderr) = replica.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let shown = status_json(&etcd, name);
+    let finished = &shown["last_finished"];
+    let took = finished["duration_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no end recorded: {shown}"));
+    assert!(took < LIMIT.as_secs_f64(), "{shown}");
+    // The step is real to the wall-clock fields: the end is dated 3 h on.
+    let (started, ended) = (
+        humantime::parse_rfc3339(finished["started"].as_str().unwrap()).unwrap(),
+        humantime::parse_rfc3339(finished["finished"].as_str().unwrap()).unwrap(),
+    );
+    assert!(
+        ended.duration_since(started).unwrap() >= Duration::from_secs(3 * 3600 - 60),
+        "the wall clock did not step: {shown}"
+    );
+}

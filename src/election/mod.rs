@@ -76,6 +76,10 @@ pub struct Successor {
     pub value: Vec<u8>,
 }
 
+/// How many times a join tries again when the leader it agreed with left
+/// before its key was written: each try follows the next leader.
+const JOIN_ATTEMPTS: usize = 16;
+
 /// How many candidates behind the successor a leader passes on at most,
 /// so that that many leaders after it hand over with no read of who is
 /// behind them (one read every few changes of leader, not one each).
@@ -319,7 +323,7 @@ impl<'a> Election<'a> {
         // takes our key out again.
         let Queued {
             candidate, runners, ..
-        } = self.enqueue(lease, holder).await?;
+        } = self.enqueue(lease, holder, Some(runners.first().cloned())).await?;
         if !runners.iter().any(|runner| runner.key == candidate.key) {
             return Ok(Attempt::Lost(runners.into_iter().next()));
         }
@@ -330,39 +334,89 @@ impl<'a> Election<'a> {
     }
 
     /// Joins the queue: writes our key (if absent) and reads the runners.
-    pub async fn enqueue(&self, lease: i64, holder: &Holder) -> Result<Queued> {
+    ///
+    /// A replica whose --max-running disagrees with the leader's never
+    /// writes its key: the leader is read first (`seen`, if the caller has
+    /// read it already), and the write compares that it still leads. A key
+    /// written only to be refused would stand in line until its revoke (for
+    /// a TTL, if the replica is killed then), and every replica behind it
+    /// that agrees with the leader would find it first in line once the
+    /// leader goes, and refuse itself too. Two replicas that join at once
+    /// with nobody in line may still both write: the later one then
+    /// refuses, from the same transaction's read, and revokes.
+    pub async fn enqueue(
+        &self,
+        lease: i64,
+        holder: &Holder,
+        seen: Option<Option<Leader>>,
+    ) -> Result<Queued> {
         let (key, put) = self.our_key(lease, holder);
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-            .and_then([
-                put,
-                TxnOp::get(key.as_str(), None),
-                first_in_line(self.name),
-            ])
-            .or_else([TxnOp::get(key.as_str(), None), first_in_line(self.name)]);
-        let response = self.connection.txn("joining the queue", txn).await?;
-        let revision = revision_of(&response);
-        let ours = range_at(&response, 0)
-            .kvs
-            .into_iter()
-            .next()
-            .context("etcd did not return the key it just wrote")?;
-        let runners = self.runners(range_at(&response, 1), revision).await?;
-        let token = ours.create_revision();
-        let intact = judge(Some(&ours), token, lease).is_none();
-        let running = runners.iter().any(|runner| runner.token == token);
-        Ok(Queued {
-            candidate: Candidate {
-                key,
-                revision: token,
-            },
-            runners,
-            proven_at: (intact && running).then_some(revision),
-        })
+        let mut leader = match seen {
+            Some(leader) => leader,
+            None => self.leader().await?,
+        };
+        for _ in 0..JOIN_ATTEMPTS {
+            self.agree(leader.as_slice())?;
+            let mut when = vec![Compare::create_revision(key.as_str(), CompareOp::Equal, 0)];
+            if let Some(leader) = &leader {
+                when.push(Compare::create_revision(
+                    leader.key.as_str(),
+                    CompareOp::Equal,
+                    leader.token,
+                ));
+            }
+            let txn = Txn::new()
+                .when(when)
+                .and_then([
+                    put.clone(),
+                    TxnOp::get(key.as_str(), None),
+                    first_in_line(self.name),
+                ])
+                .or_else([TxnOp::get(key.as_str(), None), first_in_line(self.name)]);
+            let response = self.connection.txn("joining the queue", txn).await?;
+            let revision = revision_of(&response);
+            let ours = range_at(&response, 0).kvs.into_iter().next();
+            let runners = self.runners(range_at(&response, 1), revision).await;
+            let Some(ours) = ours else {
+                // The leader we agreed with is gone: agree with the next.
+                leader = runners?.into_iter().next();
+                continue;
+            };
+            let runners = runners?;
+            let token = ours.create_revision();
+            let intact = judge(Some(&ours), token, lease).is_none();
+            let running = runners.iter().any(|runner| runner.token == token);
+            return Ok(Queued {
+                candidate: Candidate {
+                    key,
+                    revision: token,
+                },
+                runners,
+                proven_at: (intact && running).then_some(revision),
+            });
+        }
+        anyhow::bail!("the leader of {} kept changing as we joined", self.name)
+    }
+
+    /// Whoever leads the election now, read in line order.
+    async fn leader(&self) -> Result<Option<Leader>> {
+        let response = self
+            .connection
+            .get(
+                "reading the queue",
+                name::prefix(self.name),
+                Some(line::in_line(SortOrder::Ascend, line::FIRST_PAGE)),
+            )
+            .await?;
+        let revision = response.header().map_or(0, |header| header.revision());
+        let first = self
+            .first_candidates(response.into(), revision, SortOrder::Ascend, 1)
+            .await?;
+        Ok(first.first().map(Leader::from_kv))
     }
 
     /// The first --max-running candidates in line, from a read at
-    /// `revision`; an error if one of them runs with another --max-running.
+    /// `revision`; an error if the leader runs with another --max-running.
     async fn runners(&self, page: Range, revision: i64) -> Result<Vec<Leader>> {
         let first = self
             .first_candidates(page, revision, SortOrder::Ascend, self.slots)
@@ -373,12 +427,17 @@ impl<'a> Election<'a> {
     }
 
     /// Replicas that disagree on --max-running would each count the slots
-    /// their own way, and together run more than either allows: refuse.
+    /// their own way, and together run more than either allows: the count
+    /// of whoever leads (the first of `line`) holds, and a replica that
+    /// gives another is refused. Candidates behind the leader are not
+    /// asked: one that disagrees is refused at its own turn (it never
+    /// writes its key, if it is of this version), and counting it as a
+    /// slot only makes us wait, never run beside more than we allow.
     /// Another tool's candidate (`etcdctl elect` or `lock`, whose value is
     /// not leaderrun's JSON) holds the election alone, as one of one.
-    fn agree(&self, others: &[Leader]) -> Result<()> {
-        let Some(other) = others.iter().find(|other| {
-            let theirs = other.holder.max_running;
+    fn agree(&self, line: &[Leader]) -> Result<()> {
+        let Some(other) = line.first().filter(|leader| {
+            let theirs = leader.holder.max_running;
             theirs != self.slots && (theirs != 0 || self.slots != 1)
         }) else {
             return Ok(());

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
-use super::{judge, name, Candidate, Election, KeyLoss, Leader, PlaceLost, Turn};
+use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
 use crate::etcd::requests::{range_at, revision_of};
 use crate::exit;
 use crate::lease::LeaseState;
@@ -212,7 +212,9 @@ impl Election<'_> {
         let ahead = self
             .first_candidates(line, revision, SortOrder::Descend, self.slots + 1)
             .await?;
-        self.agree(&ahead.iter().map(Leader::from_kv).collect::<Vec<_>>())?;
+        // Whether the leader agrees on --max-running is asked at the join
+        // and at the proof of our turn, not of the keys just ahead: a
+        // disagreeing one there is refused at its own turn.
         let Some(nearest) = ahead.first() else {
             return Ok(Ahead::Nobody(revision, ours));
         };

@@ -487,7 +487,7 @@ impl<'a> Campaign<'a> {
     /// With --wait: join the queue, wait for our turn, prove the win.
     async fn queue(&mut self, lease: &Lease, holder: &Holder) -> Result<Leadership, Step> {
         let election = self.election();
-        let queued = election.enqueue(lease.id, holder).await?;
+        let queued = election.enqueue(lease.id, holder, None).await?;
         let Queued {
             candidate,
             runners,
