@@ -168,3 +168,38 @@ fn a_command_that_cannot_start_does_not_use_up_the_window() {
     );
     assert!(etcd.get(&marker).is_some(), "this run opened the window");
 }
+
+/// Replicas that disagree on the window: one with `--once-per 3s` runs; its
+/// marker is gone three seconds on, and a replica with `--once-per 1h` ran
+/// the job again in silence (the opposite order is refused, both windows
+/// named). The last run's start record keeps the longer window taken.
+#[test]
+fn a_longer_window_is_kept_after_a_shorter_ones_marker_expires() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs");
+    let job = format!("echo ran >> '{}'", log.display());
+    let run = |window: &str| {
+        run_within(
+            leaderrun(&etcd.endpoint())
+                .args(["--name", NAME, "-v", "--once-per", window])
+                .args(["--", "sh", "-c", &job]),
+            Duration::from_secs(10),
+        )
+    };
+    let short = run("3s");
+    assert_eq!(short.code, Some(0), "{}", short.stderr);
+    await_condition(Duration::from_secs(10), "the short window's end", || {
+        etcd.get(MARKER).is_none()
+    });
+    let long = run("1h");
+    assert_eq!(long.code, Some(75), "{}", long.stderr);
+    assert!(
+        long.stderr
+            .contains("its marker, of a shorter --once-per, has closed"),
+        "{}",
+        long.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "ran\n");
+    assert_eq!(etcd.get(MARKER), None, "the window is not opened again");
+}

@@ -18,6 +18,7 @@ use etcd_client::{Compare, CompareOp, PutOptions, TxnOp};
 use serde::{Deserialize, Serialize};
 
 use crate::election::holder::{printable, Holder};
+use crate::election::record;
 use crate::election::Leadership;
 use crate::etcd::requests::{range_at, whole_seconds};
 use crate::etcd::Connection;
@@ -62,8 +63,15 @@ pub struct Marker {
     pub last: LastRun,
     pub left: Option<Duration>,
     /// The marker's lease; 0 for a marker written by hand, which never
-    /// expires.
+    /// expires; [`Marker::BY_RECORD`] for a window kept by the last run's
+    /// record, its marker gone.
     pub lease: i64,
+}
+
+impl Marker {
+    /// The lease of a window that the last run's start record keeps (see
+    /// [`began_within`]): no lease id is negative.
+    pub const BY_RECORD: i64 = -1;
 }
 
 pub enum Claim {
@@ -107,17 +115,26 @@ pub async fn claim(
             Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
             Compare::create_revision(leadership.key.as_str(), CompareOp::Equal, leadership.token),
         ])
-        .and_then([TxnOp::put(
-            key.as_str(),
-            value,
-            Some(PutOptions::new().with_lease(window_lease_id)),
-        )])
+        .and_then([
+            TxnOp::put(
+                key.as_str(),
+                value,
+                Some(PutOptions::new().with_lease(window_lease_id)),
+            ),
+            TxnOp::get(record::started_key(&leadership.name), None),
+        ])
         .or_else([TxnOp::get(key.as_str(), None)]);
     let response = connection.txn("claiming the --once-per window", txn).await;
     // On an error the caller gives the window lease back with the rest.
     let response = response?;
     if response.succeeded() {
-        return Ok(Claim::Ours);
+        let last = range_at(&response, 0).kvs.into_iter().next();
+        let Some(marker) = last.and_then(|kv| began_within(kv.value(), window)) else {
+            return Ok(Claim::Ours);
+        };
+        connection.revoke(window_lease_id, CLEANUP).await;
+        *window_lease = None;
+        return Ok(Claim::Taken(marker));
     }
     let marker = range_at(&response, 0).kvs.into_iter().next();
     // A put that went through, but whose answer was lost and the request
@@ -136,6 +153,38 @@ pub async fn claim(
     };
     let marker = read_marker(connection, marker.value(), marker.lease()).await;
     agreed(marker, &leadership.name, seconds).map(Claim::Taken)
+}
+
+/// A marker for the last run, from its `last-started` record, if it began
+/// less than `window` ago by our clock: the window it opened is ours to
+/// keep too. The marker of a replica with a shorter --once-per expires
+/// first, and a replica with a longer one then ran the job again in
+/// silence; the opposite order is refused, both windows named
+/// ([`agreed`]). This compares wall clocks (the record's writer's and
+/// ours), which the marker's lease does not: README's --once-per asks for
+/// a window longer than the clocks' skew.
+fn began_within(value: &[u8], window: Duration) -> Option<Marker> {
+    let last = record::decode(value).filter(|last| last.outcome != record::Outcome::NotStarted)?;
+    let began = humantime::parse_rfc3339(&last.started).ok()?;
+    let age = std::time::SystemTime::now()
+        .duration_since(began)
+        .unwrap_or_default();
+    let left = window.checked_sub(age)?;
+    Some(Marker {
+        last: LastRun {
+            holder: Holder {
+                host: last.host,
+                pid: last.pid,
+                started: last.started,
+                command: last.command,
+                max_running: 1,
+            },
+            token: last.token,
+            window_s: None,
+        },
+        left: Some(Duration::from_secs(left.as_secs())),
+        lease: Marker::BY_RECORD,
+    })
 }
 
 /// A window's marker, if its length is the one we ask for. Replicas that

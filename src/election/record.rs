@@ -183,7 +183,12 @@ async fn write_started(
     Ok(response.succeeded().then(|| revision_of(&response)))
 }
 
-fn decode(value: &[u8]) -> Option<Record> {
+/// The key of an election's `last-started` record.
+pub fn started_key(election: &str) -> String {
+    key(election, STARTED)
+}
+
+pub fn decode(value: &[u8]) -> Option<Record> {
     serde_json::from_slice(value).ok()
 }
 
