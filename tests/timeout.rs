@@ -61,6 +61,45 @@ fn a_command_that_ignores_term_is_killed_after_kill_after() {
     assert!(!alive(background), "the background job was killed too");
 }
 
+/// On a --timeout the lease is healthy, so the whole --kill-after is
+/// given, kept alive past a TTL: it was cut to the bound that protects a
+/// loss (under half a second at a 3 s TTL), silently.
+#[test]
+fn a_timeout_gives_the_whole_kill_after_while_the_lease_is_kept() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
+        pidfile.display()
+    );
+    let began = std::time::Instant::now();
+    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        "jobs/t-grace",
+        "--ttl",
+        "3s",
+        "--timeout",
+        "1s",
+        "--kill-after",
+        "5s",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let background = read_pid(&pidfile, Duration::from_secs(20));
+    let (code, stderr) = replica.finish(Duration::from_secs(30));
+    assert_eq!(code, Some(123), "{stderr}");
+    assert!(
+        began.elapsed() >= Duration::from_secs(6),
+        "SIGKILL came {:?} after the start, before --timeout 1s + --kill-after 5s: {stderr}",
+        began.elapsed()
+    );
+    assert!(!alive(background), "the background job was killed too");
+    assert!(!stderr.contains("SIGKILL before"), "{stderr}");
+}
+
 /// The limit counts from the command's start: time spent queued with
 /// --wait does not count (--wait-timeout bounds that).
 #[test]

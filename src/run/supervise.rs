@@ -102,9 +102,20 @@ impl Supervision<'_> {
         let ending = self
             .while_leading(&mut child, signals, schedule, timeout_at)
             .await;
+        // Lost, the grace is the schedule's, cut to what the lease allows;
+        // otherwise the lease is kept alive through the stop, and the grace
+        // is --kill-after in full, unless renewals stop being acknowledged.
         let kill = KillSequence {
             signal: config.kill_signal,
-            kill_at: schedule.kill_at(self.lease.state().expires),
+            deadline: match &ending {
+                Ending::Lost(_) => Deadline::Fixed(schedule.kill_at(self.lease.state().expires)),
+                _ => Deadline::Kept {
+                    asked: clock::Instant::now() + config.kill_after,
+                    kill_after: config.kill_after,
+                    lease: self.lease,
+                    margin: schedule.margin,
+                },
+            },
             policy: self.policy,
         };
         let outcome = match &ending {
@@ -130,8 +141,17 @@ impl Supervision<'_> {
                 exit::from_status(status)
             }
             Ending::Lost(loss) => {
+                let cut = if schedule.grace < config.kill_after {
+                    format!(
+                        " (SIGKILL after {}, not --kill-after {}: the lease could expire by then)",
+                        humantime::format_duration(schedule.grace),
+                        humantime::format_duration(config.kill_after)
+                    )
+                } else {
+                    String::new()
+                };
                 let lost = format!(
-                    "leadership of {} lost: {loss}; stopping the command",
+                    "leadership of {} lost: {loss}; stopping the command{cut}",
                     config.election
                 );
                 logging::say(Level::Warn, &lost);
@@ -290,18 +310,56 @@ async fn leadership_lost(
 }
 
 /// The kill sequence, the one place a job is stopped: `signal` to the job
-/// (its group and every descendant, then SIGCONT), a grace until `kill_at`
-/// during which further signals are passed on, then SIGKILL until nothing
-/// is left.
-struct KillSequence {
+/// (its group and every descendant, then SIGCONT), a grace until the
+/// [`Deadline`] during which further signals are passed on, then SIGKILL
+/// until nothing is left.
+struct KillSequence<'a> {
     signal: Signal,
-    kill_at: clock::Instant,
+    deadline: Deadline<'a>,
     policy: Policy,
 }
 
-impl KillSequence {
+/// When SIGKILL goes out if the job is still there.
+enum Deadline<'a> {
+    /// Leadership lost: fixed when the stop starts, before the lease could
+    /// expire on the server.
+    Fixed(clock::Instant),
+    /// The lease is kept alive through the stop (--timeout, or what an
+    /// exited command left running): --kill-after in full (`asked`), but
+    /// never later than `margin` before the lease could expire, which
+    /// renewals move on while they are acknowledged.
+    Kept {
+        asked: clock::Instant,
+        kill_after: std::time::Duration,
+        lease: &'a Lease,
+        margin: std::time::Duration,
+    },
+}
+
+impl Deadline<'_> {
+    fn at(&self) -> clock::Instant {
+        match self {
+            Deadline::Fixed(at) => *at,
+            Deadline::Kept {
+                asked,
+                lease,
+                margin,
+                ..
+            } => {
+                let state = lease.state();
+                if state.gone {
+                    clock::Instant::now()
+                } else {
+                    (*asked).min(state.expires - *margin)
+                }
+            }
+        }
+    }
+}
+
+impl KillSequence<'_> {
     async fn run(&self, child: &mut Child, signals: &mut Signals) {
-        let gone = if self.kill_at.has_passed() {
+        let gone = if self.deadline.at().has_passed() {
             // No grace left (leaderrun was stopped, or paused, past it):
             // --kill-signal would first continue a stopped job.
             tracing::info!("no grace left before the lease could expire; SIGKILL");
@@ -318,20 +376,41 @@ impl KillSequence {
     /// the job is gone within it.
     async fn within_grace(&self, child: &mut Child, signals: &mut Signals) -> bool {
         child.signal_job(self.signal);
+        let mut renewed = match &self.deadline {
+            Deadline::Kept { lease, .. } => Some(lease.watch()),
+            Deadline::Fixed(_) => None,
+        };
+        let mut keeper_alive = renewed.is_some();
         let gone = loop {
+            let until = self.deadline.at();
             tokio::select! {
                 biased;
-                gone = child.wait_job_gone(self.kill_at) => break gone,
+                gone = child.wait_job_gone(until) => break gone,
                 received = signals.recv() => {
                     let event = Event::Signal(received);
                     if decide(Phase::Stopping, &event, self.policy) == Action::Forward {
                         child.signal_job(received);
                     }
                 }
+                // A renewal moves a kept deadline on: wait again until it.
+                changed = async { renewed.as_mut()?.changed().await.ok() }, if keeper_alive => {
+                    keeper_alive = changed.is_some();
+                }
             }
         };
         if !gone {
-            tracing::info!("the command's job outlived the grace; SIGKILL");
+            match &self.deadline {
+                Deadline::Kept {
+                    asked, kill_after, ..
+                } if !asked.has_passed() => logging::say(
+                    Level::Warn,
+                    &format!(
+                        "SIGKILL before --kill-after {}: etcd stopped acknowledging the lease's renewals, and the lease could expire",
+                        humantime::format_duration(*kill_after)
+                    ),
+                ),
+                _ => tracing::info!("the command's job outlived the grace; SIGKILL"),
+            }
         }
         gone
     }
