@@ -172,7 +172,13 @@ fn a_refused_replica_never_joins_the_line() {
     let before = revision(&etcd);
     let done = run_within(
         leaderrun(&etcd.endpoint()).args([
-            "--name", "jobs/apart", "--max-running", "3", "--wait", "--", "true",
+            "--name",
+            "jobs/apart",
+            "--max-running",
+            "3",
+            "--wait",
+            "--",
+            "true",
         ]),
         LIMIT,
     );

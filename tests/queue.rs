@@ -140,3 +140,67 @@ fn conflict_is_quiet_without_a_terminal_and_its_code_can_be_chosen() {
     }
     drop(holder.process.kill());
 }
+
+/// The job's own large values under the election's prefix (README's
+/// one-election role leaves it no other place): the reads in line order
+/// fetched the values of the keys they skip, and the answer passed the
+/// client's 4 MiB limit, so every run, `--wait` and `status` exited 125
+/// with "etcd ... refused", though etcd refused nothing.
+#[test]
+fn large_values_under_the_prefix_do_not_break_the_election() {
+    let etcd = Etcd::start();
+    let name = "jobs/big";
+    let value = "x".repeat(1_200_000);
+    for index in 0..4 {
+        etcd.put(&format!("{name}/data-{index}"), &value, 0);
+    }
+    let limit = Duration::from_secs(30);
+    for slots in ["1", "2"] {
+        let done = run_within(
+            leaderrun(&etcd.endpoint()).args([
+                "--name",
+                name,
+                "--max-running",
+                slots,
+                "--",
+                "true",
+            ]),
+            limit,
+        );
+        assert_eq!(done.code, Some(0), "--max-running {slots}: {}", done.stderr);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("go");
+    let mut leader = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        name,
+        "--",
+        "sh",
+        "-c",
+        &until_exists(&flag),
+    ]));
+    await_condition(limit, "a leader", || etcd.candidates(name).len() == 5);
+    let mut waiter =
+        Replica::spawn(leaderrun(&etcd.endpoint()).args(["--name", name, "--wait", "--", "true"]));
+    await_condition(limit, "a waiter", || etcd.candidates(name).len() == 6);
+    let status = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--name", name]),
+        limit,
+    );
+    assert_eq!(status.code, Some(0), "{}", status.stderr);
+    assert!(
+        status.stdout.contains("\nwaiting:  1\n"),
+        "{}",
+        status.stdout
+    );
+    let all = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--all", "--prefix", "jobs/", "--json"]),
+        limit,
+    );
+    assert_eq!(all.code, Some(0), "{}", all.stderr);
+    std::fs::write(&flag, "").unwrap();
+    for replica in [&mut leader, &mut waiter] {
+        let (code, stderr) = replica.finish(limit);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+}

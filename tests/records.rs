@@ -301,7 +301,12 @@ fn records_copied_from_another_cluster_do_not_freeze_the_records() {
             leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
             LIMIT,
         );
-        assert_eq!(fresh.code, Some(0), "--max-running {slots}: {}", fresh.stdout);
+        assert_eq!(
+            fresh.code,
+            Some(0),
+            "--max-running {slots}: {}",
+            fresh.stdout
+        );
     }
 }
 

@@ -5,13 +5,15 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use anyhow::Result;
-use etcd_client::{EventType, GetOptions, KeyValue, SortOrder, SortTarget, TxnOp, WatchOptions};
+use anyhow::{Context, Result};
+use etcd_client::{
+    EventType, GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp, WatchOptions,
+};
 
 use super::name;
 use super::{Election, Leader};
 use crate::etcd::connection::Refused;
-use crate::etcd::requests::Range;
+use crate::etcd::requests::{ranges, Range};
 use crate::etcd::Connection;
 use crate::retry::{self, Backoff};
 
@@ -43,6 +45,10 @@ impl Election<'_> {
     /// ahead of it, nearest first. Keys that are not candidates are
     /// skipped, reading on at `revision` if the page runs out.
     ///
+    /// Pages after the first are read keys only, and the values of the
+    /// candidates among them fetched by key ([`with_values`]): the keys
+    /// skipped may be the job's own, and large.
+    ///
     /// Reads go on from the create revision of the last key seen, inclusive:
     /// keys written by one transaction share a create revision, and a page
     /// may end among them. Those already seen are skipped; a page of nothing
@@ -55,6 +61,8 @@ impl Election<'_> {
         wanted: usize,
     ) -> Result<Vec<KeyValue>> {
         let mut found = Vec::new();
+        // How many of `found` came with their values: the first page's.
+        let mut valued = None;
         let mut limit = PAGE;
         let mut boundary: Option<i64> = None;
         let mut seen_at_boundary: HashSet<Vec<u8>> = HashSet::new();
@@ -74,17 +82,24 @@ impl Election<'_> {
                 if name::is_candidate(self.name, kv.key()) {
                     found.push(kv);
                     if found.len() == wanted {
-                        return Ok(found);
+                        break;
                     }
                 }
             }
-            let Some(from) = boundary.filter(|_| page.more) else {
+            let more = boundary.filter(|_| page.more && found.len() < wanted);
+            let Some(from) = more else {
+                let valued = valued.unwrap_or(found.len());
+                let fetched = found.split_off(valued);
+                found.extend(with_values(self.connection, fetched, revision).await?);
                 return Ok(found);
             };
+            valued.get_or_insert(found.len());
             if !fresh {
                 limit = limit.saturating_mul(2);
             }
-            let options = in_line(order, limit).with_revision(revision);
+            let options = in_line(order, limit)
+                .with_revision(revision)
+                .with_keys_only();
             let options = match order {
                 SortOrder::Descend => options.with_max_create_revision(from),
                 _ => options.with_min_create_revision(from),
@@ -96,6 +111,33 @@ impl Election<'_> {
                 .into();
         }
     }
+}
+
+/// How many keys' values one transaction fetches at most: etcd refuses a
+/// transaction of more than 128 operations by default.
+const VALUES_PER_TXN: usize = 64;
+
+/// `kvs`, read keys only at `revision`, with their values: fetched by key
+/// at that revision, in the same order. A key that is gone (compacted
+/// past) is an error, as any read at a compacted revision is.
+async fn with_values(
+    connection: &Connection,
+    kvs: Vec<KeyValue>,
+    revision: i64,
+) -> Result<Vec<KeyValue>> {
+    let mut valued = Vec::with_capacity(kvs.len());
+    for chunk in kvs.chunks(VALUES_PER_TXN) {
+        let gets = chunk
+            .iter()
+            .map(|kv| TxnOp::get(kv.key(), Some(GetOptions::new().with_revision(revision))));
+        let txn = Txn::new().and_then(gets.collect::<Vec<_>>());
+        let response = connection.txn("reading the queue", txn).await?;
+        for range in ranges(&response) {
+            let kv = range.kvs.into_iter().next();
+            valued.push(kv.context("a candidate read at a revision was not there")?);
+        }
+    }
+    Ok(valued)
 }
 
 /// An election as read at one revision.
@@ -151,7 +193,12 @@ impl Line {
             revision: 0,
         };
         loop {
-            let mut options = GetOptions::new().with_range(end.as_str()).with_limit(PAGE);
+            // Keys only: the values wanted are the candidates', fetched by
+            // key; the others' may be the job's own, and large.
+            let mut options = GetOptions::new()
+                .with_range(end.as_str())
+                .with_limit(PAGE)
+                .with_keys_only();
             if line.revision > 0 {
                 options = options.with_revision(line.revision);
             }
@@ -168,7 +215,12 @@ impl Line {
                 start = last.key().to_vec();
                 start.push(0);
             }
-            for kv in &kvs {
+            let candidates = kvs
+                .iter()
+                .filter(|kv| name::is_candidate(election, kv.key()))
+                .cloned()
+                .collect();
+            for kv in &with_values(connection, candidates, line.revision).await? {
                 line.put(kv);
             }
             if !more || kvs.is_empty() {

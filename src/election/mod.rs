@@ -323,7 +323,9 @@ impl<'a> Election<'a> {
         // takes our key out again.
         let Queued {
             candidate, runners, ..
-        } = self.enqueue(lease, holder, Some(runners.first().cloned())).await?;
+        } = self
+            .enqueue(lease, holder, Some(runners.first().cloned()))
+            .await?;
         if !runners.iter().any(|runner| runner.key == candidate.key) {
             return Ok(Attempt::Lost(runners.into_iter().next()));
         }

@@ -161,7 +161,11 @@ fn not_written_since(key: &str, revision: i64) -> Compare {
 /// transaction nested in another, so that each key of a record write is
 /// judged on its own.
 fn put_if(key: &str, value: &str, when: Vec<Compare>) -> TxnOp {
-    TxnOp::txn(Txn::new().when(when).and_then([TxnOp::put(key, value, None)]))
+    TxnOp::txn(
+        Txn::new()
+            .when(when)
+            .and_then([TxnOp::put(key, value, None)]),
+    )
 }
 
 /// Writes the record of a run that starts, if the run is still entitled

@@ -220,6 +220,14 @@ impl Connection {
                     let message = format!("{}{}", describe(&err), self.hint(Symptom::of(&err)));
                     let err = if is_permission_denied(&err) {
                         anyhow!(Refused(message))
+                    } else if is_too_large(&err) {
+                        // Not etcd's refusal: our own limit on its answer.
+                        // The same on every endpoint, at every retry.
+                        return Err(anyhow!(Refused(format!(
+                            "etcd's answer to {what} is larger than leaderrun reads in one message ({} MiB): keep the job's large values out of the election's prefix ({})",
+                            crate::etcd::requests::MESSAGE_LIMIT / (1024 * 1024),
+                            describe(&err)
+                        ))));
                     } else if is_no_space(&err) {
                         anyhow!(NoSpace(message))
                     } else {
@@ -344,6 +352,14 @@ impl std::fmt::Display for NoSpace {
 }
 
 impl std::error::Error for NoSpace {}
+
+/// An answer larger than the client's limit on a message: tonic's own
+/// decoding error, not etcd's (its status is OutOfRange, its text fixed).
+fn is_too_large(err: &etcd_client::Error) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(status)
+        if status.code() == tonic::Code::OutOfRange
+            && status.message().contains("message length too large"))
+}
 
 /// etcd refused a request for want of a permission.
 fn is_permission_denied(err: &etcd_client::Error) -> bool {

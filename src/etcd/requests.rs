@@ -70,11 +70,21 @@ pub fn revision_of(response: &TxnResponse) -> i64 {
     response.header().map_or(0, |header| header.revision())
 }
 
+/// The largest answer leaderrun reads in one message, for key-value reads
+/// and watches. etcd-client's default, 4 MiB, is less than the first page
+/// of an election's line when the job keeps large values under its prefix
+/// (README's one-election role leaves it no other place): 8 keys of up to
+/// etcd's largest value (`--max-request-bytes`, 1.5 MiB by default) need
+/// 12 MiB. Reads that go on past the first page read keys only
+/// (`election::line`), so no page is larger. A limit is not an allocation.
+pub const MESSAGE_LIMIT: usize = 32 * 1024 * 1024;
+
 impl Connection {
     pub async fn txn(&self, what: &str, txn: Txn) -> Result<TxnResponse> {
-        self.call(what, |mut client| {
+        self.call(what, |client| {
             let txn = txn.clone();
-            async move { client.txn(txn).await }
+            let mut kv = client.kv_client().max_decoding_message_size(MESSAGE_LIMIT);
+            async move { kv.txn(txn).await }
         })
         .await
     }
@@ -86,9 +96,10 @@ impl Connection {
         options: Option<GetOptions>,
     ) -> Result<GetResponse> {
         let key = key.into();
-        self.call(what, |mut client| {
+        self.call(what, |client| {
             let (key, options) = (key.clone(), options.clone());
-            async move { client.get(key, options).await }
+            let mut kv = client.kv_client().max_decoding_message_size(MESSAGE_LIMIT);
+            async move { kv.get(key, options).await }
         })
         .await
     }
@@ -154,9 +165,14 @@ impl Connection {
         key: &[u8],
         options: WatchOptions,
     ) -> Option<(WatchStream, usize)> {
-        let Endpoint { mut client, index } = self.current().await.ok()?;
+        let Endpoint { client, index } = self.current().await.ok()?;
         // With the client it borrows, which goes onto the heap with it.
-        let open = async move { client.watch(key, Some(options)).await };
+        let open = async move {
+            let mut watches = client
+                .watch_client()
+                .max_decoding_message_size(MESSAGE_LIMIT);
+            watches.watch(key, Some(options)).await
+        };
         match self.within_attempt(open).await {
             Ok(Ok(stream)) => Some((stream, index)),
             _ => {

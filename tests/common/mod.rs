@@ -598,7 +598,8 @@ impl Etcd {
     pub fn candidates(&self, name: &str) -> Vec<(String, i64, i64)> {
         let prefix = format!("{name}/");
         self.with(async move |mut client| {
-            let options = GetOptions::new().with_prefix().with_sort(
+            // Keys only: a test may keep large values under the prefix.
+            let options = GetOptions::new().with_prefix().with_keys_only().with_sort(
                 etcd_client::SortTarget::Create,
                 etcd_client::SortOrder::Ascend,
             );
