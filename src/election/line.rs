@@ -45,9 +45,10 @@ impl Election<'_> {
     /// ahead of it, nearest first. Keys that are not candidates are
     /// skipped, reading on at `revision` if the page runs out.
     ///
-    /// Pages after the first are read keys only, and the values of the
-    /// candidates among them fetched by key ([`with_values`]): the keys
-    /// skipped may be the job's own, and large.
+    /// Pages after the first are read keys only, and the candidates among
+    /// them fetched whole by key ([`with_values`]): the keys skipped may be
+    /// the job's own, and large. (Fetched whole, not only their values:
+    /// etcd 3.7 leaves the lease out of a keys-only answer.)
     ///
     /// Reads go on from the create revision of the last key seen, inclusive:
     /// keys written by one transaction share a create revision, and a page

@@ -597,13 +597,17 @@ impl Etcd {
     /// The keys under an election, in create order: (key, create revision, lease).
     pub fn candidates(&self, name: &str) -> Vec<(String, i64, i64)> {
         let prefix = format!("{name}/");
-        self.with(async move |mut client| {
-            // Keys only: a test may keep large values under the prefix.
-            let options = GetOptions::new().with_prefix().with_keys_only().with_sort(
+        self.with(async move |client| {
+            let options = GetOptions::new().with_prefix().with_sort(
                 etcd_client::SortTarget::Create,
                 etcd_client::SortOrder::Ascend,
             );
-            let response = client.get(prefix, Some(options)).await.unwrap();
+            // Not keys only: etcd 3.7 leaves the lease out of such an
+            // answer. A test may keep large values under the prefix.
+            let mut kv = client
+                .kv_client()
+                .max_decoding_message_size(64 * 1024 * 1024);
+            let response = kv.get(prefix, Some(options)).await.unwrap();
             response
                 .kvs()
                 .iter()
