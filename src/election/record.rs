@@ -227,12 +227,14 @@ fn token_of(value: &[u8]) -> Option<i64> {
 }
 
 /// Reads an election's records; a value that is not a record reads as
-/// none.
-pub async fn read(connection: &Connection, election: &str) -> Result<Records> {
+/// none. The name is bytes, as etcd's keys are (`status --all` finds names
+/// that are not UTF-8).
+pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Records> {
+    let raw_key = |which: &str| [election.as_ref(), b".", which.as_bytes()].concat();
     let txn = Txn::new().and_then([
-        TxnOp::get(key(election, STARTED), None),
-        TxnOp::get(key(election, FINISHED), None),
-        TxnOp::get(key(election, SUCCEEDED), None),
+        TxnOp::get(raw_key(STARTED), None),
+        TxnOp::get(raw_key(FINISHED), None),
+        TxnOp::get(raw_key(SUCCEEDED), None),
     ]);
     let response = connection.txn("reading the run records", txn).await?;
     let mut found = ranges(&response)

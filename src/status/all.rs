@@ -1,6 +1,9 @@
 //! `status --all`: every election under a prefix, found by reading etcd's
 //! keys page by page (keys only), so that memory holds the names and not
-//! the keys. Text and JSON are written election by election; the metrics
+//! the keys. Names are bytes, as etcd's keys are: one that is not UTF-8
+//! (`etcdctl elect` takes any) is read under its own keys, not a lossy
+//! copy that would fold `odd/\xfe` and `odd/\xff` into one election with
+//! no leader. Text and JSON are written election by election; the metrics
 //! for Prometheus are grouped by family, as its text format wants.
 
 use std::collections::BTreeSet;
@@ -12,6 +15,7 @@ use etcd_client::GetOptions;
 
 use super::{render, write_out, Report};
 use crate::cli::Format;
+use crate::election::holder::printable;
 use crate::election::name;
 use crate::etcd::Connection;
 use crate::exit::Exit;
@@ -65,7 +69,7 @@ pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Resul
 
 /// The names of the elections whose keys lie under `prefix`: those with a
 /// candidate (`<name>/<lease hex>`) or a key leaderrun keeps beside one.
-async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<String>> {
+async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Vec<u8>>> {
     let mut names = BTreeSet::new();
     let mut start = prefix.as_bytes().to_vec();
     let end = range_end(prefix);
@@ -88,9 +92,9 @@ async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Str
         let more = response.more();
         let kvs = response.take_kvs();
         for kv in &kvs {
-            let key = String::from_utf8_lossy(kv.key());
-            if let Some(name) = election_of(&key).filter(|name| name.starts_with(prefix)) {
-                names.insert(name.to_string());
+            let found = election_of(kv.key()).filter(|name| name.starts_with(prefix.as_bytes()));
+            if let Some(name) = found {
+                names.insert(name.to_vec());
             }
         }
         match kvs.last() {
@@ -104,12 +108,16 @@ async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Str
 }
 
 /// The election a key belongs to, if it is one of leaderrun's.
-fn election_of(key: &str) -> Option<&str> {
-    if let Some(name) = BESIDE.iter().find_map(|suffix| key.strip_suffix(suffix)) {
+fn election_of(key: &[u8]) -> Option<&[u8]> {
+    let beside = BESIDE
+        .iter()
+        .find_map(|suffix| key.strip_suffix(suffix.as_bytes()));
+    if let Some(name) = beside {
         return Some(name).filter(|name| !name.is_empty());
     }
-    let (name, _) = key.rsplit_once('/')?;
-    (!name.is_empty() && name::is_candidate(name, key.as_bytes())).then_some(name)
+    let slash = key.iter().rposition(|&byte| byte == b'/')?;
+    let name = &key[..slash];
+    (!name.is_empty() && name::is_candidate(name, key)).then_some(name)
 }
 
 /// The end of the range of keys that start with `prefix`; None for every
@@ -137,7 +145,7 @@ fn line(report: &Report) -> String {
     };
     format!(
         "{}: {leader}, {} waiting{last}",
-        crate::election::holder::printable(&report.election),
+        printable(&name::escaped(&report.election)),
         report.waiters
     )
 }
@@ -206,7 +214,7 @@ pub fn prometheus(reports: &[Report]) -> String {
         let _ = writeln!(out, "# TYPE {metric} gauge");
         for report in reports {
             if let Some(value) = value(report) {
-                let election = label(&report.election);
+                let election = label(&name::escaped(&report.election));
                 let _ = writeln!(out, "{metric}{{election=\"{election}\"}} {value}");
             }
         }
@@ -234,11 +242,15 @@ mod tests {
 
     #[test]
     fn keys_name_their_elections() {
-        assert_eq!(election_of("jobs/a/694d9a5bc1f21a0b"), Some("jobs/a"));
-        assert_eq!(election_of("jobs/a.last-finished"), Some("jobs/a"));
-        assert_eq!(election_of("jobs/a.once-per"), Some("jobs/a"));
-        assert_eq!(election_of("jobs/a/sweep"), None);
-        assert_eq!(election_of("unrelated"), None);
+        let of = |key: &'static [u8]| election_of(key);
+        assert_eq!(of(b"jobs/a/694d9a5bc1f21a0b"), Some(&b"jobs/a"[..]));
+        assert_eq!(of(b"jobs/a.last-finished"), Some(&b"jobs/a"[..]));
+        assert_eq!(of(b"jobs/a.once-per"), Some(&b"jobs/a"[..]));
+        assert_eq!(of(b"jobs/a/sweep"), None);
+        assert_eq!(of(b"unrelated"), None);
+        // Names that are not UTF-8 are found, each under its own bytes.
+        assert_eq!(of(b"odd/\xfe/694d9a5bc1f21a0b"), Some(&b"odd/\xfe"[..]));
+        assert_eq!(of(b"odd/\xff.last-started"), Some(&b"odd/\xff"[..]));
         assert_eq!(range_end("jobs/"), Some(b"jobs0".to_vec()));
         assert_eq!(range_end(""), None);
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");

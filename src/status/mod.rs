@@ -51,7 +51,7 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
     if let Some(max_age) = args.max_age {
         return fresh(&connection, &election, max_age).await;
     }
-    let report = Report::read(&connection, &election).await?;
+    let report = Report::read(&connection, election.as_bytes()).await?;
     let shown = match format {
         Format::Json => render::json(&report),
         Format::Text => render::text(&report),
@@ -66,7 +66,9 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
 
 /// An election as `status` shows it.
 pub struct Report {
-    pub election: String,
+    /// The name as etcd's keys spell it: bytes, not always UTF-8 (shown
+    /// with [`name::escaped`]).
+    pub election: Vec<u8>,
     pub leader: Option<Leader>,
     /// Every runner, the leader first (one, unless --max-running).
     pub runners: Vec<Leader>,
@@ -85,7 +87,7 @@ pub struct Report {
 impl Report {
     /// The line, the `--once-per` marker and the records are read at once;
     /// the leader's lease after, once it is known.
-    async fn read(connection: &Connection, election: &str) -> Result<Report> {
+    async fn read(connection: &Connection, election: &[u8]) -> Result<Report> {
         let (snapshot, marker, records) = tokio::join!(
             election::read_leader(connection, election),
             once_per::current(connection, election),
@@ -107,7 +109,7 @@ impl Report {
             None => None,
         };
         Ok(Report {
-            election: election.to_string(),
+            election: election.to_vec(),
             waiters: (candidates - runners.len() as i64).max(0),
             max_running: leader
                 .as_ref()
