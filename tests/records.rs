@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -148,6 +148,72 @@ fn a_start_with_its_leader_gone_is_not_shown_as_running() {
         shown.contains("last start: on ") && shown.contains("no end recorded: its leader is gone"),
         "{shown}"
     );
+}
+
+/// A record as leaderrun writes it, to put by hand: `finished` (and the
+/// outcome) only if the run ended.
+fn record(token: i64, started: SystemTime, finished: Option<SystemTime>) -> String {
+    let stamp = |at: SystemTime| humantime::format_rfc3339_seconds(at).to_string();
+    serde_json::json!({
+        "host": "web-9",
+        "pid": 4242,
+        "token": token,
+        "command": "nightly",
+        "started": stamp(started),
+        "finished": finished.map(stamp),
+        "duration_s": finished.map(|_| 1.0),
+        "exit_code": finished.map(|_| 0),
+        "outcome": if finished.is_some() { "succeeded" } else { "running" },
+    })
+    .to_string()
+}
+
+/// A replica whose clock is a day ahead records a success: read as age 0,
+/// it passed `--max-age 1h` for a day and an hour. It is not fresh, and
+/// the line says the writer's clock is ahead, and by how much.
+#[test]
+fn a_success_dated_ahead_of_our_clock_is_not_fresh() {
+    let etcd = Etcd::start();
+    let check = |name: &str| {
+        run_within(
+            leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
+            LIMIT,
+        )
+    };
+    let day = Duration::from_secs(24 * 3600);
+    let ahead = SystemTime::now() + day;
+    etcd.put(
+        "jobs/ahead.last-succeeded",
+        &record(7, ahead - Duration::from_secs(1), Some(ahead)),
+        0,
+    );
+    let done = check("jobs/ahead");
+    assert_eq!(done.code, Some(2), "{} {}", done.stdout, done.stderr);
+    assert_eq!(done.stdout.lines().count(), 1, "{}", done.stdout);
+    assert!(
+        done.stdout
+            .starts_with("jobs/ahead: stale: last success: succeeded on web-9, "),
+        "{}",
+        done.stdout
+    );
+    // A day less the seconds this test took to get here.
+    assert!(
+        done.stdout
+            .contains("the writer's clock is at least 23h 59m")
+            || done.stdout.contains("the writer's clock is at least 1day "),
+        "{}",
+        done.stdout
+    );
+
+    // The same record, dated by a clock that agrees with ours, is fresh.
+    let now = SystemTime::now();
+    etcd.put(
+        "jobs/now.last-succeeded",
+        &record(7, now - Duration::from_secs(1), Some(now)),
+        0,
+    );
+    let done = check("jobs/now");
+    assert_eq!(done.code, Some(0), "{} {}", done.stdout, done.stderr);
 }
 
 /// A leader paused past its lease, resumed after a newer leader's run: its

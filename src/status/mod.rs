@@ -123,6 +123,34 @@ impl Report {
     }
 }
 
+/// How far ahead of our clock a success may be dated and still count as
+/// just now. Stamps are whole seconds, rounded down, so a writer whose
+/// clock agrees with ours never dates one ahead; this absorbs clocks a few
+/// seconds apart (NTP not yet settled), not a clock set wrong.
+const CLOCK_AHEAD_ALLOWED: Duration = Duration::from_secs(5);
+
+/// How a last success stands against `--max-age`.
+#[derive(Debug, PartialEq, Eq)]
+enum Freshness {
+    Fresh,
+    /// Older than --max-age, or of no readable end time.
+    Stale,
+    /// Dated this far in our future (past [`CLOCK_AHEAD_ALLOWED`]): its
+    /// writer's clock is ahead, and the record says nothing of how long
+    /// ago it ran. Read as age 0, a clock a day ahead would keep it
+    /// "fresh" for a day more than --max-age.
+    Ahead(Duration),
+}
+
+fn freshness(age: Option<record::Age>, max_age: Duration) -> Freshness {
+    match age {
+        Some(record::Age::Ago(ago)) if ago <= max_age => Freshness::Fresh,
+        Some(record::Age::Ahead(ahead)) if ahead <= CLOCK_AHEAD_ALLOWED => Freshness::Fresh,
+        Some(record::Age::Ahead(ahead)) => Freshness::Ahead(ahead),
+        _ => Freshness::Stale,
+    }
+}
+
 /// `status --max-age`: did a run succeed within `max_age`? One line, and
 /// the exit code a monitoring check reads.
 async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Result<i32> {
@@ -131,16 +159,26 @@ async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Re
     let (line, code) = match records
         .last_succeeded
         .as_ref()
-        .map(|last| (last, record::age(last)))
+        .map(|last| (last, freshness(record::age(last), max_age)))
     {
-        Some((last, Some(age))) if age <= max_age => (
+        Some((last, Freshness::Fresh)) => (
             format!(
                 "{election}: fresh: last success: {} (within {within})",
                 render::run_line(last)
             ),
             Exit::Success,
         ),
-        Some((last, _)) => (
+        Some((last, Freshness::Ahead(ahead))) => {
+            let ahead = humantime::format_duration(Duration::from_secs(ahead.as_secs()));
+            (
+                format!(
+                    "{election}: stale: last success: {} (dated in the future: the writer's clock is at least {ahead} ahead of this one)",
+                    render::run_line(last)
+                ),
+                Exit::Stale,
+            )
+        }
+        Some((last, Freshness::Stale)) => (
             format!(
                 "{election}: stale: last success: {} (more than {within} ago)",
                 render::run_line(last)
@@ -164,5 +202,36 @@ fn write_out(bytes: &[u8]) -> Result<bool> {
         Ok(()) => Ok(true),
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
         Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record::Age;
+
+    #[test]
+    fn a_success_dated_ahead_of_our_clock_is_not_fresh() {
+        let hour = Duration::from_secs(3600);
+        let day = 24 * hour;
+        assert_eq!(freshness(Some(Age::Ago(hour / 2)), hour), Freshness::Fresh);
+        assert_eq!(freshness(Some(Age::Ago(hour)), hour), Freshness::Fresh);
+        assert_eq!(freshness(Some(Age::Ago(2 * hour)), hour), Freshness::Stale);
+        assert_eq!(freshness(None, hour), Freshness::Stale);
+        // A day ahead once read as age 0: fresh for a day and an hour.
+        assert_eq!(
+            freshness(Some(Age::Ahead(day)), hour),
+            Freshness::Ahead(day)
+        );
+        // A clock a little ahead (NTP settling) is not a clock set wrong.
+        assert_eq!(
+            freshness(Some(Age::Ahead(CLOCK_AHEAD_ALLOWED)), hour),
+            Freshness::Fresh
+        );
+        let past = CLOCK_AHEAD_ALLOWED + Duration::from_secs(1);
+        assert_eq!(
+            freshness(Some(Age::Ahead(past)), hour),
+            Freshness::Ahead(past)
+        );
     }
 }
