@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use anyhow::Result;
 use etcd_client::GetOptions;
 
-use super::{render, write_out, Report};
+use super::{render, write_out, Report, StartState};
 use crate::cli::Format;
 use crate::election::holder::printable;
 use crate::election::name;
@@ -155,7 +155,7 @@ type Family = (&'static str, &'static str, fn(&Report) -> Option<f64>);
 
 /// The text exposition format: a family a block, a sample per election.
 pub fn prometheus(reports: &[Report]) -> String {
-    let families: [Family; 6] = [
+    let families: [Family; 8] = [
         (
             "leaderrun_leader_present",
             "Whether the election has a leader (1) or not (0).",
@@ -173,7 +173,7 @@ pub fn prometheus(reports: &[Report]) -> String {
                 r.records
                     .last_succeeded
                     .as_ref()
-                    .and_then(|run| finished(run.finished.as_deref()))
+                    .and_then(|run| timestamp(run.finished.as_deref()))
             },
         ),
         (
@@ -183,7 +183,7 @@ pub fn prometheus(reports: &[Report]) -> String {
                 r.records
                     .last_finished
                     .as_ref()
-                    .and_then(|run| finished(run.finished.as_deref()))
+                    .and_then(|run| timestamp(run.finished.as_deref()))
             },
         ),
         (
@@ -207,6 +207,24 @@ pub fn prometheus(reports: &[Report]) -> String {
                     .map(f64::from)
             },
         ),
+        (
+            "leaderrun_last_start_timestamp_seconds",
+            "When the last recorded run started, in seconds since the epoch.",
+            |r| {
+                r.last_start()
+                    .and_then(|(run, _)| timestamp(Some(&run.started)))
+            },
+        ),
+        (
+            "leaderrun_last_start_leader_gone",
+            "Whether the last started run has no end recorded and its leader is gone (1) or not (0).",
+            |r| {
+                let gone = r
+                    .last_start()
+                    .is_some_and(|(_, state)| state == StartState::LeaderGone);
+                Some(f64::from(u8::from(gone)))
+            },
+        ),
     ];
     let mut out = String::new();
     for (metric, help, value) in families {
@@ -222,7 +240,8 @@ pub fn prometheus(reports: &[Report]) -> String {
     out
 }
 
-fn finished(at: Option<&str>) -> Option<f64> {
+/// An RFC 3339 time of a record, in seconds since the epoch.
+fn timestamp(at: Option<&str>) -> Option<f64> {
     let at = humantime::parse_rfc3339(at?).ok()?;
     let since = at.duration_since(SystemTime::UNIX_EPOCH).ok()?;
     Some(since.as_secs() as f64)

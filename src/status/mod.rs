@@ -121,6 +121,56 @@ impl Report {
             records,
         })
     }
+
+    /// The last recorded start, and where it stands.
+    pub fn last_start(&self) -> Option<(&record::Record, StartState)> {
+        let records = &self.records;
+        let started = records.last_started.as_ref()?;
+        let ended = started.outcome != record::Outcome::Running
+            || records
+                .last_finished
+                .as_ref()
+                .map(|finished| finished.token)
+                == Some(started.token);
+        // A start record is "running" until the run's end is written. If
+        // nobody holding the election holds its token, its leader is gone
+        // without writing that end (killed, or etcd refused the write).
+        let holds = |token: i64| {
+            self.leader
+                .as_ref()
+                .is_some_and(|leader| leader.token == token)
+                || self.runners.iter().any(|runner| runner.token == token)
+        };
+        let state = match () {
+            () if ended => StartState::Ended,
+            () if holds(started.token) => StartState::Running,
+            () => StartState::LeaderGone,
+        };
+        Some((started, state))
+    }
+}
+
+/// Where the last recorded start stands. Its names are read by scripts
+/// (`last_started.state` in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartState {
+    /// Its leader still holds the election.
+    Running,
+    /// No end recorded, and nobody holding the election holds its token:
+    /// leaderrun was killed, or etcd took no end record.
+    LeaderGone,
+    /// Its end is recorded.
+    Ended,
+}
+
+impl StartState {
+    pub fn name(self) -> &'static str {
+        match self {
+            StartState::Running => "running",
+            StartState::LeaderGone => "leader_gone",
+            StartState::Ended => "ended",
+        }
+    }
 }
 
 /// How far ahead of our clock a success may be dated and still count as

@@ -5,11 +5,11 @@
 
 use serde_json::json;
 
-use super::Report;
+use super::{Report, StartState};
 use crate::election::holder::{etcdctl_del, printable};
 use crate::election::name;
 use crate::election::once_per::{self, Marker};
-use crate::election::record::{self, Record};
+use crate::election::record::Record;
 
 pub fn json(report: &Report) -> String {
     format!("{}\n", json_value(report))
@@ -56,6 +56,14 @@ pub fn json_value(report: &Report) -> serde_json::Value {
     }
     object["last_run"] = last_run.unwrap_or_default();
     let records = &report.records;
+    object["last_started"] = report
+        .last_start()
+        .map(|(started, state)| {
+            let mut shown = record_json(started);
+            shown["state"] = state.name().into();
+            shown
+        })
+        .unwrap_or_default();
     object["last_finished"] = records
         .last_finished
         .as_ref()
@@ -154,36 +162,15 @@ pub fn text(report: &Report) -> String {
         }
     }
     lines.push(format!("waiting:  {}", report.waiters));
-    let records = &report.records;
-    let running = records.last_started.as_ref().filter(|started| {
-        started.outcome == record::Outcome::Running
-            && records
-                .last_finished
-                .as_ref()
-                .map(|finished| finished.token)
-                != Some(started.token)
-    });
-    if let Some(run) = running {
-        // A start record is "running" until the run's end is written. If
-        // nobody holding the election holds its token, its leader is gone
-        // without writing that end (killed, or etcd refused the write).
-        let holds = |token: i64| {
-            report
-                .leader
-                .as_ref()
-                .is_some_and(|leader| leader.token == token)
-                || report.runners.iter().any(|runner| runner.token == token)
-        };
-        if holds(run.token) {
-            lines.push(format!("this run: {}", run_line(run)));
-        } else {
-            lines.push(format!(
-                "last start: on {}, {}, token {}; no end recorded: its leader is gone",
-                printable(&run.host),
-                printable(&run.started),
-                run.token
-            ));
-        }
+    match report.last_start() {
+        Some((run, StartState::Running)) => lines.push(format!("this run: {}", run_line(run))),
+        Some((run, StartState::LeaderGone)) => lines.push(format!(
+            "last start: on {}, {}, token {}; no end recorded: its leader is gone",
+            printable(&run.host),
+            printable(&run.started),
+            run.token
+        )),
+        Some((_, StartState::Ended)) | None => {}
     }
     if let Some(last) = &report.records.last_finished {
         lines.push(format!("last run: {}", run_line(last)));
