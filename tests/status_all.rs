@@ -164,3 +164,68 @@ fn names_that_are_not_utf8_stay_apart_with_their_leaders() {
     }
     assert!(!metrics.stdout.contains('\u{fffd}'), "{}", metrics.stdout);
 }
+
+/// `status --all --json` wrote election by election: an etcd that stopped
+/// answering mid-way left half a JSON array on stdout, which a script
+/// might take for the whole. JSON and the metrics are written whole or not
+/// at all: on error, stdout is empty, with one line on stderr and 125.
+#[test]
+fn etcd_failing_midway_leaves_no_partial_json_or_metrics() {
+    let etcd = Etcd::start();
+    // Enough elections that reading them all outlasts the wait below.
+    let record = r#"{"host":"web-1","pid":1,"token":1,"command":"true","started":"2026-01-01T00:00:00Z","finished":"2026-01-01T00:00:01Z","duration_s":1.0,"exit_code":0,"outcome":"succeeded"}"#;
+    etcd.with(async |mut client| {
+        for batch in 0..20 {
+            let puts: Vec<_> = (0..100)
+                .map(|at| {
+                    let key = format!("jobs/e{:04}.last-finished", batch * 100 + at);
+                    etcd_client::TxnOp::put(key, record, None)
+                })
+                .collect();
+            client
+                .txn(etcd_client::Txn::new().and_then(puts))
+                .await
+                .unwrap();
+        }
+    });
+    for format in [&["--json"][..], &["--format", "prometheus"][..]] {
+        let before = etcd.handled("Txn");
+        let started = std::time::Instant::now();
+        let status = leaderrun(&etcd.endpoint())
+            .args([
+                "status",
+                "--all",
+                "--prefix",
+                "jobs/",
+                "--dial-timeout",
+                "1s",
+            ])
+            .args(format)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Each election's records are one Txn: freeze etcd a few elections
+        // in, long before the last.
+        await_condition(LIMIT, "status to read a few elections", || {
+            etcd.handled("Txn") >= before + 5
+        });
+        let frozen = etcd.freeze();
+        let output = status.wait_with_output().unwrap();
+        frozen.thaw();
+        let done = Finished {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            took: started.elapsed(),
+        };
+        assert!(
+            done.stdout.is_empty(),
+            "{format:?}: {} bytes written: {:.200}",
+            done.stdout.len(),
+            done.stdout
+        );
+        assert_one_error_line(&done, "etcd", &format!("{format:?}"));
+    }
+}

@@ -3,8 +3,14 @@
 //! the keys. Names are bytes, as etcd's keys are: one that is not UTF-8
 //! (`etcdctl elect` takes any) is read under its own keys, not a lossy
 //! copy that would fold `odd/\xfe` and `odd/\xff` into one election with
-//! no leader. Text and JSON are written election by election; the metrics
-//! for Prometheus are grouped by family, as its text format wants.
+//! no leader.
+//!
+//! Text is written election by election, for people watching a long
+//! list. JSON and the metrics for Prometheus are programs' input: built
+//! whole, then written, so that etcd failing mid-way leaves nothing on
+//! stdout (not half an array, not half the elections' metrics) beside the
+//! error. The metrics are grouped by family, as Prometheus's text format
+//! wants.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -41,26 +47,22 @@ pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Resul
             }
             write_out(prometheus(&reports).as_bytes())?;
         }
-        Format::Json | Format::Text => {
-            let json = format == Format::Json;
-            let mut first = true;
+        Format::Json => {
+            // Values, not reports: a report holds far more than its JSON.
+            let mut array = Vec::new();
+            for election in &names {
+                array.push(render::json_value(
+                    &Report::read(connection, election).await?,
+                ));
+            }
+            write_out(format!("{}\n", serde_json::Value::Array(array)).as_bytes())?;
+        }
+        Format::Text => {
             for election in &names {
                 let report = Report::read(connection, election).await?;
-                let shown = match json {
-                    true => format!(
-                        "{}{}",
-                        if first { "[" } else { "," },
-                        render::json_value(&report)
-                    ),
-                    false => format!("{}\n", line(&report)),
-                };
-                first = false;
-                if !write_out(shown.as_bytes())? {
+                if !write_out(format!("{}\n", line(&report)).as_bytes())? {
                     return Ok(Exit::Success.code());
                 }
-            }
-            if json {
-                write_out(if first { b"[]\n" } else { b"]\n" })?;
             }
         }
     }
