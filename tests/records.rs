@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -134,6 +134,9 @@ fn a_start_with_its_leader_gone_is_not_shown_as_running() {
         etcd.get("jobs/killed.last-started").is_some()
     });
     assert!(text().contains("this run: running"), "{}", text());
+    let running = status_json(&etcd, "jobs/killed");
+    assert_eq!(running["last_started"]["state"], "running", "{running}");
+    assert_eq!(metric(&etcd, "jobs/killed", GONE), Some(0.0));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(replica.pid()),
         nix::sys::signal::Signal::SIGKILL,
@@ -149,6 +152,124 @@ fn a_start_with_its_leader_gone_is_not_shown_as_running() {
         shown.contains("last start: on ") && shown.contains("no end recorded: its leader is gone"),
         "{shown}"
     );
+    // The same facts for programs: JSON and the metrics said nothing of
+    // it, and went on showing the run before as the last.
+    let json = status_json(&etcd, "jobs/killed");
+    let started = &json["last_started"];
+    assert_eq!(started["state"], "leader_gone", "{json}");
+    assert_eq!(started["outcome"], "running", "{json}");
+    assert_eq!(started["token"], running["last_started"]["token"], "{json}");
+    assert_eq!(metric(&etcd, "jobs/killed", GONE), Some(1.0));
+    let at = humantime::parse_rfc3339(started["started"].as_str().unwrap()).unwrap();
+    let at = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as f64;
+    assert_eq!(metric(&etcd, "jobs/killed", START), Some(at));
+}
+
+const GONE: &str = "leaderrun_last_start_leader_gone";
+const START: &str = "leaderrun_last_start_timestamp_seconds";
+
+/// One election's sample of `metric` in `status --format prometheus`.
+fn metric(etcd: &Etcd, name: &str, metric: &str) -> Option<f64> {
+    let done = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--format", "prometheus"]),
+        LIMIT,
+    );
+    let scrape =
+        prometheus_parse::Scrape::parse(done.stdout.lines().map(|line| Ok(line.to_string())))
+            .unwrap_or_else(|err| panic!("{err}: {}", done.stdout));
+    assert!(scrape.docs.contains_key(metric), "{}", done.stdout);
+    scrape
+        .samples
+        .iter()
+        .find(|sample| sample.metric == metric && sample.labels.get("election") == Some(name))
+        .map(|sample| match sample.value {
+            prometheus_parse::Value::Gauge(value) => value,
+            ref other => panic!("{metric} is not a gauge: {other:?}"),
+        })
+}
+
+/// A record as leaderrun writes it, to put by hand: `finished` (and the
+/// outcome) only if the run ended.
+fn record(token: i64, started: SystemTime, finished: Option<SystemTime>) -> String {
+    let stamp = |at: SystemTime| humantime::format_rfc3339_seconds(at).to_string();
+    serde_json::json!({
+        "host": "web-9",
+        "pid": 4242,
+        "token": token,
+        "command": "nightly",
+        "started": stamp(started),
+        "finished": finished.map(stamp),
+        "duration_s": finished.map(|_| 1.0),
+        "exit_code": finished.map(|_| 0),
+        "outcome": if finished.is_some() { "succeeded" } else { "running" },
+    })
+    .to_string()
+}
+
+/// A start whose end is recorded is "ended" in JSON, and not gone.
+#[test]
+fn a_start_that_ended_is_shown_as_ended() {
+    let etcd = Etcd::start();
+    let now = SystemTime::now();
+    let ended = record(9, now, Some(now));
+    etcd.put("jobs/ended.last-started", &ended, 0);
+    etcd.put("jobs/ended.last-finished", &ended, 0);
+    let json = status_json(&etcd, "jobs/ended");
+    assert_eq!(json["last_started"]["state"], "ended", "{json}");
+    assert_eq!(json["last_started"]["token"], 9, "{json}");
+    assert_eq!(metric(&etcd, "jobs/ended", GONE), Some(0.0));
+    // No start recorded: null, and nothing gone.
+    assert!(status_json(&etcd, "jobs/none")["last_started"].is_null());
+    assert_eq!(metric(&etcd, "jobs/none", GONE), Some(0.0));
+    assert_eq!(metric(&etcd, "jobs/none", START), None);
+}
+
+/// A replica whose clock is a day ahead records a success: read as age 0,
+/// it passed `--max-age 1h` for a day and an hour. It is not fresh, and
+/// the line says the writer's clock is ahead, and by how much.
+#[test]
+fn a_success_dated_ahead_of_our_clock_is_not_fresh() {
+    let etcd = Etcd::start();
+    let check = |name: &str| {
+        run_within(
+            leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
+            LIMIT,
+        )
+    };
+    let day = Duration::from_secs(24 * 3600);
+    let ahead = SystemTime::now() + day;
+    etcd.put(
+        "jobs/ahead.last-succeeded",
+        &record(7, ahead - Duration::from_secs(1), Some(ahead)),
+        0,
+    );
+    let done = check("jobs/ahead");
+    assert_eq!(done.code, Some(2), "{} {}", done.stdout, done.stderr);
+    assert_eq!(done.stdout.lines().count(), 1, "{}", done.stdout);
+    assert!(
+        done.stdout
+            .starts_with("jobs/ahead: stale: last success: succeeded on web-9, "),
+        "{}",
+        done.stdout
+    );
+    // A day less the seconds this test took to get here.
+    assert!(
+        done.stdout
+            .contains("the writer's clock is at least 23h 59m")
+            || done.stdout.contains("the writer's clock is at least 1day "),
+        "{}",
+        done.stdout
+    );
+
+    // The same record, dated by a clock that agrees with ours, is fresh.
+    let now = SystemTime::now();
+    etcd.put(
+        "jobs/now.last-succeeded",
+        &record(7, now - Duration::from_secs(1), Some(now)),
+        0,
+    );
+    let done = check("jobs/now");
+    assert_eq!(done.code, Some(0), "{} {}", done.stdout, done.stderr);
 }
 
 /// A leader paused past its lease, resumed after a newer leader's run: its

@@ -151,8 +151,10 @@ pub struct Snapshot {
     pub candidates: i64,
 }
 
-/// Reads the leader of an election and the number of candidates.
-pub async fn read_leader(connection: &Connection, election: &str) -> Result<Snapshot> {
+/// Reads the leader of an election and the number of candidates. The name
+/// is bytes, as etcd's keys are: `status --all` finds names that are not
+/// UTF-8 (`etcdctl elect` writes any bytes).
+pub async fn read_leader(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Snapshot> {
     let line = Line::read(connection, election).await?;
     let slots = line
         .leader()
@@ -169,7 +171,8 @@ pub async fn read_leader(connection: &Connection, election: &str) -> Result<Snap
 /// leader this way: re-reading the leader after each change would miss the
 /// leaders that came and went during the read.
 pub struct Line {
-    election: String,
+    /// The name as bytes: a lossy copy would read another election.
+    election: Vec<u8>,
     /// Candidates by (create revision, key): the first one leads.
     in_order: BTreeMap<(i64, Vec<u8>), Leader>,
     /// Each candidate's create revision, by key.
@@ -184,11 +187,12 @@ type LeaderIdentity = Option<(String, i64, bool)>;
 
 impl Line {
     /// Reads the whole line, page by page, at one revision.
-    pub async fn read(connection: &Connection, election: &str) -> Result<Line> {
-        let end = name::prefix_end(election);
-        let mut start = name::prefix(election).into_bytes();
+    pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Line> {
+        let election = election.as_ref();
+        let end = name::raw_prefix_end(election);
+        let mut start = name::raw_prefix(election);
         let mut line = Line {
-            election: election.to_string(),
+            election: election.to_vec(),
             in_order: BTreeMap::new(),
             created: HashMap::new(),
             revision: 0,
@@ -197,7 +201,7 @@ impl Line {
             // Keys only: the values wanted are the candidates', fetched by
             // key; the others' may be the job's own, and large.
             let mut options = GetOptions::new()
-                .with_range(end.as_str())
+                .with_range(end.clone())
                 .with_limit(PAGE)
                 .with_keys_only();
             if line.revision > 0 {
@@ -308,17 +312,17 @@ impl Line {
         let options = WatchOptions::new()
             .with_prefix()
             .with_start_revision(self.revision + 1);
-        let prefix = name::prefix(&self.election);
-        let Some((mut stream, index)) = connection.open_watch(prefix.as_bytes(), options).await
-        else {
-            tracing::info!("cannot watch {}; trying again", self.election);
+        let prefix = name::raw_prefix(&self.election);
+        let watched = name::escaped(&self.election).into_owned();
+        let Some((mut stream, index)) = connection.open_watch(&prefix, options).await else {
+            tracing::info!("cannot watch {watched}; trying again");
             return Ok(Followed::Broke);
         };
         loop {
             let response = match stream.message().await {
                 Ok(Some(response)) => response,
                 Ok(None) | Err(_) => {
-                    tracing::info!("the watch of {} broke; opening it again", self.election);
+                    tracing::info!("the watch of {watched} broke; opening it again");
                     connection.failed(index);
                     return Ok(Followed::Broke);
                 }
@@ -332,13 +336,10 @@ impl Line {
                 // etcd's own words for a refused read: its message is its
                 // API, and no retry will change it.
                 if reason.contains("permission denied") {
-                    let reason = format!("etcd refused watching {}: {reason}", self.election);
+                    let reason = format!("etcd refused watching {watched}: {reason}");
                     return Err(anyhow::anyhow!(Refused::new(reason)));
                 }
-                tracing::info!(
-                    "etcd cancelled the watch of {}: {reason}; opening it again",
-                    self.election
-                );
+                tracing::info!("etcd cancelled the watch of {watched}: {reason}; opening it again");
                 return Ok(Followed::Broke);
             }
             let mut shown = self.leader_identity();

@@ -129,7 +129,9 @@ pub struct Leader {
 impl Leader {
     fn from_kv(kv: &KeyValue) -> Self {
         Leader {
-            key: String::from_utf8_lossy(kv.key()).into_owned(),
+            // Escaped, not lossy: keys of names that are not UTF-8 stay
+            // apart (the same text as a lossy copy for UTF-8 keys).
+            key: name::escaped(kv.key()).into_owned(),
             token: kv.create_revision(),
             lease: kv.lease(),
             holder: Holder::decode(kv.value()),

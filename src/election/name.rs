@@ -1,6 +1,7 @@
 //! Election names. Without `--name`, the name comes from the command line, so
 //! that the same crontab line on every replica joins the same election.
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -54,8 +55,11 @@ pub fn candidate_key(name: &str, lease: i64) -> String {
 /// nothing. Matching the prefix alone would count the keys of election
 /// `name/sub` (`name/sub/<lease>`) as candidates of `name`, and the two
 /// elections would block each other.
-pub fn is_candidate(name: &str, key: &[u8]) -> bool {
-    key.strip_prefix(name.as_bytes())
+///
+/// The name is bytes: etcd's keys are, and a name that is not UTF-8 (one
+/// `etcdctl elect` was given) must match its own keys, not a lossy copy.
+pub fn is_candidate(name: impl AsRef<[u8]>, key: &[u8]) -> bool {
+    key.strip_prefix(name.as_ref())
         .and_then(|rest| rest.strip_prefix(b"/"))
         .is_some_and(|lease| {
             (1..=16).contains(&lease.len())
@@ -65,10 +69,33 @@ pub fn is_candidate(name: &str, key: &[u8]) -> bool {
         })
 }
 
-/// The end of the range of keys under `prefix(name)`: the prefix ends in
-/// `/`, and the next byte after `/` is `0`.
-pub fn prefix_end(name: &str) -> String {
-    format!("{name}0")
+/// [`prefix`] of a name as bytes, which need not be UTF-8.
+pub fn raw_prefix(name: &[u8]) -> Vec<u8> {
+    [name, b"/"].concat()
+}
+
+/// The end of the range of keys under `raw_prefix(name)`: the prefix ends
+/// in `/`, and the next byte after `/` is `0`.
+pub fn raw_prefix_end(name: &[u8]) -> Vec<u8> {
+    [name, b"0"].concat()
+}
+
+/// A name or key (bytes) as text: its UTF-8 as it is, and each byte that
+/// is not part of valid UTF-8 as `\xNN`. Unlike a lossy conversion, which
+/// turns every such byte into U+FFFD, it keeps `odd/\xfe` and `odd/\xff`
+/// apart. Borrowed, unchanged, when the bytes are UTF-8.
+pub fn escaped(bytes: &[u8]) -> Cow<'_, str> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return text.into();
+    }
+    let mut shown = String::new();
+    for chunk in bytes.utf8_chunks() {
+        shown.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            shown.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    shown.into()
 }
 
 #[cfg(test)]
@@ -92,6 +119,17 @@ mod tests {
         assert_ne!(a, derive(&argv(&["/usr/bin/nightly batch"])));
         // Pinned, so an accidental change of the hash fails here.
         assert_eq!(derive(&argv(&["true"])), "leaderrun/true-ab0b26f8");
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_escaped_apart() {
+        assert_eq!(escaped(b"jobs/a"), "jobs/a");
+        assert!(matches!(escaped(b"jobs/a"), Cow::Borrowed(_)));
+        assert_eq!(escaped(b"odd/\xfe"), "odd/\\xfe");
+        assert_eq!(escaped(b"odd/\xff/1f"), "odd/\\xff/1f");
+        // Valid UTF-8 around and between the bad bytes is kept.
+        assert_eq!(escaped("é\u{0}".as_bytes()), "é\u{0}");
+        assert_eq!(escaped(b"a\xc3b\xe2\x82"), "a\\xc3b\\xe2\\x82");
     }
 
     #[test]
@@ -120,7 +158,11 @@ mod tests {
         assert!(!is_candidate("pfx/a", b"pfx/a/694D9A"));
         assert!(!is_candidate("pfx/a", b"pfx/a/sweep"));
         assert!(!is_candidate("pfx/a", b"pfx/a.once-per"));
-        assert_eq!(prefix_end("pfx/a"), "pfx/a0");
-        assert!(prefix("pfx/a").as_str() < prefix_end("pfx/a").as_str());
+        assert_eq!(raw_prefix_end(b"pfx/a"), b"pfx/a0");
+        assert!(is_candidate(b"odd/\xfe", b"odd/\xfe/1f"));
+        assert!(!is_candidate(b"odd/\xfe", b"odd/\xff/1f"));
+        assert_eq!(raw_prefix(b"odd/\xfe"), b"odd/\xfe/");
+        assert_eq!(raw_prefix_end(b"odd/\xfe"), b"odd/\xfe0");
+        assert!(prefix("pfx/a").as_bytes() < raw_prefix_end(b"pfx/a").as_slice());
     }
 }

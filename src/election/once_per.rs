@@ -25,9 +25,12 @@ use crate::etcd::Connection;
 use crate::exit::{CodedError, Exit};
 use crate::retry::CLEANUP;
 
+/// What an election's name is followed by in its marker's key.
+const MARKER_SUFFIX: &str = ".once-per";
+
 /// The key of an election's marker.
 pub fn marker_key(election: &str) -> String {
-    format!("{election}.once-per")
+    format!("{election}{MARKER_SUFFIX}")
 }
 
 /// What the marker holds: who started the window's run, and its token.
@@ -205,9 +208,13 @@ fn agreed(marker: Marker, election: &str, seconds: i64) -> Result<Marker> {
     }
 }
 
-/// The marker of an election, if its window is open.
-pub async fn current(connection: &Connection, election: &str) -> Result<Option<Marker>> {
-    let key = marker_key(election);
+/// The marker of an election, if its window is open. The name is bytes,
+/// as etcd's keys are (`status --all` finds names that are not UTF-8).
+pub async fn current(
+    connection: &Connection,
+    election: impl AsRef<[u8]>,
+) -> Result<Option<Marker>> {
+    let key = [election.as_ref(), MARKER_SUFFIX.as_bytes()].concat();
     let response = connection
         .get("reading the --once-per marker", key, None)
         .await?;

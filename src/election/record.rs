@@ -197,12 +197,14 @@ pub fn decode(value: &[u8]) -> Option<Record> {
 }
 
 /// Reads an election's records; a value that is not a record reads as
-/// none.
-pub async fn read(connection: &Connection, election: &str) -> Result<Records> {
+/// none. The name is bytes, as etcd's keys are (`status --all` finds names
+/// that are not UTF-8).
+pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Records> {
+    let raw_key = |which: &str| [election.as_ref(), b".", which.as_bytes()].concat();
     let txn = Txn::new().and_then([
-        TxnOp::get(key(election, STARTED), None),
-        TxnOp::get(key(election, FINISHED), None),
-        TxnOp::get(key(election, SUCCEEDED), None),
+        TxnOp::get(raw_key(STARTED), None),
+        TxnOp::get(raw_key(FINISHED), None),
+        TxnOp::get(raw_key(SUCCEEDED), None),
     ]);
     let response = connection.txn("reading the run records", txn).await?;
     let mut found = ranges(&response)
@@ -215,14 +217,25 @@ pub async fn read(connection: &Connection, election: &str) -> Result<Records> {
     })
 }
 
-/// How long ago a record's run finished, by this machine's clock.
-pub fn age(record: &Record) -> Option<Duration> {
+/// How long ago a record's run finished, by this machine's clock; None
+/// if it has no (readable) end time.
+pub fn age(record: &Record) -> Option<Age> {
     let finished = humantime::parse_rfc3339(record.finished.as_deref()?).ok()?;
-    Some(
-        SystemTime::now()
-            .duration_since(finished)
-            .unwrap_or_default(),
-    )
+    Some(match SystemTime::now().duration_since(finished) {
+        Ok(ago) => Age::Ago(ago),
+        Err(ahead) => Age::Ahead(ahead.duration()),
+    })
+}
+
+/// When a run finished, against this machine's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Age {
+    /// This long ago.
+    Ago(Duration),
+    /// This far in the future: the writer's clock was ahead of ours by at
+    /// least this much. Not "just now": a clock a day ahead would keep
+    /// its record fresh for a day more.
+    Ahead(Duration),
 }
 
 /// Writes the record of a run that starts, in a task of its own: the

@@ -1,7 +1,16 @@
 //! `status --all`: every election under a prefix, found by reading etcd's
 //! keys page by page (keys only), so that memory holds the names and not
-//! the keys. Text and JSON are written election by election; the metrics
-//! for Prometheus are grouped by family, as its text format wants.
+//! the keys. Names are bytes, as etcd's keys are: one that is not UTF-8
+//! (`etcdctl elect` takes any) is read under its own keys, not a lossy
+//! copy that would fold `odd/\xfe` and `odd/\xff` into one election with
+//! no leader.
+//!
+//! Text is written election by election, for people watching a long
+//! list. JSON and the metrics for Prometheus are programs' input: built
+//! whole, then written, so that etcd failing mid-way leaves nothing on
+//! stdout (not half an array, not half the elections' metrics) beside the
+//! error. The metrics are grouped by family, as Prometheus's text format
+//! wants.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -10,8 +19,9 @@ use std::time::SystemTime;
 use anyhow::Result;
 use etcd_client::GetOptions;
 
-use super::{render, write_out, Report};
+use super::{render, write_out, Report, StartState};
 use crate::cli::Format;
+use crate::election::holder::printable;
 use crate::election::name;
 use crate::etcd::Connection;
 use crate::exit::Exit;
@@ -37,26 +47,22 @@ pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Resul
             }
             write_out(prometheus(&reports).as_bytes())?;
         }
-        Format::Json | Format::Text => {
-            let json = format == Format::Json;
-            let mut first = true;
+        Format::Json => {
+            // Values, not reports: a report holds far more than its JSON.
+            let mut array = Vec::new();
+            for election in &names {
+                array.push(render::json_value(
+                    &Report::read(connection, election).await?,
+                ));
+            }
+            write_out(format!("{}\n", serde_json::Value::Array(array)).as_bytes())?;
+        }
+        Format::Text => {
             for election in &names {
                 let report = Report::read(connection, election).await?;
-                let shown = match json {
-                    true => format!(
-                        "{}{}",
-                        if first { "[" } else { "," },
-                        render::json_value(&report)
-                    ),
-                    false => format!("{}\n", line(&report)),
-                };
-                first = false;
-                if !write_out(shown.as_bytes())? {
+                if !write_out(format!("{}\n", line(&report)).as_bytes())? {
                     return Ok(Exit::Success.code());
                 }
-            }
-            if json {
-                write_out(if first { b"[]\n" } else { b"]\n" })?;
             }
         }
     }
@@ -65,7 +71,7 @@ pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Resul
 
 /// The names of the elections whose keys lie under `prefix`: those with a
 /// candidate (`<name>/<lease hex>`) or a key leaderrun keeps beside one.
-async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<String>> {
+async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Vec<u8>>> {
     let mut names = BTreeSet::new();
     let mut start = prefix.as_bytes().to_vec();
     let end = range_end(prefix);
@@ -88,9 +94,9 @@ async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Str
         let more = response.more();
         let kvs = response.take_kvs();
         for kv in &kvs {
-            let key = String::from_utf8_lossy(kv.key());
-            if let Some(name) = election_of(&key).filter(|name| name.starts_with(prefix)) {
-                names.insert(name.to_string());
+            let found = election_of(kv.key()).filter(|name| name.starts_with(prefix.as_bytes()));
+            if let Some(name) = found {
+                names.insert(name.to_vec());
             }
         }
         match kvs.last() {
@@ -104,12 +110,16 @@ async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Str
 }
 
 /// The election a key belongs to, if it is one of leaderrun's.
-fn election_of(key: &str) -> Option<&str> {
-    if let Some(name) = BESIDE.iter().find_map(|suffix| key.strip_suffix(suffix)) {
+fn election_of(key: &[u8]) -> Option<&[u8]> {
+    let beside = BESIDE
+        .iter()
+        .find_map(|suffix| key.strip_suffix(suffix.as_bytes()));
+    if let Some(name) = beside {
         return Some(name).filter(|name| !name.is_empty());
     }
-    let (name, _) = key.rsplit_once('/')?;
-    (!name.is_empty() && name::is_candidate(name, key.as_bytes())).then_some(name)
+    let slash = key.iter().rposition(|&byte| byte == b'/')?;
+    let name = &key[..slash];
+    (!name.is_empty() && name::is_candidate(name, key)).then_some(name)
 }
 
 /// The end of the range of keys that start with `prefix`; None for every
@@ -137,7 +147,7 @@ fn line(report: &Report) -> String {
     };
     format!(
         "{}: {leader}, {} waiting{last}",
-        crate::election::holder::printable(&report.election),
+        printable(&name::escaped(&report.election)),
         report.waiters
     )
 }
@@ -147,7 +157,7 @@ type Family = (&'static str, &'static str, fn(&Report) -> Option<f64>);
 
 /// The text exposition format: a family a block, a sample per election.
 pub fn prometheus(reports: &[Report]) -> String {
-    let families: [Family; 6] = [
+    let families: [Family; 8] = [
         (
             "leaderrun_leader_present",
             "Whether the election has a leader (1) or not (0).",
@@ -165,7 +175,7 @@ pub fn prometheus(reports: &[Report]) -> String {
                 r.records
                     .last_succeeded
                     .as_ref()
-                    .and_then(|run| finished(run.finished.as_deref()))
+                    .and_then(|run| timestamp(run.finished.as_deref()))
             },
         ),
         (
@@ -175,7 +185,7 @@ pub fn prometheus(reports: &[Report]) -> String {
                 r.records
                     .last_finished
                     .as_ref()
-                    .and_then(|run| finished(run.finished.as_deref()))
+                    .and_then(|run| timestamp(run.finished.as_deref()))
             },
         ),
         (
@@ -199,6 +209,24 @@ pub fn prometheus(reports: &[Report]) -> String {
                     .map(f64::from)
             },
         ),
+        (
+            "leaderrun_last_start_timestamp_seconds",
+            "When the last recorded run started, in seconds since the epoch.",
+            |r| {
+                r.last_start()
+                    .and_then(|(run, _)| timestamp(Some(&run.started)))
+            },
+        ),
+        (
+            "leaderrun_last_start_leader_gone",
+            "Whether the last started run has no end recorded and its leader is gone (1) or not (0).",
+            |r| {
+                let gone = r
+                    .last_start()
+                    .is_some_and(|(_, state)| state == StartState::LeaderGone);
+                Some(f64::from(u8::from(gone)))
+            },
+        ),
     ];
     let mut out = String::new();
     for (metric, help, value) in families {
@@ -206,7 +234,7 @@ pub fn prometheus(reports: &[Report]) -> String {
         let _ = writeln!(out, "# TYPE {metric} gauge");
         for report in reports {
             if let Some(value) = value(report) {
-                let election = label(&report.election);
+                let election = label(&name::escaped(&report.election));
                 let _ = writeln!(out, "{metric}{{election=\"{election}\"}} {value}");
             }
         }
@@ -214,7 +242,8 @@ pub fn prometheus(reports: &[Report]) -> String {
     out
 }
 
-fn finished(at: Option<&str>) -> Option<f64> {
+/// An RFC 3339 time of a record, in seconds since the epoch.
+fn timestamp(at: Option<&str>) -> Option<f64> {
     let at = humantime::parse_rfc3339(at?).ok()?;
     let since = at.duration_since(SystemTime::UNIX_EPOCH).ok()?;
     Some(since.as_secs() as f64)
@@ -234,11 +263,15 @@ mod tests {
 
     #[test]
     fn keys_name_their_elections() {
-        assert_eq!(election_of("jobs/a/694d9a5bc1f21a0b"), Some("jobs/a"));
-        assert_eq!(election_of("jobs/a.last-finished"), Some("jobs/a"));
-        assert_eq!(election_of("jobs/a.once-per"), Some("jobs/a"));
-        assert_eq!(election_of("jobs/a/sweep"), None);
-        assert_eq!(election_of("unrelated"), None);
+        let of = |key: &'static [u8]| election_of(key);
+        assert_eq!(of(b"jobs/a/694d9a5bc1f21a0b"), Some(&b"jobs/a"[..]));
+        assert_eq!(of(b"jobs/a.last-finished"), Some(&b"jobs/a"[..]));
+        assert_eq!(of(b"jobs/a.once-per"), Some(&b"jobs/a"[..]));
+        assert_eq!(of(b"jobs/a/sweep"), None);
+        assert_eq!(of(b"unrelated"), None);
+        // Names that are not UTF-8 are found, each under its own bytes.
+        assert_eq!(of(b"odd/\xfe/694d9a5bc1f21a0b"), Some(&b"odd/\xfe"[..]));
+        assert_eq!(of(b"odd/\xff.last-started"), Some(&b"odd/\xff"[..]));
         assert_eq!(range_end("jobs/"), Some(b"jobs0".to_vec()));
         assert_eq!(range_end(""), None);
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");

@@ -51,7 +51,7 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
     if let Some(max_age) = args.max_age {
         return fresh(&connection, &election, max_age).await;
     }
-    let report = Report::read(&connection, &election).await?;
+    let report = Report::read(&connection, election.as_bytes()).await?;
     let shown = match format {
         Format::Json => render::json(&report),
         Format::Text => render::text(&report),
@@ -66,7 +66,9 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
 
 /// An election as `status` shows it.
 pub struct Report {
-    pub election: String,
+    /// The name as etcd's keys spell it: bytes, not always UTF-8 (shown
+    /// with [`name::escaped`]).
+    pub election: Vec<u8>,
     pub leader: Option<Leader>,
     /// Every runner, the leader first (one, unless --max-running).
     pub runners: Vec<Leader>,
@@ -85,7 +87,7 @@ pub struct Report {
 impl Report {
     /// The line, the `--once-per` marker and the records are read at once;
     /// the leader's lease after, once it is known.
-    async fn read(connection: &Connection, election: &str) -> Result<Report> {
+    async fn read(connection: &Connection, election: &[u8]) -> Result<Report> {
         let (snapshot, marker, records) = tokio::join!(
             election::read_leader(connection, election),
             once_per::current(connection, election),
@@ -107,7 +109,7 @@ impl Report {
             None => None,
         };
         Ok(Report {
-            election: election.to_string(),
+            election: election.to_vec(),
             waiters: (candidates - runners.len() as i64).max(0),
             max_running: leader
                 .as_ref()
@@ -119,6 +121,84 @@ impl Report {
             records,
         })
     }
+
+    /// The last recorded start, and where it stands.
+    pub fn last_start(&self) -> Option<(&record::Record, StartState)> {
+        let records = &self.records;
+        let started = records.last_started.as_ref()?;
+        let ended = started.outcome != record::Outcome::Running
+            || records
+                .last_finished
+                .as_ref()
+                .map(|finished| finished.token)
+                == Some(started.token);
+        // A start record is "running" until the run's end is written. If
+        // nobody holding the election holds its token, its leader is gone
+        // without writing that end (killed, or etcd refused the write).
+        let holds = |token: i64| {
+            self.leader
+                .as_ref()
+                .is_some_and(|leader| leader.token == token)
+                || self.runners.iter().any(|runner| runner.token == token)
+        };
+        let state = match () {
+            () if ended => StartState::Ended,
+            () if holds(started.token) => StartState::Running,
+            () => StartState::LeaderGone,
+        };
+        Some((started, state))
+    }
+}
+
+/// Where the last recorded start stands. Its names are read by scripts
+/// (`last_started.state` in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartState {
+    /// Its leader still holds the election.
+    Running,
+    /// No end recorded, and nobody holding the election holds its token:
+    /// leaderrun was killed, or etcd took no end record.
+    LeaderGone,
+    /// Its end is recorded.
+    Ended,
+}
+
+impl StartState {
+    pub fn name(self) -> &'static str {
+        match self {
+            StartState::Running => "running",
+            StartState::LeaderGone => "leader_gone",
+            StartState::Ended => "ended",
+        }
+    }
+}
+
+/// How far ahead of our clock a success may be dated and still count as
+/// just now. Stamps are whole seconds, rounded down, so a writer whose
+/// clock agrees with ours never dates one ahead; this absorbs clocks a few
+/// seconds apart (NTP not yet settled), not a clock set wrong.
+const CLOCK_AHEAD_ALLOWED: Duration = Duration::from_secs(5);
+
+/// How a last success stands against `--max-age`.
+#[derive(Debug, PartialEq, Eq)]
+enum Freshness {
+    Fresh,
+    /// Older than --max-age, or of no readable end time.
+    Stale,
+    /// Dated this far in our future (past [`CLOCK_AHEAD_ALLOWED`]): its
+    /// writer's clock is ahead, and the record says nothing of how long
+    /// ago it ran. Read as age 0, a clock a day ahead would keep it
+    /// "fresh" for a day more than --max-age.
+    Ahead(Duration),
+}
+
+fn freshness(age: Option<record::Age>, max_age: Duration) -> Freshness {
+    match age {
+        Some(record::Age::Ago(ago)) if ago <= max_age => Freshness::Fresh,
+        Some(record::Age::Ahead(ahead)) if ahead <= CLOCK_AHEAD_ALLOWED => Freshness::Fresh,
+        Some(record::Age::Ahead(ahead)) => Freshness::Ahead(ahead),
+        _ => Freshness::Stale,
+    }
 }
 
 /// `status --max-age`: did a run succeed within `max_age`? One line, and
@@ -129,16 +209,26 @@ async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Re
     let (line, code) = match records
         .last_succeeded
         .as_ref()
-        .map(|last| (last, record::age(last)))
+        .map(|last| (last, freshness(record::age(last), max_age)))
     {
-        Some((last, Some(age))) if age <= max_age => (
+        Some((last, Freshness::Fresh)) => (
             format!(
                 "{election}: fresh: last success: {} (within {within})",
                 render::run_line(last)
             ),
             Exit::Success,
         ),
-        Some((last, _)) => (
+        Some((last, Freshness::Ahead(ahead))) => {
+            let ahead = humantime::format_duration(Duration::from_secs(ahead.as_secs()));
+            (
+                format!(
+                    "{election}: stale: last success: {} (dated in the future: the writer's clock is at least {ahead} ahead of this one)",
+                    render::run_line(last)
+                ),
+                Exit::Stale,
+            )
+        }
+        Some((last, Freshness::Stale)) => (
             format!(
                 "{election}: stale: last success: {} (more than {within} ago)",
                 render::run_line(last)
@@ -162,5 +252,36 @@ fn write_out(bytes: &[u8]) -> Result<bool> {
         Ok(()) => Ok(true),
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
         Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use record::Age;
+
+    #[test]
+    fn a_success_dated_ahead_of_our_clock_is_not_fresh() {
+        let hour = Duration::from_secs(3600);
+        let day = 24 * hour;
+        assert_eq!(freshness(Some(Age::Ago(hour / 2)), hour), Freshness::Fresh);
+        assert_eq!(freshness(Some(Age::Ago(hour)), hour), Freshness::Fresh);
+        assert_eq!(freshness(Some(Age::Ago(2 * hour)), hour), Freshness::Stale);
+        assert_eq!(freshness(None, hour), Freshness::Stale);
+        // A day ahead once read as age 0: fresh for a day and an hour.
+        assert_eq!(
+            freshness(Some(Age::Ahead(day)), hour),
+            Freshness::Ahead(day)
+        );
+        // A clock a little ahead (NTP settling) is not a clock set wrong.
+        assert_eq!(
+            freshness(Some(Age::Ahead(CLOCK_AHEAD_ALLOWED)), hour),
+            Freshness::Fresh
+        );
+        let past = CLOCK_AHEAD_ALLOWED + Duration::from_secs(1);
+        assert_eq!(
+            freshness(Some(Age::Ahead(past)), hour),
+            Freshness::Ahead(past)
+        );
     }
 }

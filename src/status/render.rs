@@ -1,12 +1,15 @@
 //! A [`Report`] as text for people, or as one JSON object for programs.
 //! Values written by other tools are escaped ([`printable`]) in the text.
+//! A name that is not UTF-8 is shown with its bad bytes as `\xNN`
+//! ([`name::escaped`]) everywhere; the JSON adds its exact bytes in base64.
 
 use serde_json::json;
 
-use super::Report;
+use super::{Report, StartState};
 use crate::election::holder::{etcdctl_del, printable};
+use crate::election::name;
 use crate::election::once_per::{self, Marker};
-use crate::election::record::{self, Record};
+use crate::election::record::Record;
 
 pub fn json(report: &Report) -> String {
     format!("{}\n", json_value(report))
@@ -25,9 +28,10 @@ pub fn json_value(report: &Report) -> serde_json::Value {
             "window_left": marker.left.map(|left| left.as_secs()),
         })
     });
+    let election = name::escaped(&report.election);
     let mut object = match &report.leader {
         Some(leader) => json!({
-            "name": report.election,
+            "name": election,
             "key": leader.key,
             "token": leader.token,
             "lease": format!("{:x}", leader.lease),
@@ -41,12 +45,25 @@ pub fn json_value(report: &Report) -> serde_json::Value {
             "waiters": report.waiters,
         }),
         None => json!({
-            "name": report.election, "key": null, "token": null, "lease": null,
+            "name": election, "key": null, "token": null, "lease": null,
             "ttl": null, "holder": null, "waiters": report.waiters,
         }),
     };
+    // Only for a name that is not UTF-8, whose "name" is then escaped
+    // text (and could be a UTF-8 name's too): its exact bytes.
+    if std::str::from_utf8(&report.election).is_err() {
+        object["name_base64"] = base64(&report.election).into();
+    }
     object["last_run"] = last_run.unwrap_or_default();
     let records = &report.records;
+    object["last_started"] = report
+        .last_start()
+        .map(|(started, state)| {
+            let mut shown = record_json(started);
+            shown["state"] = state.name().into();
+            shown
+        })
+        .unwrap_or_default();
     object["last_finished"] = records
         .last_finished
         .as_ref()
@@ -117,7 +134,8 @@ fn runner_json(runner: &crate::election::Leader) -> serde_json::Value {
 }
 
 pub fn text(report: &Report) -> String {
-    let mut lines = vec![format!("election: {}", printable(&report.election))];
+    let election = name::escaped(&report.election);
+    let mut lines = vec![format!("election: {}", printable(&election))];
     match &report.leader {
         Some(leader) => {
             let left = report
@@ -144,36 +162,15 @@ pub fn text(report: &Report) -> String {
         }
     }
     lines.push(format!("waiting:  {}", report.waiters));
-    let records = &report.records;
-    let running = records.last_started.as_ref().filter(|started| {
-        started.outcome == record::Outcome::Running
-            && records
-                .last_finished
-                .as_ref()
-                .map(|finished| finished.token)
-                != Some(started.token)
-    });
-    if let Some(run) = running {
-        // A start record is "running" until the run's end is written. If
-        // nobody holding the election holds its token, its leader is gone
-        // without writing that end (killed, or etcd refused the write).
-        let holds = |token: i64| {
-            report
-                .leader
-                .as_ref()
-                .is_some_and(|leader| leader.token == token)
-                || report.runners.iter().any(|runner| runner.token == token)
-        };
-        if holds(run.token) {
-            lines.push(format!("this run: {}", run_line(run)));
-        } else {
-            lines.push(format!(
-                "last start: on {}, {}, token {}; no end recorded: its leader is gone",
-                printable(&run.host),
-                printable(&run.started),
-                run.token
-            ));
-        }
+    match report.last_start() {
+        Some((run, StartState::Running)) => lines.push(format!("this run: {}", run_line(run))),
+        Some((run, StartState::LeaderGone)) => lines.push(format!(
+            "last start: on {}, {}, token {}; no end recorded: its leader is gone",
+            printable(&run.host),
+            printable(&run.started),
+            run.token
+        )),
+        Some((_, StartState::Ended)) | None => {}
     }
     if let Some(last) = &report.records.last_finished {
         lines.push(format!("last run: {}", run_line(last)));
@@ -182,7 +179,7 @@ pub fn text(report: &Report) -> String {
         lines.push(format!("last success: {}", run_line(last)));
     }
     if let Some(marker) = &report.marker {
-        lines.push(window(&report.election, marker));
+        lines.push(window(&election, marker));
     }
     lines.join("\n") + "\n"
 }
@@ -199,4 +196,47 @@ fn window(election: &str, marker: &Marker) -> String {
     };
     let last = marker.last.describe();
     format!("once-per: this window's run started {last}; the window {left}")
+}
+
+/// Standard base64 (RFC 4648, with padding), as `base64 -d` reads it: for
+/// the one field that needs it, not worth a dependency.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let group = chunk.iter().enumerate().fold(0u32, |group, (at, &byte)| {
+            group | u32::from(byte) << (16 - 8 * at)
+        });
+        for at in 0..4 {
+            if at <= chunk.len() {
+                out.push(char::from(ALPHABET[(group >> (18 - 6 * at)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_is_rfc_4648() {
+        // RFC 4648's own test vectors.
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+        assert_eq!(base64(b"odd/\xfe"), "b2RkL/4=");
+        assert_eq!(base64(b"odd/\xff"), "b2RkL/8=");
+    }
 }
