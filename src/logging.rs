@@ -50,7 +50,7 @@ pub fn init(verbose: u8) {
     // `eprintln!`, which panics on that same stderr.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| OneLine(std::io::stderr()))
         .log_internal_errors(false)
         .with_ansi(false);
     let _ = match format() {
@@ -74,7 +74,7 @@ pub enum Level {
 pub fn say(level: Level, message: &str) {
     let line = format!("leaderrun: {message}");
     let text = match format() {
-        LogFormat::Text => line,
+        LogFormat::Text => escaped(&line).into_owned(),
         LogFormat::Json => {
             let level = match level {
                 Level::Error => "ERROR",
@@ -91,4 +91,63 @@ pub fn say(level: Level, message: &str) {
         }
     };
     let _ = writeln!(std::io::stderr(), "{text}");
+}
+
+/// `text` with its control characters escaped (`\n`, `\x1b`): a line of
+/// leaderrun's stays one line, whatever a name or a command line holds, and
+/// cannot move a terminal's cursor. (JSON escapes them itself.)
+pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// Stderr for tracing's text lines, each escaped as [`say`]'s are. tracing
+/// writes a line, its newline last, in one call.
+struct OneLine(std::io::Stderr);
+
+impl Write for OneLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let (body, end) = match text.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (&*text, ""),
+        };
+        let line = escaped(body);
+        self.0.write_all(line.as_bytes())?;
+        self.0.write_all(end.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_nothing_else() {
+        assert_eq!(escaped("plain 'é' text"), "plain 'é' text");
+        assert_eq!(
+            escaped("cannot run 'a\nb\r\t\x1b[2J\u{7f}\u{85}'"),
+            "cannot run 'a\\nb\\r\\t\\x1b[2J\\x7f\\x85'"
+        );
+    }
 }

@@ -104,6 +104,34 @@ fn an_empty_command_is_not_found() {
     );
 }
 
+/// A command name with a newline (or an escape sequence) in it split the
+/// one-line error into two lines: control characters are escaped in every
+/// line of leaderrun's, -v's lines too.
+#[test]
+fn control_characters_in_a_message_are_escaped() {
+    let etcd = Etcd::start();
+    for verbose in [None, Some("-v")] {
+        let mut command = leaderrun(&etcd.endpoint());
+        command.args(["--name", "jobs/odd-command"]).args(verbose);
+        let done = run_within(
+            command.args(["--", "no\nsuch\x1b[2J"]),
+            Duration::from_secs(20),
+        );
+        assert_eq!(done.code, Some(127), "{}", done.stderr);
+        assert!(!done.stderr.contains('\x1b'), "{:?}", done.stderr);
+        let error: Vec<&str> = done.stderr.lines().filter(|line| line.contains("error")).collect();
+        assert_eq!(error.len(), 1, "{:?}", done.stderr);
+        assert!(error[0].contains("no\\nsuch\\x1b[2J"), "{:?}", done.stderr);
+        for line in done.stderr.lines() {
+            assert!(
+                line.starts_with("leaderrun: ") || line.contains("INFO") || line.contains("DEBUG"),
+                "a line that is not one of leaderrun's: {:?}",
+                done.stderr
+            );
+        }
+    }
+}
+
 /// `LEADERRUN_ENDPOINTS=` (set, but empty) counts as unset: the etcdctl
 /// fallback applies.
 #[test]

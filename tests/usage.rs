@@ -51,6 +51,14 @@ fn bad_arguments() {
         "at most 366 days",
     );
     one_line_125(&[], nowhere, "COMMAND");
+    // A conflict code that means something else already.
+    for own in ["123", "124", "125"] {
+        one_line_125(
+            &["--conflict-exit-code", own, "--", "true"],
+            nowhere,
+            &format!("{own} already means"),
+        );
+    }
     // status takes one of the two names; the command was ignored.
     one_line_125(
         &["status", "--name", "a", "--", "true"],

@@ -11,7 +11,7 @@ pub mod help;
 mod parse;
 
 use parse::{
-    parse_dial_timeout, parse_duration, parse_max_running, parse_signal, parse_timeout, parse_ttl,
+    parse_conflict_exit_code, parse_dial_timeout, parse_duration, parse_max_running, parse_signal, parse_timeout, parse_ttl,
     parse_wait_timeout, parse_window,
 };
 
@@ -312,8 +312,9 @@ pub struct ElectionArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_max_running)]
     pub max_running: usize,
 
-    /// Exit code when another replica leads or the wait timed out.
-    #[arg(long, value_name = "N", default_value_t = crate::exit::Exit::Conflict.code(), value_parser = clap::value_parser!(i32).range(0..=255))]
+    /// Exit code when another replica leads or the wait timed out: 0 to
+    /// 255, but not 123 to 127, which leaderrun gives for other things.
+    #[arg(long, value_name = "N", default_value_t = crate::exit::Exit::Conflict.code(), value_parser = parse_conflict_exit_code)]
     pub conflict_exit_code: i32,
 }
 

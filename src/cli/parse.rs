@@ -40,6 +40,33 @@ fn bounded(text: &str, what: &str, least: Bound, most: Bound) -> Result<Duration
     Ok(duration)
 }
 
+/// --conflict-exit-code: 0 to 255, but not a code leaderrun gives for
+/// something else (123 to 127): a script could no longer tell a conflict
+/// from a timeout, a loss, a failure or a command that could not run.
+pub fn parse_conflict_exit_code(text: &str) -> Result<i32, String> {
+    use crate::exit::Exit;
+    let code: i32 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number from 0 to 255"))?;
+    if !(0..=255).contains(&code) {
+        return Err(format!("{code} is not from 0 to 255"));
+    }
+    let taken = [
+        (Exit::TimedOut, "--timeout"),
+        (Exit::LeadershipLost, "leadership lost"),
+        (Exit::Internal, "leaderrun failed"),
+        (Exit::NotExecutable, "the command could not be executed"),
+        (Exit::NotFound, "the command was not found"),
+    ];
+    match taken.iter().find(|(exit, _)| exit.code() == code) {
+        Some((_, meaning)) => Err(format!(
+            "{code} already means '{meaning}': choose a code that means only a conflict (75, the default, or 0 for cron)"
+        )),
+        None => Ok(code),
+    }
+}
+
 pub fn parse_dial_timeout(text: &str) -> Result<Duration, String> {
     let least = (Duration::from_millis(10), "10ms");
     bounded(text, "the dial timeout", least, (DAY, "24h"))
@@ -97,6 +124,20 @@ pub fn parse_signal(text: &str) -> Result<Signal, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_conflict_code_cannot_be_one_of_leaderruns_own() {
+        for own in ["123", "124", "125", "126", "127"] {
+            let err = parse_conflict_exit_code(own).unwrap_err();
+            assert!(err.starts_with(&format!("{own} already means '")), "{err}");
+        }
+        for fine in ["0", "1", "75", "122", "128", "255"] {
+            assert!(parse_conflict_exit_code(fine).is_ok(), "{fine}");
+        }
+        for bad in ["256", "-1", "x"] {
+            assert!(parse_conflict_exit_code(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations_and_signals_parse() {
