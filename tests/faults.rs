@@ -205,7 +205,12 @@ fn an_outage_just_before_a_renewal_within_the_stated_bound_costs_nothing() {
     let frozen = etcd.freeze();
     std::thread::sleep(Duration::from_secs(2));
     frozen.thaw();
-    held.assert_survives(&etcd, "an outage just before a renewal", Instant::now(), ttl);
+    held.assert_survives(
+        &etcd,
+        "an outage just before a renewal",
+        Instant::now(),
+        ttl,
+    );
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(a.pid()), Signal::SIGTERM).unwrap();
     a.finish(Duration::from_secs(10));
 }

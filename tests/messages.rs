@@ -119,7 +119,11 @@ fn control_characters_in_a_message_are_escaped() {
         );
         assert_eq!(done.code, Some(127), "{}", done.stderr);
         assert!(!done.stderr.contains('\x1b'), "{:?}", done.stderr);
-        let error: Vec<&str> = done.stderr.lines().filter(|line| line.contains("error")).collect();
+        let error: Vec<&str> = done
+            .stderr
+            .lines()
+            .filter(|line| line.contains("error"))
+            .collect();
         assert_eq!(error.len(), 1, "{:?}", done.stderr);
         assert!(error[0].contains("no\\nsuch\\x1b[2J"), "{:?}", done.stderr);
         for line in done.stderr.lines() {

@@ -109,6 +109,8 @@ pub fn man_page() -> Vec<u8> {
         "FENCING",
         &[
             &[("A lease guarantees exclusivity only until it expires, and it can expire while the old leader's command still runs (a long pause, a partition). leaderrun stops the command before the lease could expire by its own monotonic clock, but a process that was frozen cannot be stopped while frozen. The fencing token closes that hole: pass ", false), ("LEADERRUN_TOKEN", true), (" with every write, and have the downstream system reject a token lower than the highest it has seen, e.g. in SQL: UPDATE jobs SET last_token = $LEADERRUN_TOKEN, ... WHERE id = 1 AND last_token <= $LEADERRUN_TOKEN (0 rows updated: a newer leader exists, stop); or in etcd, a transaction guarded on create_revision($LEADERRUN_KEY) == $LEADERRUN_TOKEN.", false)],
+            &[("With --max-running above 1, runners hold different tokens at once, and the smaller may be a legitimate runner: fence per runner, not by the largest token. Keep the token per slot or per item a runner claims (a row's last_token, compared and set by that runner), or use the etcd guard on the runner's own key, which holds for any N.", false)],
+            &[("A cluster copied with etcdctl make-mirror numbers revisions anew, so tokens go backwards there: reset the fences, or restore from a snapshot with etcdutl snapshot restore --bump-revision N --mark-compacted (etcd 3.5 and later), which keeps tokens growing.", false)],
         ],
     );
     examples(
@@ -187,8 +189,17 @@ pub fn status_man_page() -> Vec<u8> {
         "WHAT IT PRINTS",
         &[
             ("text", "Lines \"election:\", \"leader:\" (pid, host, the time it became leader, token; or \"none\"), \"command:\", \"token:\", \"key:\", \"lease:\" (id in hex and seconds left), \"waiting:\" (replicas queued with --wait), when a --once-per window is open, \"once-per:\" (who started its run and when the window closes), and from the run records \"this run:\" (a run in progress; \"last start:\" instead when its leader is gone with no end recorded), \"last run:\" and \"last success:\" (outcome, host, start and end, token). A key with no lease that blocks the election is named as stale, with the etcdctl del that removes it."),
-            ("--json", "One JSON object: name, key, token, lease (hex), ttl (seconds left), holder {host, pid, started, command}, waiters, last_run (the --once-per window's run: host, pid, started, command, token, window_left in seconds; or null), and last_finished and last_succeeded (run records: host, pid, token, command, started, finished, duration_s, exit_code, and outcome, one of running, succeeded, failed, signalled, lost, timed_out, not_started; or null). With --max-running above 1, also holders (every runner) and max_running. With nobody leading, key, token, lease, ttl and holder are null."),
+            ("--json", "One JSON object: name (a name that is not UTF-8 has its bad bytes escaped as \\xNN, and name_base64 is added with its exact bytes), key, token, lease (hex), ttl (seconds left), holder {host, pid, started, command}, waiters, last_run (the --once-per window's run: host, pid, started, command, token, window_left in seconds; or null), last_started (the last recorded start: the run record's fields plus state, one of running, leader_gone, ended; or null), and last_finished and last_succeeded (run records: host, pid, token, command, started, finished, duration_s, exit_code, and outcome, one of running, succeeded, failed, signalled, lost, timed_out, not_started; or null). With --max-running above 1, also holders (every runner) and max_running. With nobody leading, key, token, lease, ttl and holder are null."),
             ("--watch", "A line per change of leader, in order, each starting with the time it was seen: \"NAME: led by pid PID on HOST (token N)\", \"NAME: no leader\", or \"NAME: blocked by\" a stale key. It follows etcd's watch, so a queue that hands over quickly still gets a line per leader; it rides out an etcd restart, and ends on SIGINT or SIGTERM with exit 0, or quietly when its reader goes away."),
+        ],
+    );
+    section(
+        &mut roff,
+        "RUN RECORDS",
+        &[
+            &[("Every run writes ", false), ("<name>.last-started", true), (" (as it starts, and again as it ends), ", false), ("<name>.last-finished", true), (" and ", false), ("<name>.last-succeeded", true), (". Writes are fenced by entitlement, not by token: a run that still holds its leader key records its end unconditionally (it finished last, whatever the tokens say, with --max-running above 1 too); a run that lost its key writes only over records not written since its win was proven; last-started is the run whose start was proven last.", false)],
+            &[("--max-age compares the record's end time, by the writer's clock, with this machine's clock. A success dated in the future is not fresh (the writer's clock is ahead, so its age cannot be known); a writer whose clock is behind makes a success look older, a false stale that no record can correct. Keep the clocks on NTP and choose --max-age with a margin over the job's period.", false)],
+            &[("Records and tokens copied into another cluster (etcdctl make-mirror) carry that cluster's revisions: new runs replace the records, but tokens start again low there, so a downstream fence that keeps the largest token refuses every new leader until it is reset; restoring a snapshot with etcdutl snapshot restore --bump-revision N --mark-compacted (etcd 3.5 and later) keeps tokens growing.", false)],
         ],
     );
     tagged(
@@ -197,7 +208,7 @@ pub fn status_man_page() -> Vec<u8> {
         &[
             ("0", "Someone leads (or --watch ended)."),
             ("3", "Nobody leads."),
-            ("2", "With --max-age: no run has succeeded within that age, or ever (Nagios's CRITICAL). The one line printed says when the last success was."),
+            ("2", "With --max-age: no run has succeeded within that age, or ever, or the last success is dated in the future (its writer's clock is ahead of this one's) (Nagios's CRITICAL). The one line printed says when the last success was."),
             (
                 "125",
                 "status itself failed: usage, configuration, etcd unreachable or refusing.",

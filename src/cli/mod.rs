@@ -11,8 +11,8 @@ pub mod help;
 mod parse;
 
 use parse::{
-    parse_conflict_exit_code, parse_dial_timeout, parse_duration, parse_max_running, parse_signal, parse_timeout, parse_ttl,
-    parse_wait_timeout, parse_window,
+    parse_conflict_exit_code, parse_dial_timeout, parse_duration, parse_max_running, parse_signal,
+    parse_timeout, parse_ttl, parse_wait_timeout, parse_window,
 };
 
 use std::ffi::OsString;
@@ -294,7 +294,9 @@ pub struct ElectionArgs {
     /// and with which token the window's run started). The window is an etcd
     /// lease, so etcd measures it and it ends by itself. Make it shorter than
     /// the schedule's period and longer than the clocks' skew, e.g.
-    /// `--once-per 1h` for a nightly job.
+    /// `--once-per 1h` for a nightly job. A replica with a longer window
+    /// than the last run's also finds that run's start record, and does
+    /// not run again within its own window.
     #[arg(long, value_name = "DURATION", value_parser = parse_window, allow_hyphen_values = true)]
     pub once_per: Option<Duration>,
 
@@ -308,7 +310,8 @@ pub struct ElectionArgs {
     /// Run up to N at once: a semaphore. The N replicas first in line run,
     /// each with a fencing token of its own; the rest queue (--wait) or
     /// exit with the conflict code. Every replica of one name must give the
-    /// same N (a disagreement is an error).
+    /// same N: the leader's N holds, and a replica that gives another is
+    /// refused (125) before it joins the line.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_max_running)]
     pub max_running: usize,
 
@@ -326,15 +329,15 @@ pub struct ChildArgs {
     pub kill_signal: Signal,
 
     /// Send SIGKILL this long after --kill-signal if the group is still
-    /// there. Shortened automatically so that SIGKILL always lands before the
-    /// lease could expire on the server.
+    /// there. On loss of leadership it is shortened so that SIGKILL lands
+    /// before the lease could expire on the server (the warning says so).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub kill_after: Duration,
 
-    /// Stop the command if it runs longer than this, as on loss of
-    /// leadership (--kill-signal, then SIGKILL after --kill-after), and exit
-    /// 123. Counts from the command's start: --wait-timeout bounds the
-    /// queueing.
+    /// Stop the command if it runs longer than this (--kill-signal, then
+    /// SIGKILL after --kill-after, in full while the lease is kept alive),
+    /// and exit 123. Counts from the command's start: --wait-timeout bounds
+    /// the queueing.
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout, allow_hyphen_values = true)]
     pub timeout: Option<Duration>,
 }
