@@ -216,9 +216,11 @@ impl Connection {
                     // etcd answered, and said no: another endpoint would say
                     // the same (a full database, a request too large). A
                     // denied permission is our configuration's fault, like
-                    // refused credentials: no wait will change it.
+                    // refused credentials (authentication switched on, or
+                    // our password changed, under a running replica): no
+                    // wait will change it.
                     let message = format!("{}{}", describe(&err), self.hint(Symptom::of(&err)));
-                    let err = if is_permission_denied(&err) {
+                    let err = if is_permission_denied(&err) || is_credentials_refused(&err) {
                         anyhow!(Refused(message))
                     } else if is_no_space(&err) {
                         anyhow!(NoSpace(message))
@@ -344,6 +346,25 @@ impl std::fmt::Display for NoSpace {
 }
 
 impl std::error::Error for NoSpace {}
+
+/// etcd's `ErrUserEmpty` (rpctypes): authentication is on, and the
+/// request came with no user. Its messages are etcd's API (its own client
+/// compares them too).
+pub(super) const USER_EMPTY: &str = "etcdserver: user name is empty";
+
+/// etcd's `ErrAuthFailed`: the user or the password is wrong.
+const AUTH_FAILED: &str = "etcdserver: authentication failed, invalid user ID or password";
+
+/// etcd refused our credentials: none given to an etcd that wants them
+/// (authentication switched on under a replica started without `--user`),
+/// or a password it no longer takes (changed under a running replica: the
+/// client authenticates again when its token is refused, and that fails).
+/// At dialling, the same refusal comes from the first authentication.
+fn is_credentials_refused(err: &etcd_client::Error) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(status)
+        if status.code() == tonic::Code::InvalidArgument
+            && [USER_EMPTY, AUTH_FAILED].contains(&status.message()))
+}
 
 /// etcd refused a request for want of a permission.
 fn is_permission_denied(err: &etcd_client::Error) -> bool {

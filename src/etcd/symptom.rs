@@ -11,6 +11,8 @@ use std::error::Error as StdError;
 use rustls::{AlertDescription, CertificateError};
 use tonic::Code;
 
+use super::connection::USER_EMPTY;
+
 /// The cause of a failure, as far as a hint goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Symptom {
@@ -24,9 +26,6 @@ pub enum Symptom {
     Dropped,
     Other,
 }
-
-/// etcd's `ErrUserEmpty` (rpctypes): the message is etcd's API.
-const USER_EMPTY: &str = "etcdserver: user name is empty";
 
 impl Symptom {
     pub fn of(err: &etcd_client::Error) -> Symptom {
