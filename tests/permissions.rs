@@ -532,3 +532,106 @@ fn await_renewal(etcd: &Etcd, lease: i64, ttl: Duration) {
         left(etcd) >= ttl - Duration::from_secs(1)
     });
 }
+
+/// With JWT tokens, any change to etcd's users or roles (here one that
+/// has nothing to do with us: another user added) makes every token
+/// issued before it stale ("revision of auth store is old"), though the
+/// credentials behind it are good. leaderrun authenticates again and
+/// carries on, as etcd's own client does: the leader keeps its leadership
+/// (renewals, the watch of its key) and resigns at once, and the waiter
+/// takes over at once. (etcd 3.7 checks the token of every renewal, so
+/// there a refused renewal renews the token too, within a third of the
+/// TTL; the handover is made right after a change, before that.)
+#[test]
+fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter() {
+    let user = "nightly";
+    let options = EtcdOptions {
+        jwt: true,
+        ..EtcdOptions::default()
+    };
+    let etcd = etcd_with_user_on(
+        options,
+        user,
+        vec![Permission::read_write(NAME).with_prefix()],
+    );
+    let ttl = Duration::from_secs(6);
+    let dir = tempfile::tempdir().unwrap();
+    let (pidfile, release, ran) = (
+        dir.path().join("pid"),
+        dir.path().join("release"),
+        dir.path().join("ran"),
+    );
+    let job = format!(
+        "echo $$ > '{}'; {}",
+        pidfile.display(),
+        until_exists(&release)
+    );
+    let mut leader = Replica::spawn(&mut as_user(
+        &etcd,
+        user,
+        &[
+            "--ttl",
+            &seconds(ttl),
+            "--name",
+            NAME,
+            "--",
+            "sh",
+            "-c",
+            &job,
+        ],
+    ));
+    let child = read_pid(&pidfile, BOUND);
+    let key = etcd.candidates(NAME)[0].clone();
+    let touch = format!("touch '{}'", ran.display());
+    let mut waiter = Replica::spawn(&mut as_user(
+        &etcd,
+        user,
+        &[
+            "--ttl",
+            &seconds(ttl),
+            "--name",
+            NAME,
+            "--wait",
+            "-vv",
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ],
+    ));
+    waiter.await_watching(BOUND);
+    let add_user = |name: &'static str| {
+        etcd.with(async |mut client| {
+            client
+                .user_add(name, "pw-unrelated", None)
+                .await
+                .expect("user add");
+        })
+    };
+
+    add_user("unrelated");
+    let held = Leader {
+        name: NAME.to_string(),
+        ttl,
+        child,
+        key,
+    };
+    held.assert_survives(&etcd, "a user added", std::time::Instant::now(), ttl * 2);
+    assert_eq!(etcd.candidates(NAME).len(), 2, "the waiter still queued");
+
+    // Both hold fresh tokens by now; another change, and the leader's
+    // resignation and the waiter's read of the queue go out with stale
+    // ones. Refused, the resignation would leave the key to expire with
+    // the lease, a TTL later.
+    add_user("unrelated-too");
+    let released = std::time::Instant::now();
+    std::fs::write(&release, "").unwrap();
+    await_condition(ttl / 2, "the waiter's command, handed over", || {
+        ran.exists()
+    });
+    eprintln!("handed over {:?} after the release", released.elapsed());
+    let (code, stderr) = leader.finish(BOUND);
+    assert_eq!(code, Some(0), "the leader kept its leadership: {stderr}");
+    let (code, stderr) = waiter.finish(BOUND);
+    assert_eq!(code, Some(0), "the waiter got its turn: {stderr}");
+}

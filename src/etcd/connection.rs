@@ -198,7 +198,13 @@ impl Connection {
         let count = self.inner.settings.endpoints.len();
         let mut last_error = None;
         let mut symptom = Symptom::Other;
-        for _ in 0..count {
+        // One attempt per endpoint, and one more on the same endpoint after
+        // authenticating again (below), once per call.
+        let mut attempts = count;
+        let mut reauthenticated = false;
+        let mut attempt = 0;
+        while attempt < attempts {
+            attempt += 1;
             let Endpoint { client, index } = match self.current().await {
                 Ok(endpoint) => endpoint,
                 Err(err) if err.is::<Refused>() => return Err(err),
@@ -212,6 +218,30 @@ impl Connection {
             let url = &self.inner.settings.endpoints[index];
             match self.within_attempt(request(client)).await {
                 Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err)) if is_stale_token(&err) && !reauthenticated => {
+                    // Our credentials are good; the token they got is not
+                    // (a JWT from before the last change to etcd's users or
+                    // roles). etcd-client renews only an expired token, so
+                    // authenticate again, as etcd's own client does, and
+                    // ask the same endpoint once more.
+                    reauthenticated = true;
+                    // Boxed, as dialling is: rare, and not to be in every
+                    // request's future.
+                    match Box::pin(self.reauthenticate(index)).await {
+                        Ok(()) => {
+                            attempts += 1;
+                            continue;
+                        }
+                        Err(err) if err.is::<Refused>() => {
+                            return Err(err.context(format!("etcd at {url} refused {what}")));
+                        }
+                        Err(err) => {
+                            tracing::debug!(%url, "{what}: {err:#}");
+                            symptom = Symptom::Other;
+                            last_error = Some(err);
+                        }
+                    }
+                }
                 Ok(Err(err)) if !is_transient(&err) => {
                     // etcd answered, and said no: another endpoint would say
                     // the same (a full database, a request too large). A
@@ -251,6 +281,27 @@ impl Connection {
         Err(anyhow!(
             "etcd unreachable at {endpoints} ({what}): {last_error:#}{hint}"
         ))
+    }
+
+    /// Authenticates the client of the endpoint at `index` again: every
+    /// clone of it (the keeper's, the watches') sends the new token from
+    /// then on. Refused if etcd turns the credentials down.
+    async fn reauthenticate(&self, index: usize) -> Result<()> {
+        let client = self.inner.clients.lock().expect("not poisoned")[index].clone();
+        // Dropped meanwhile (it failed): the next dial authenticates.
+        let Some(client) = client else {
+            return Ok(());
+        };
+        let refresh = async move { client.refresh_token().await };
+        match self.within_attempt(refresh).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(err)) if !is_transient(&err) => Err(anyhow!(Refused(describe(&err)))),
+            Ok(Err(err)) => Err(anyhow!("authenticating again: {}", describe(&err))),
+            Err(_) => Err(anyhow!(
+                "authenticating again: no answer within {}",
+                humantime::format_duration(self.attempt_timeout())
+            )),
+        }
     }
 
     /// What to check, for errors whose cause is in leaderrun's own options.
@@ -364,6 +415,19 @@ fn is_credentials_refused(err: &etcd_client::Error) -> bool {
     matches!(err, etcd_client::Error::GRpcStatus(status)
         if status.code() == tonic::Code::InvalidArgument
             && [USER_EMPTY, AUTH_FAILED].contains(&status.message()))
+}
+
+/// etcd's `ErrAuthOldRevision`: a JWT token carries the revision of
+/// etcd's auth store when it was issued, and any change to users, roles or
+/// passwords since (even one that is nothing to us) makes etcd refuse it.
+const AUTH_OLD_REVISION: &str = "etcdserver: revision of auth store is old";
+
+/// Our token is stale ([`AUTH_OLD_REVISION`]): authenticating again cures
+/// it.
+fn is_stale_token(err: &etcd_client::Error) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(status)
+        if status.code() == tonic::Code::InvalidArgument
+            && status.message() == AUTH_OLD_REVISION)
 }
 
 /// etcd refused a request for want of a permission.
