@@ -446,3 +446,37 @@ fn certificates_renewed_on_disk_are_read_again_when_reconnecting() {
     assert_eq!(code, Some(0), "the waiter took over: {stderr}");
     assert!(ran.exists(), "the waiter's command ran");
 }
+
+/// A waiter whose certificate etcd refuses once it reconnects (etcd
+/// restarted trusting another CA, and the files on disk not renewed):
+/// no wait changes that, so it fails in one line and 125, for its
+/// supervisor to restart it, rather than waiting for ever.
+#[test]
+fn a_waiter_whose_certificate_is_refused_after_a_reconnect_fails_in_one_line() {
+    let mut etcd = tls_etcd();
+    let ttl = Duration::from_secs(6);
+    let dir = tempfile::tempdir().unwrap();
+    let (_leader, _job, mut waiter) = tls_leader_and_waiter(&etcd, dir.path(), ttl, "true");
+
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = pki::Pki::generate(other_dir.path());
+    // The test's own client needs a certificate the new CA signed; the
+    // replicas keep the files they were given.
+    let pki = etcd.pki.as_mut().unwrap();
+    pki.client_cert = other.client_cert.clone();
+    pki.client_key = other.client_key.clone();
+    etcd.restart_trusting(&other.ca);
+
+    let (code, stderr) = waiter.finish(Duration::from_secs(20));
+    assert_eq!(code, Some(125), "{stderr}");
+    let own: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("leaderrun: "))
+        .collect();
+    assert_eq!(own.len(), 1, "one line of its own: {stderr}");
+    eprintln!("{}", own[0]);
+    assert!(
+        own[0].contains("etcd refused the client certificate"),
+        "{stderr}"
+    );
+}

@@ -116,11 +116,17 @@ impl Connection {
     /// A client for the current endpoint. Connecting is lazy (no I/O here)
     /// unless authentication is on, when it fetches a token first.
     pub async fn current(&self) -> Result<Endpoint> {
+        Ok(self.current_or_new().await?.0)
+    }
+
+    /// [`Self::current`], and whether its client was made just now (and
+    /// so read the TLS files just now).
+    async fn current_or_new(&self) -> Result<(Endpoint, bool)> {
         let index = self.inner.current.load(Ordering::Acquire);
         // A client is large (kilobytes): no local holds one across the
         // wait below, or every request's future would be that much larger.
         if let Some(client) = self.inner.clients.lock().expect("not poisoned")[index].clone() {
-            return Ok(Endpoint { client, index });
+            return Ok((Endpoint { client, index }, false));
         }
         // Boxed: making a client is rare (once per endpoint, and after a
         // failure) and its future large; held inline, it would be in every
@@ -128,7 +134,7 @@ impl Connection {
         // (A statement of its own: a temporary lives to the end of the
         // statement, across the wait, unboxed.)
         let dialling = Box::pin(self.dial(index));
-        dialling.await
+        Ok((dialling.await?, true))
     }
 
     /// A new client for the endpoint at `index`, kept for the next
@@ -203,14 +209,22 @@ impl Connection {
         let mut attempts = count;
         let mut reauthenticated = false;
         let mut attempt = 0;
+        // Whether every attempt failed in a TLS handshake, on a
+        // certificate, and one of them with a client made in this call
+        // (see the end).
+        let mut only_certificates_failed = true;
+        let mut new_client_failed = false;
+        let mut tried_anew = false;
         while attempt < attempts {
             attempt += 1;
-            let Endpoint { client, index } = match self.current().await {
+            let (Endpoint { client, index }, new) = match self.current_or_new().await {
                 Ok(endpoint) => endpoint,
                 Err(err) if err.is::<Refused>() => return Err(err),
                 Err(err) => {
                     let failed = err.chain().find_map(|cause| cause.downcast_ref::<Failed>());
                     symptom = failed.map_or(Symptom::Other, |failed| failed.symptom);
+                    only_certificates_failed &= symptom.is_certificate();
+                    new_client_failed = true;
                     last_error = Some(err);
                     continue;
                 }
@@ -273,11 +287,30 @@ impl Connection {
                     ));
                 }
             }
+            only_certificates_failed &= symptom.is_certificate();
+            new_client_failed |= new;
+            if symptom.is_certificate() && !new_client_failed && !tried_anew {
+                // A client made before may hold TLS files renewed since:
+                // one more attempt, with a new client (which reads them
+                // again), before the verdict.
+                tried_anew = true;
+                attempts += 1;
+            }
             self.failed(index);
         }
         let last_error = last_error.unwrap_or_else(|| anyhow!("no endpoint"));
         let endpoints = self.inner.settings.endpoints.join(",");
         let hint = self.hint(symptom);
+        if only_certificates_failed && new_client_failed {
+            // Every endpoint refused our client certificate, or showed one
+            // we do not trust, with the TLS files read again: no wait
+            // changes that, until someone renews the files. A replica that
+            // waited on would never take over, and never exit for its
+            // supervisor to restart it.
+            return Err(anyhow!(Refused(format!(
+                "TLS handshake with etcd at {endpoints} failed ({what}): {last_error:#}{hint}"
+            ))));
+        }
         Err(anyhow!(
             "etcd unreachable at {endpoints} ({what}): {last_error:#}{hint}"
         ))
