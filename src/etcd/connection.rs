@@ -368,7 +368,9 @@ impl std::fmt::Display for Failed {
 
 impl std::error::Error for Failed {}
 
-/// etcd answered, and said no (bad credentials): not worth another endpoint.
+/// etcd answered, and said no (bad credentials, a denied permission), or
+/// every endpoint failed the TLS handshake on a certificate: not worth
+/// another endpoint, nor a retry.
 #[derive(Debug)]
 pub struct Refused(String);
 
