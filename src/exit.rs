@@ -140,8 +140,9 @@ impl fmt::Display for CodedError {
 impl std::error::Error for CodedError {}
 
 /// An error that no retry and no wait will change: etcd refused us (our
-/// credentials or a permission), or leaderrun's own [`CodedError`] (a
-/// configuration the replicas disagree on).
+/// credentials, a permission, or our certificate with the TLS files read
+/// again), or leaderrun's own [`CodedError`] (a configuration the replicas
+/// disagree on).
 pub fn is_final(err: &anyhow::Error) -> bool {
     err.is::<crate::etcd::connection::Refused>() || err.is::<CodedError>()
 }

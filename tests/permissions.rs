@@ -28,7 +28,12 @@ fn password(user: &str) -> String {
 /// An etcd with authentication on, and `user` holding one role (named
 /// after the user) that grants `permissions` and nothing else.
 fn etcd_with_user(user: &str, permissions: Vec<Permission>) -> Etcd {
-    let mut etcd = Etcd::start();
+    etcd_with_user_on(EtcdOptions::default(), user, permissions)
+}
+
+/// [`etcd_with_user`], of an etcd started with `options`.
+fn etcd_with_user_on(options: EtcdOptions, user: &str, permissions: Vec<Permission>) -> Etcd {
+    let mut etcd = Etcd::start_with(options);
     etcd.enable_auth(ROOT_PASSWORD);
     let (user, secret) = (user.to_string(), password(user));
     etcd.with(async move |mut client| {
@@ -373,4 +378,260 @@ fn a_queued_replica_whose_permission_is_revoked_fails_in_one_line() {
     assert_eq!(code, Some(125), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert!(stderr.contains("permission denied"), "{stderr}");
+}
+
+/// A leader as root running [`pid_job`], and `waiter` queued behind it
+/// (both keys in etcd): the leader, its command's pid and the waiter.
+fn leader_and_waiter(
+    etcd: &Etcd,
+    dir: &std::path::Path,
+    waiter: &mut Command,
+) -> (Replica, i32, Replica) {
+    let pidfile = dir.join("pid");
+    let leader = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args([
+                "--user",
+                "root",
+                "--password",
+                ROOT_PASSWORD,
+                "--name",
+                NAME,
+                "--",
+            ])
+            .args(pid_job(&pidfile)),
+    );
+    let job = read_pid(&pidfile, BOUND);
+    let waiter = Replica::spawn(waiter);
+    waiter.await_watching(BOUND);
+    (leader, job, waiter)
+}
+
+/// A waiter that exited on a refusal: 125, and of its lines the one that
+/// it writes whatever the verbosity (its own, `leaderrun: `, not the
+/// timestamped logs of -vv) is one error that mentions `mentions`.
+fn assert_refused_waiter(waiter: &mut Replica, mentions: &str) {
+    let (code, stderr) = waiter.finish(BOUND);
+    assert_eq!(code, Some(125), "{stderr}");
+    let own: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("leaderrun: "))
+        .collect();
+    assert_eq!(own.len(), 1, "one line of its own: {stderr}");
+    eprintln!("{}", own[0]);
+    assert!(own[0].starts_with("leaderrun: error: "), "{stderr}");
+    assert!(
+        own[0].contains(mentions),
+        "should mention {mentions}: {stderr}"
+    );
+}
+
+/// Authentication switched on under replicas that run without a user:
+/// once the waiter's turn comes, etcd refuses its every request ("user
+/// name is empty"), which no retry changes. It fails in one line with 125
+/// and gives back its place, rather than retrying for ever (on etcd 3.4,
+/// where renewals need no user, it held the head of the queue for good).
+#[test]
+fn a_waiter_without_a_user_fails_in_one_line_once_authentication_is_switched_on() {
+    let mut etcd = Etcd::start();
+    let ttl = Duration::from_secs(3);
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut leader = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", NAME, "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, BOUND);
+    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--ttl",
+        &seconds(ttl),
+        "--name",
+        NAME,
+        "--wait",
+        "-vv",
+        "--",
+        "echo",
+        "ran",
+    ]));
+    waiter.await_watching(BOUND);
+    etcd.enable_auth(ROOT_PASSWORD);
+    // The leader's lease revoked (by root): the waiter's turn.
+    let (_, _, lease) = etcd.candidates(NAME)[0].clone();
+    etcd.revoke(lease);
+    leader.finish(BOUND);
+    assert_refused_waiter(
+        &mut waiter,
+        "user name is empty (etcd has authentication on: give --user)",
+    );
+    // Its revoke refused too, its place is given back by expiry.
+    await_condition(ttl * 3, "the waiter's key to go", || {
+        etcd.candidates(NAME).is_empty()
+    });
+}
+
+/// The password of a queued replica's user changed: at its turn its client
+/// authenticates again with the old one, and is refused. One line and
+/// 125, as a wrong password at the start gives, and at its turn: not a
+/// retry for ever at the head of the queue (etcd 3.4), nor only once a
+/// refused renewal has made it dial again (3.7, which checks renewals'
+/// tokens: the change comes just after one, so the next is a third of the
+/// TTL away).
+#[test]
+fn a_waiter_whose_password_changed_fails_in_one_line_at_its_turn() {
+    let user = "nightly";
+    let etcd = etcd_with_user(user, vec![Permission::read_write(NAME).with_prefix()]);
+    let ttl = Duration::from_secs(12);
+    let dir = tempfile::tempdir().unwrap();
+    let (mut leader, job, mut waiter) = leader_and_waiter(
+        &etcd,
+        dir.path(),
+        &mut as_user(
+            &etcd,
+            user,
+            &[
+                "--ttl",
+                &seconds(ttl),
+                "--name",
+                NAME,
+                "--wait",
+                "-vv",
+                "--",
+                "echo",
+                "ran",
+            ],
+        ),
+    );
+    let (_, _, lease) = etcd.candidates(NAME)[1];
+    await_renewal(&etcd, lease, ttl);
+    etcd.with(async move |mut client| {
+        client
+            .user_change_password(user, "a-new-password")
+            .await
+            .expect("change password");
+    });
+    let changed = std::time::Instant::now();
+    send(job, nix::sys::signal::Signal::SIGTERM);
+    leader.finish(BOUND);
+    waiter.await_exit(ttl / 6);
+    eprintln!("refused {:?} after the change", changed.elapsed());
+    assert_refused_waiter(
+        &mut waiter,
+        "authentication failed, invalid user ID or password",
+    );
+}
+
+/// Returns just after a renewal of `lease` (of `ttl`): once etcd shows it
+/// run down by a few seconds, then nearly whole again.
+fn await_renewal(etcd: &Etcd, lease: i64, ttl: Duration) {
+    let left = |etcd: &Etcd| etcd.lease_left(lease).unwrap_or_default();
+    await_condition(ttl, "the lease to run down", || {
+        left(etcd) <= ttl - Duration::from_secs(3)
+    });
+    await_condition(ttl, "a renewal", || {
+        left(etcd) >= ttl - Duration::from_secs(1)
+    });
+}
+
+/// With JWT tokens, any change to etcd's users or roles (here one that
+/// has nothing to do with us: another user added) makes every token
+/// issued before it stale ("revision of auth store is old"), though the
+/// credentials behind it are good. leaderrun authenticates again and
+/// carries on, as etcd's own client does: the leader keeps its leadership
+/// (renewals, the watch of its key) and resigns at once, and the waiter
+/// takes over at once. (etcd 3.7 checks the token of every renewal, so
+/// there a refused renewal renews the token too, within a third of the
+/// TTL; the handover is made right after a change, before that.)
+#[test]
+fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter() {
+    let user = "nightly";
+    let options = EtcdOptions {
+        jwt: true,
+        ..EtcdOptions::default()
+    };
+    let etcd = etcd_with_user_on(
+        options,
+        user,
+        vec![Permission::read_write(NAME).with_prefix()],
+    );
+    let ttl = Duration::from_secs(6);
+    let dir = tempfile::tempdir().unwrap();
+    let (pidfile, release, ran) = (
+        dir.path().join("pid"),
+        dir.path().join("release"),
+        dir.path().join("ran"),
+    );
+    let job = format!(
+        "echo $$ > '{}'; {}",
+        pidfile.display(),
+        until_exists(&release)
+    );
+    let mut leader = Replica::spawn(&mut as_user(
+        &etcd,
+        user,
+        &[
+            "--ttl",
+            &seconds(ttl),
+            "--name",
+            NAME,
+            "--",
+            "sh",
+            "-c",
+            &job,
+        ],
+    ));
+    let child = read_pid(&pidfile, BOUND);
+    let key = etcd.candidates(NAME)[0].clone();
+    let touch = format!("touch '{}'", ran.display());
+    let mut waiter = Replica::spawn(&mut as_user(
+        &etcd,
+        user,
+        &[
+            "--ttl",
+            &seconds(ttl),
+            "--name",
+            NAME,
+            "--wait",
+            "-vv",
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ],
+    ));
+    waiter.await_watching(BOUND);
+    let add_user = |name: &'static str| {
+        etcd.with(async |mut client| {
+            client
+                .user_add(name, "pw-unrelated", None)
+                .await
+                .expect("user add");
+        })
+    };
+
+    add_user("unrelated");
+    let held = Leader {
+        name: NAME.to_string(),
+        ttl,
+        child,
+        key,
+    };
+    held.assert_survives(&etcd, "a user added", std::time::Instant::now(), ttl * 2);
+    assert_eq!(etcd.candidates(NAME).len(), 2, "the waiter still queued");
+
+    // Both hold fresh tokens by now; another change, and the leader's
+    // resignation and the waiter's read of the queue go out with stale
+    // ones. Refused, the resignation would leave the key to expire with
+    // the lease, a TTL later.
+    add_user("unrelated-too");
+    let released = std::time::Instant::now();
+    std::fs::write(&release, "").unwrap();
+    await_condition(ttl / 2, "the waiter's command, handed over", || {
+        ran.exists()
+    });
+    eprintln!("handed over {:?} after the release", released.elapsed());
+    let (code, stderr) = leader.finish(BOUND);
+    assert_eq!(code, Some(0), "the leader kept its leadership: {stderr}");
+    let (code, stderr) = waiter.finish(BOUND);
+    assert_eq!(code, Some(0), "the waiter got its turn: {stderr}");
 }

@@ -364,3 +364,119 @@ fn hints_name_the_option_to_check() {
     let done = run(&mut job(&etcd.endpoint(), &[]));
     assert_one_error_line(&done, "give --user", "no user for an etcd with auth");
 }
+
+/// Replaces `path` with `from`'s content the way a renewed Secret does
+/// (a new file renamed over the old one): nobody sees half of it.
+fn renew_in_place(path: &Path, from: &Path) {
+    let next = path.with_extension("next");
+    std::fs::copy(from, &next).unwrap();
+    std::fs::rename(&next, path).unwrap();
+}
+
+/// A leader and a waiter of `jobs/secure`, TLS with the test's client
+/// certificate files, `waiter_job` the waiter's command: the leader, its
+/// command's pid, the waiter (watching).
+fn tls_leader_and_waiter(
+    etcd: &Etcd,
+    dir: &Path,
+    ttl: Duration,
+    waiter_job: &str,
+) -> (Replica, i32, Replica) {
+    let pki = etcd.pki.as_ref().unwrap();
+    let pidfile = dir.join("pid");
+    let leader = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(tls_flags(pki))
+            .args(["--ttl", &seconds(ttl), "--name", "jobs/secure", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let job = read_pid(&pidfile, Duration::from_secs(20));
+    let waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args(tls_flags(pki)).args([
+        "--ttl",
+        &seconds(ttl),
+        "--name",
+        "jobs/secure",
+        "--wait",
+        "-vv",
+        "--",
+        "sh",
+        "-c",
+        waiter_job,
+    ]));
+    waiter.await_watching(Duration::from_secs(20));
+    (leader, job, waiter)
+}
+
+/// Client certificates renewed in place on disk (as cert-manager renews a
+/// Kubernetes Secret) while replicas wait, here with a new CA that etcd
+/// trusts from its restart on, and no longer the old one. Every new
+/// connection reads the files again: the leader rides out the restart,
+/// and the waiter takes over with the renewed certificate once the leader
+/// is done, rather than being refused for ever with the one it read at
+/// its start.
+#[test]
+fn certificates_renewed_on_disk_are_read_again_when_reconnecting() {
+    let mut etcd = tls_etcd();
+    let ttl = Duration::from_secs(6);
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let touch = format!("touch '{}'", ran.display());
+    let (mut leader, job, mut waiter) = tls_leader_and_waiter(&etcd, dir.path(), ttl, &touch);
+
+    let renewed_dir = tempfile::tempdir().unwrap();
+    let renewed = pki::Pki::generate(renewed_dir.path());
+    let pki = etcd.pki.as_ref().unwrap();
+    renew_in_place(&pki.client_cert, &renewed.client_cert);
+    renew_in_place(&pki.client_key, &renewed.client_key);
+    etcd.restart_trusting(&renewed.ca);
+
+    // The leader renews over a new connection, with the new certificate.
+    let (_, _, lease) = etcd.candidates("jobs/secure")[0];
+    let restarted = std::time::Instant::now();
+    await_condition(ttl * 2, "a renewal after the restart", || {
+        restarted.elapsed() >= ttl / 2
+            && etcd
+                .lease_left(lease)
+                .is_some_and(|left| left >= ttl - Duration::from_secs(1))
+    });
+    send(job, nix::sys::signal::Signal::SIGTERM);
+    let (code, stderr) = leader.finish(Duration::from_secs(20));
+    assert_eq!(code, Some(128 + 15), "its command's own status: {stderr}");
+    let (code, stderr) = waiter.finish(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "the waiter took over: {stderr}");
+    assert!(ran.exists(), "the waiter's command ran");
+}
+
+/// A waiter whose certificate etcd refuses once it reconnects (etcd
+/// restarted trusting another CA, and the files on disk not renewed):
+/// no wait changes that, so it fails in one line and 125, for its
+/// supervisor to restart it, rather than waiting for ever.
+#[test]
+fn a_waiter_whose_certificate_is_refused_after_a_reconnect_fails_in_one_line() {
+    let mut etcd = tls_etcd();
+    let ttl = Duration::from_secs(6);
+    let dir = tempfile::tempdir().unwrap();
+    let (_leader, _job, mut waiter) = tls_leader_and_waiter(&etcd, dir.path(), ttl, "true");
+
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = pki::Pki::generate(other_dir.path());
+    // The test's own client needs a certificate the new CA signed; the
+    // replicas keep the files they were given.
+    let pki = etcd.pki.as_mut().unwrap();
+    pki.client_cert = other.client_cert.clone();
+    pki.client_key = other.client_key.clone();
+    etcd.restart_trusting(&other.ca);
+
+    let (code, stderr) = waiter.finish(Duration::from_secs(20));
+    assert_eq!(code, Some(125), "{stderr}");
+    let own: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("leaderrun: "))
+        .collect();
+    assert_eq!(own.len(), 1, "one line of its own: {stderr}");
+    eprintln!("{}", own[0]);
+    assert!(
+        own[0].contains("etcd refused the client certificate"),
+        "{stderr}"
+    );
+}

@@ -116,11 +116,17 @@ impl Connection {
     /// A client for the current endpoint. Connecting is lazy (no I/O here)
     /// unless authentication is on, when it fetches a token first.
     pub async fn current(&self) -> Result<Endpoint> {
+        Ok(self.current_or_new().await?.0)
+    }
+
+    /// [`Self::current`], and whether its client was made just now (and
+    /// so read the TLS files just now).
+    async fn current_or_new(&self) -> Result<(Endpoint, bool)> {
         let index = self.inner.current.load(Ordering::Acquire);
         // A client is large (kilobytes): no local holds one across the
         // wait below, or every request's future would be that much larger.
         if let Some(client) = self.inner.clients.lock().expect("not poisoned")[index].clone() {
-            return Ok(Endpoint { client, index });
+            return Ok((Endpoint { client, index }, false));
         }
         // Boxed: making a client is rare (once per endpoint, and after a
         // failure) and its future large; held inline, it would be in every
@@ -128,7 +134,7 @@ impl Connection {
         // (A statement of its own: a temporary lives to the end of the
         // statement, across the wait, unboxed.)
         let dialling = Box::pin(self.dial(index));
-        dialling.await
+        Ok((dialling.await?, true))
     }
 
     /// A new client for the endpoint at `index`, kept for the next
@@ -198,13 +204,27 @@ impl Connection {
         let count = self.inner.settings.endpoints.len();
         let mut last_error = None;
         let mut symptom = Symptom::Other;
-        for _ in 0..count {
-            let Endpoint { client, index } = match self.current().await {
+        // One attempt per endpoint, and one more on the same endpoint after
+        // authenticating again (below), once per call.
+        let mut attempts = count;
+        let mut reauthenticated = false;
+        let mut attempt = 0;
+        // Whether every attempt failed in a TLS handshake, on a
+        // certificate, and one of them with a client made in this call
+        // (see the end).
+        let mut only_certificates_failed = true;
+        let mut new_client_failed = false;
+        let mut tried_anew = false;
+        while attempt < attempts {
+            attempt += 1;
+            let (Endpoint { client, index }, new) = match self.current_or_new().await {
                 Ok(endpoint) => endpoint,
                 Err(err) if err.is::<Refused>() => return Err(err),
                 Err(err) => {
                     let failed = err.chain().find_map(|cause| cause.downcast_ref::<Failed>());
                     symptom = failed.map_or(Symptom::Other, |failed| failed.symptom);
+                    only_certificates_failed &= symptom.is_certificate();
+                    new_client_failed = true;
                     last_error = Some(err);
                     continue;
                 }
@@ -212,13 +232,39 @@ impl Connection {
             let url = &self.inner.settings.endpoints[index];
             match self.within_attempt(request(client)).await {
                 Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err)) if is_stale_token(&err) && !reauthenticated => {
+                    // Our credentials are good; the token they got is not
+                    // (a JWT from before the last change to etcd's users or
+                    // roles). etcd-client renews only an expired token, so
+                    // authenticate again, as etcd's own client does, and
+                    // ask the same endpoint once more.
+                    reauthenticated = true;
+                    // Boxed, as dialling is: rare, and not to be in every
+                    // request's future.
+                    match Box::pin(self.reauthenticate(index)).await {
+                        Ok(()) => {
+                            attempts += 1;
+                            continue;
+                        }
+                        Err(err) if err.is::<Refused>() => {
+                            return Err(err.context(format!("etcd at {url} refused {what}")));
+                        }
+                        Err(err) => {
+                            tracing::debug!(%url, "{what}: {err:#}");
+                            symptom = Symptom::Other;
+                            last_error = Some(err);
+                        }
+                    }
+                }
                 Ok(Err(err)) if !is_transient(&err) => {
                     // etcd answered, and said no: another endpoint would say
                     // the same (a full database, a request too large). A
                     // denied permission is our configuration's fault, like
-                    // refused credentials: no wait will change it.
+                    // refused credentials (authentication switched on, or
+                    // our password changed, under a running replica): no
+                    // wait will change it.
                     let message = format!("{}{}", describe(&err), self.hint(Symptom::of(&err)));
-                    let err = if is_permission_denied(&err) {
+                    let err = if is_permission_denied(&err) || is_credentials_refused(&err) {
                         anyhow!(Refused(message))
                     } else if is_too_large(&err) {
                         // Not etcd's refusal: our own limit on its answer.
@@ -249,14 +295,54 @@ impl Connection {
                     ));
                 }
             }
+            only_certificates_failed &= symptom.is_certificate();
+            new_client_failed |= new;
+            if symptom.is_certificate() && !new_client_failed && !tried_anew {
+                // A client made before may hold TLS files renewed since:
+                // one more attempt, with a new client (which reads them
+                // again), before the verdict.
+                tried_anew = true;
+                attempts += 1;
+            }
             self.failed(index);
         }
         let last_error = last_error.unwrap_or_else(|| anyhow!("no endpoint"));
         let endpoints = self.inner.settings.endpoints.join(",");
         let hint = self.hint(symptom);
+        if only_certificates_failed && new_client_failed {
+            // Every endpoint refused our client certificate, or showed one
+            // we do not trust, with the TLS files read again: no wait
+            // changes that, until someone renews the files. A replica that
+            // waited on would never take over, and never exit for its
+            // supervisor to restart it.
+            return Err(anyhow!(Refused(format!(
+                "TLS handshake with etcd at {endpoints} failed ({what}): {last_error:#}{hint}"
+            ))));
+        }
         Err(anyhow!(
             "etcd unreachable at {endpoints} ({what}): {last_error:#}{hint}"
         ))
+    }
+
+    /// Authenticates the client of the endpoint at `index` again: every
+    /// clone of it (the keeper's, the watches') sends the new token from
+    /// then on. Refused if etcd turns the credentials down.
+    async fn reauthenticate(&self, index: usize) -> Result<()> {
+        let client = self.inner.clients.lock().expect("not poisoned")[index].clone();
+        // Dropped meanwhile (it failed): the next dial authenticates.
+        let Some(client) = client else {
+            return Ok(());
+        };
+        let refresh = async move { client.refresh_token().await };
+        match self.within_attempt(refresh).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(err)) if !is_transient(&err) => Err(anyhow!(Refused(describe(&err)))),
+            Ok(Err(err)) => Err(anyhow!("authenticating again: {}", describe(&err))),
+            Err(_) => Err(anyhow!(
+                "authenticating again: no answer within {}",
+                humantime::format_duration(self.attempt_timeout())
+            )),
+        }
     }
 
     /// What to check, for errors whose cause is in leaderrun's own options.
@@ -290,7 +376,9 @@ impl std::fmt::Display for Failed {
 
 impl std::error::Error for Failed {}
 
-/// etcd answered, and said no (bad credentials): not worth another endpoint.
+/// etcd answered, and said no (bad credentials, a denied permission), or
+/// every endpoint failed the TLS handshake on a certificate: not worth
+/// another endpoint, nor a retry.
 #[derive(Debug)]
 pub struct Refused(String);
 
@@ -359,6 +447,38 @@ fn is_too_large(err: &etcd_client::Error) -> bool {
     matches!(err, etcd_client::Error::GRpcStatus(status)
         if status.code() == tonic::Code::OutOfRange
             && status.message().contains("message length too large"))
+}
+
+/// etcd's `ErrUserEmpty` (rpctypes): authentication is on, and the
+/// request came with no user. Its messages are etcd's API (its own client
+/// compares them too).
+pub(super) const USER_EMPTY: &str = "etcdserver: user name is empty";
+
+/// etcd's `ErrAuthFailed`: the user or the password is wrong.
+const AUTH_FAILED: &str = "etcdserver: authentication failed, invalid user ID or password";
+
+/// etcd refused our credentials: none given to an etcd that wants them
+/// (authentication switched on under a replica started without `--user`),
+/// or a password it no longer takes (changed under a running replica: the
+/// client authenticates again when its token is refused, and that fails).
+/// At dialling, the same refusal comes from the first authentication.
+fn is_credentials_refused(err: &etcd_client::Error) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(status)
+        if status.code() == tonic::Code::InvalidArgument
+            && [USER_EMPTY, AUTH_FAILED].contains(&status.message()))
+}
+
+/// etcd's `ErrAuthOldRevision`: a JWT token carries the revision of
+/// etcd's auth store when it was issued, and any change to users, roles or
+/// passwords since (even one that is nothing to us) makes etcd refuse it.
+const AUTH_OLD_REVISION: &str = "etcdserver: revision of auth store is old";
+
+/// Our token is stale ([`AUTH_OLD_REVISION`]): authenticating again cures
+/// it.
+fn is_stale_token(err: &etcd_client::Error) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(status)
+        if status.code() == tonic::Code::InvalidArgument
+            && status.message() == AUTH_OLD_REVISION)
 }
 
 /// etcd refused a request for want of a permission.

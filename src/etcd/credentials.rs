@@ -1,11 +1,13 @@
-//! TLS material and etcd user credentials, read once at start.
+//! TLS material and etcd user credentials. The TLS files are read at start
+//! (a bad one is a usage error) and again for every new connection: a
+//! certificate renewed in place on disk is used from the next one on.
 //!
 //! The password lives here and nowhere else: [`Credentials`] redacts it in
 //! `Debug`, and no error message built here quotes it.
 
 use std::fmt;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -20,10 +22,13 @@ use crate::cli::ConnectionArgs;
 /// How to secure and authenticate connections to etcd.
 #[derive(Clone, Default)]
 pub struct Credentials {
-    /// PEM bundle of CAs to trust instead of the system's.
-    ca: Option<Vec<u8>>,
-    /// Client certificate and key, PEM.
-    identity: Option<(Vec<u8>, Vec<u8>)>,
+    /// Where the TLS files are. Kept as given, not resolved: a Kubernetes
+    /// Secret is renewed by swapping the symbolic link its files go
+    /// through, and a resolved path would keep the old files.
+    files: TlsFiles,
+    /// What the TLS files held when last read whole and good: used when a
+    /// read again fails (a renewal caught half done).
+    last_read: Arc<Mutex<Tls>>,
     skip_verify: bool,
     /// Whether any TLS option was given: then bare `host:port` endpoints
     /// mean https, as with etcdctl.
@@ -31,11 +36,44 @@ pub struct Credentials {
     user: Option<(String, String)>,
 }
 
+/// The TLS files given: CAs to trust instead of the system's, and the
+/// client certificate and its key.
+#[derive(Clone, Default)]
+struct TlsFiles {
+    ca: Option<PathBuf>,
+    identity: Option<(PathBuf, PathBuf)>,
+}
+
+/// What the TLS files hold, PEM.
+#[derive(Clone, Default)]
+struct Tls {
+    ca: Option<Vec<u8>>,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl TlsFiles {
+    /// Reads every file, checking that each holds what its flag wants.
+    fn read(&self) -> Result<Tls> {
+        let ca = match &self.ca {
+            Some(path) => Some(read_pem("--cacert", path, Pem::Certificate)?),
+            None => None,
+        };
+        let identity = match &self.identity {
+            Some((cert, key)) => Some((
+                read_pem("--cert", cert, Pem::Certificate)?,
+                read_pem("--key", key, Pem::PrivateKey)?,
+            )),
+            None => None,
+        };
+        Ok(Tls { ca, identity })
+    }
+}
+
 impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Credentials")
-            .field("ca", &self.ca.is_some())
-            .field("client_certificate", &self.identity.is_some())
+            .field("ca", &self.files.ca.is_some())
+            .field("client_certificate", &self.files.identity.is_some())
             .field("skip_verify", &self.skip_verify)
             .field("user", &self.user.as_ref().map(|(name, _)| name))
             .finish_non_exhaustive()
@@ -44,19 +82,17 @@ impl fmt::Debug for Credentials {
 
 impl Credentials {
     pub fn from_args(args: &ConnectionArgs) -> Result<Self> {
-        let ca = match &args.cacert {
-            Some(path) => Some(read_pem("--cacert", path, Pem::Certificate)?),
-            None => None,
-        };
         let identity = match (&args.cert, &args.key) {
-            (Some(cert), Some(key)) => Some((
-                read_pem("--cert", cert, Pem::Certificate)?,
-                read_pem("--key", key, Pem::PrivateKey)?,
-            )),
+            (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
             (None, None) => None,
             // clap enforces the pair; this is for callers that build args by hand.
             _ => bail!("--cert and --key go together"),
         };
+        let files = TlsFiles {
+            ca: args.cacert.clone(),
+            identity,
+        };
+        let tls = files.read()?;
         // USER:PASSWORD says more than an inherited ETCDCTL_PASSWORD (a
         // nested leaderrun, or one exported as README advises): it wins.
         let inherited = std::env::var("ETCDCTL_PASSWORD").ok();
@@ -69,10 +105,11 @@ impl Credentials {
             (None, Some(_)) => bail!("--password (or ETCDCTL_PASSWORD) needs --user"),
             (Some(user), password) => Some(split_user(user, password)?),
         };
+        let given = files.ca.is_some() || files.identity.is_some();
         let credentials = Credentials {
-            tls_requested: ca.is_some() || identity.is_some() || args.insecure_skip_tls_verify,
-            ca,
-            identity,
+            tls_requested: given || args.insecure_skip_tls_verify,
+            files,
+            last_read: Arc::new(Mutex::new(tls.clone())),
             skip_verify: args.insecure_skip_tls_verify,
             user,
         };
@@ -80,7 +117,7 @@ impl Credentials {
             // Parse the PEM files now, so that a bad one is a usage error
             // and not an endpoint that seems unreachable.
             let probe = Endpoint::from_static("https://localhost:2379");
-            if let Err(err) = credentials.secure(probe) {
+            if let Err(err) = credentials.secure_with(&tls, probe) {
                 let mut causes: Vec<String> = err.chain().map(ToString::to_string).collect();
                 causes.retain(|cause| cause != "transport error");
                 bail!("{}", causes.join(": "));
@@ -90,7 +127,7 @@ impl Credentials {
     }
 
     pub fn has_client_certificate(&self) -> bool {
-        self.identity.is_some()
+        self.files.identity.is_some()
     }
 
     pub fn tls_requested(&self) -> bool {
@@ -104,17 +141,42 @@ impl Credentials {
             .map(|(name, password)| (name.as_str(), password.as_str()))
     }
 
-    /// Adds TLS to an https endpoint.
+    /// Adds TLS to an https endpoint, with the TLS files read again: a
+    /// certificate renewed in place on disk (cert-manager renewing a
+    /// Secret) is used from the next connection on, and one read at start
+    /// and expired since is not kept. Files that no longer read whole and
+    /// good (a renewal caught half done) give way to what they held when
+    /// last read: the handshake then says whether that still does.
     pub fn secure(&self, endpoint: Endpoint) -> Result<Endpoint> {
+        let fresh = self.files.read().and_then(|tls| {
+            let secured = self.secure_with(&tls, endpoint.clone())?;
+            Ok((tls, secured))
+        });
+        let last_read = &self.last_read;
+        match fresh {
+            Ok((tls, secured)) => {
+                *last_read.lock().expect("not poisoned") = tls;
+                Ok(secured)
+            }
+            Err(err) => {
+                tracing::info!("{err:#}; using the TLS files as read before");
+                let tls = last_read.lock().expect("not poisoned").clone();
+                self.secure_with(&tls, endpoint)
+            }
+        }
+    }
+
+    /// Adds TLS to an https endpoint, with `tls` as the files' content.
+    fn secure_with(&self, tls: &Tls, endpoint: Endpoint) -> Result<Endpoint> {
         let mut config = ClientTlsConfig::new().assume_http2(true);
-        if let Some((cert, key)) = &self.identity {
+        if let Some((cert, key)) = &tls.identity {
             config = config.identity(Identity::from_pem(cert, key));
         }
         let endpoint = if self.skip_verify {
             let verifier = Arc::new(AcceptAnyServerCertificate::new());
             endpoint.tls_config_with_verifier(config, verifier)
         } else {
-            config = match &self.ca {
+            config = match &tls.ca {
                 Some(ca) => config.ca_certificate(Certificate::from_pem(ca)),
                 None => config.with_native_roots(),
             };

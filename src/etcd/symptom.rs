@@ -11,6 +11,8 @@ use std::error::Error as StdError;
 use rustls::{AlertDescription, CertificateError};
 use tonic::Code;
 
+use super::connection::USER_EMPTY;
+
 /// The cause of a failure, as far as a hint goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Symptom {
@@ -24,9 +26,6 @@ pub enum Symptom {
     Dropped,
     Other,
 }
-
-/// etcd's `ErrUserEmpty` (rpctypes): the message is etcd's API.
-const USER_EMPTY: &str = "etcdserver: user name is empty";
 
 impl Symptom {
     pub fn of(err: &etcd_client::Error) -> Symptom {
@@ -53,6 +52,12 @@ impl Symptom {
         }
     }
 
+    /// A TLS handshake failed on a certificate: etcd refused ours, or we
+    /// do not trust its.
+    pub fn is_certificate(self) -> bool {
+        matches!(self, Symptom::UnknownIssuer | Symptom::CertificateRefused)
+    }
+
     /// What to check, given whether TLS is in use, whether a TLS option was
     /// given, and whether we present a client certificate.
     pub fn hint(self, https: bool, tls_options: bool, client_certificate: bool) -> &'static str {
@@ -60,7 +65,7 @@ impl Symptom {
             Symptom::NoUser => " (etcd has authentication on: give --user)",
             Symptom::UnknownIssuer => " (is its CA in --cacert?)",
             Symptom::CertificateRefused if client_certificate => {
-                " (etcd refused the client certificate: is it signed by a CA etcd trusts?)"
+                " (etcd refused the client certificate: is it signed by a CA etcd trusts, and not expired?)"
             }
             Symptom::CertificateRefused => {
                 " (does etcd want a client certificate? see --cert, --key)"
@@ -119,7 +124,12 @@ fn of_one(cause: &(dyn StdError + 'static)) -> Option<Symptom> {
 /// read here are rustls's alert names and std's error texts; the unit test
 /// and `security.rs` pin them.
 fn of_text(message: &str) -> Symptom {
-    let alerts = ["CertificateRequired", "BadCertificate", "UnknownCA"];
+    let alerts = [
+        "CertificateRequired",
+        "BadCertificate",
+        "UnknownCA",
+        "CertificateExpired",
+    ];
     let dropped = ["connection closed", "broken pipe", "connection reset"];
     let lower = message.to_lowercase();
     if alerts.iter().any(|alert| message.contains(alert)) {
@@ -154,11 +164,15 @@ fn of_tls(err: &rustls::Error) -> Option<Symptom> {
         rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
             Some(Symptom::UnknownIssuer)
         }
-        // Which alert depends on the server's Go version.
+        // Which alert depends on the server's Go version: for a
+        // certificate signed by a CA it does not trust, etcd 3.4 sends
+        // BadCertificate and 3.7 UnknownCA; newer Go sends
+        // CertificateExpired for an expired one.
         rustls::Error::AlertReceived(
             AlertDescription::CertificateRequired
             | AlertDescription::BadCertificate
-            | AlertDescription::UnknownCA,
+            | AlertDescription::UnknownCA
+            | AlertDescription::CertificateExpired,
         ) => Some(Symptom::CertificateRefused),
         _ => None,
     }
@@ -177,6 +191,8 @@ mod tests {
             rustls::Error::AlertReceived(AlertDescription::CertificateRequired),
         );
         assert_eq!(of_one(&wrapped), Some(Symptom::CertificateRefused));
+        let expired = rustls::Error::AlertReceived(AlertDescription::CertificateExpired);
+        assert_eq!(of_one(&expired), Some(Symptom::CertificateRefused));
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
         assert_eq!(of_one(&reset), Some(Symptom::Dropped));
         let as_text = std::io::Error::new(

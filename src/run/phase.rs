@@ -31,10 +31,17 @@
 //! | --timeout passed         | –  (it counts from the command's start)    | stop the job, 123    | ignore      | ignore    |
 //! | the command stopped (tty)| –                                          | stop like it; continue with it | – | – |
 //! | etcd error               | first attempt: fail (125); once queued: retry with backoff | (the lease deadline decides) | ignore | ignore |
-//! | etcd refused credentials or permission | fail (125)                   | –                    | –           | –         |
+//! | etcd refused credentials, permission or certificate (2) | fail (125) | –                    | –           | –         |
 //!
 //! (1) SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, but for
 //! one ignored when leaderrun started, which stays ignored (`signals`).
+//!
+//! (2) Also when they changed under a queued replica: authentication
+//! switched on, its password changed, its client certificate refused by
+//! every endpoint (or theirs not trusted) with the TLS files read again.
+//! A JWT token made stale by a change to etcd's users or roles is not a
+//! refusal: the request authenticates again and is asked once more
+//! (`etcd::connection`).
 //!
 //! Every clean-up on the way out (giving back a lease, a queue place or an
 //! unspent window) is best effort and bounded by [`CLEANUP`]: what is not

@@ -59,6 +59,11 @@ pub struct EtcdOptions {
     /// Member 0's client port on the first attempt, instead of a free one:
     /// lets a test of the harness hand it a port that is taken.
     pub first_client_port: Option<u16>,
+    /// Authentication tokens as JWTs (`--auth-token jwt,...`, ES256 with a
+    /// key made for the test) instead of etcd's default simple tokens. A
+    /// JWT carries the auth store's revision: any change to users, roles
+    /// or passwords makes every token issued before it stale.
+    pub jwt: bool,
 }
 
 /// How many times [`Etcd::start_with`] starts etcd on new ports when a
@@ -86,6 +91,12 @@ pub struct Etcd {
     data: tempfile::TempDir,
     runtime: tokio::runtime::Runtime,
     pub pki: Option<pki::Pki>,
+    /// The CA etcd trusts for client certificates, when not the test's
+    /// own (see [`Etcd::restart_trusting`]).
+    client_ca: Option<PathBuf>,
+    /// The key pair that signs etcd's JWT tokens (private, public), if it
+    /// hands out JWTs.
+    jwt_keys: Option<(PathBuf, PathBuf)>,
     /// root's password, once authentication is on.
     root_password: Option<String>,
 }
@@ -152,11 +163,14 @@ impl Etcd {
             })
             .collect();
         let pki = options.tls.then(|| pki::Pki::generate(data.path()));
+        let jwt_keys = options.jwt.then(|| pki::jwt_keys(data.path()));
         Etcd {
             members,
             data,
             runtime,
             pki,
+            client_ca: None,
+            jwt_keys,
             root_password: None,
         }
     }
@@ -383,11 +397,19 @@ impl Etcd {
             .stdout(Stdio::null())
             .stderr(log);
         if let Some(pki) = &self.pki {
+            let client_ca = self.client_ca.as_ref().unwrap_or(&pki.ca);
             command
                 .arg(format!("--cert-file={}", pki.server_cert.display()))
                 .arg(format!("--key-file={}", pki.server_key.display()))
-                .arg(format!("--trusted-ca-file={}", pki.ca.display()))
+                .arg(format!("--trusted-ca-file={}", client_ca.display()))
                 .arg("--client-cert-auth");
+        }
+        if let Some((private, public)) = &self.jwt_keys {
+            command.arg(format!(
+                "--auth-token=jwt,pub-key={},priv-key={},sign-method=ES256",
+                public.display(),
+                private.display()
+            ));
         }
         self.members[index].process = Some(command.spawn().expect("etcd starts"));
     }
@@ -531,6 +553,16 @@ impl Etcd {
         self.kill();
         self.launch(0);
         self.wait_ready();
+    }
+
+    /// Starts etcd (member 0) again, trusting only client certificates
+    /// signed by the CA in `ca` from now on: the CA rotated, as when
+    /// certificates are renewed. The test's own client reads its
+    /// certificate files again for each request, so it keeps working once
+    /// they hold one that CA signed.
+    pub fn restart_trusting(&mut self, ca: &Path) {
+        self.client_ca = Some(ca.to_path_buf());
+        self.restart();
     }
 
     /// Turns authentication on, with a root user of this password.
@@ -987,6 +1019,15 @@ impl Replica {
     /// Waits until this waiter watches the key ahead ([`Self::is_watching`]).
     pub fn await_watching(&self, limit: Duration) {
         await_condition(limit, "a waiter to watch", || self.is_watching());
+    }
+
+    /// Waits until it has exited, within `limit` (panics otherwise); its
+    /// status is kept for [`Self::finish`].
+    pub fn await_exit(&mut self, limit: Duration) {
+        let process = &mut self.process;
+        await_condition(limit, "the replica to exit", || {
+            process.try_wait().unwrap().is_some()
+        });
     }
 
     /// Waits for exit within `limit`; returns the code and stderr.

@@ -56,3 +56,14 @@ impl Pki {
         }
     }
 }
+
+/// An ECDSA P-256 key pair for etcd to sign JWT tokens with (ES256),
+/// written to `dir`: (private key, PKCS#8 PEM; public key, SPKI PEM).
+pub fn jwt_keys(dir: &Path) -> (PathBuf, PathBuf) {
+    let key = KeyPair::generate().unwrap();
+    let private = dir.join("jwt-key.pem");
+    let public = dir.join("jwt-pub.pem");
+    std::fs::write(&private, key.serialize_pem()).unwrap();
+    std::fs::write(&public, key.public_key_pem()).unwrap();
+    (private, public)
+}
