@@ -171,8 +171,9 @@ fn a_command_that_cannot_start_does_not_use_up_the_window() {
 
 /// Replicas that disagree on the window: one with `--once-per 3s` runs; its
 /// marker is gone three seconds on, and a replica with `--once-per 1h` ran
-/// the job again in silence (the opposite order is refused, both windows
-/// named). The last run's start record keeps the longer window taken.
+/// the job again in silence. The opposite order is refused, both windows
+/// named, and now so is this: the last run's start record names its
+/// window. A run without --once-per opened none, and counts for none.
 #[test]
 fn a_longer_window_is_kept_after_a_shorter_ones_marker_expires() {
     let etcd = Etcd::start();
@@ -182,7 +183,7 @@ fn a_longer_window_is_kept_after_a_shorter_ones_marker_expires() {
     let run = |window: &str| {
         run_within(
             leaderrun(&etcd.endpoint())
-                .args(["--name", NAME, "-v", "--once-per", window])
+                .args(["--name", NAME, "--once-per", window])
                 .args(["--", "sh", "-c", &job]),
             Duration::from_secs(10),
         )
@@ -193,13 +194,25 @@ fn a_longer_window_is_kept_after_a_shorter_ones_marker_expires() {
         etcd.get(MARKER).is_none()
     });
     let long = run("1h");
-    assert_eq!(long.code, Some(75), "{}", long.stderr);
+    assert_one_error_line(
+        &long,
+        "--once-per 1h disagrees with the window",
+        "1h after 3s",
+    );
     assert!(
-        long.stderr
-            .contains("its marker, of a shorter --once-per, has closed"),
+        long.stderr.contains(", 3s: it began at "),
         "{}",
         long.stderr
     );
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "ran\n");
     assert_eq!(etcd.get(MARKER), None, "the window is not opened again");
+    // A run without --once-per, then one with it: it runs.
+    let plain = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", NAME, "--", "sh", "-c", &job]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(plain.code, Some(0), "{}", plain.stderr);
+    let after_plain = run("1h");
+    assert_eq!(after_plain.code, Some(0), "{}", after_plain.stderr);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "ran\nran\nran\n");
 }

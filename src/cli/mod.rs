@@ -294,9 +294,8 @@ pub struct ElectionArgs {
     /// and with which token the window's run started). The window is an etcd
     /// lease, so etcd measures it and it ends by itself. Make it shorter than
     /// the schedule's period and longer than the clocks' skew, e.g.
-    /// `--once-per 1h` for a nightly job. A replica with a longer window
-    /// than the last run's also finds that run's start record, and does
-    /// not run again within its own window.
+    /// `--once-per 1h` for a nightly job. Replicas that disagree on the
+    /// window are refused (125), even once a shorter window has closed.
     #[arg(long, value_name = "DURATION", value_parser = parse_window, allow_hyphen_values = true)]
     pub once_per: Option<Duration>,
 

@@ -407,7 +407,7 @@ impl<'a> Election<'a> {
         let response = self
             .connection
             .get(
-                "reading the queue",
+                "joining the queue",
                 name::prefix(self.name),
                 Some(line::in_line(SortOrder::Ascend, line::FIRST_PAGE)),
             )

@@ -66,15 +66,8 @@ pub struct Marker {
     pub last: LastRun,
     pub left: Option<Duration>,
     /// The marker's lease; 0 for a marker written by hand, which never
-    /// expires; [`Marker::BY_RECORD`] for a window kept by the last run's
-    /// record, its marker gone.
+    /// expires.
     pub lease: i64,
-}
-
-impl Marker {
-    /// The lease of a window that the last run's start record keeps (see
-    /// [`began_within`]): no lease id is negative.
-    pub const BY_RECORD: i64 = -1;
 }
 
 pub enum Claim {
@@ -132,12 +125,20 @@ pub async fn claim(
     let response = response?;
     if response.succeeded() {
         let last = range_at(&response, 0).kvs.into_iter().next();
-        let Some(marker) = last.and_then(|kv| began_within(kv.value(), window)) else {
+        let Some(shorter) = last.and_then(|kv| opened_within(kv.value(), window)) else {
             return Ok(Claim::Ours);
         };
-        connection.revoke(window_lease_id, CLEANUP).await;
-        *window_lease = None;
-        return Ok(Claim::Taken(marker));
+        // The caller gives our window lease back, with the marker.
+        return Err(CodedError::error(
+            Exit::Internal,
+            format!(
+                "--once-per {} disagrees with the window the last run of {} opened, {}: it began {}, within this one, and that window has closed: give every replica the same --once-per",
+                humantime::format_duration(window),
+                leadership.name,
+                humantime::format_duration(Duration::from_secs(shorter.0)),
+                shorter.1.describe()
+            ),
+        ));
     }
     let marker = range_at(&response, 0).kvs.into_iter().next();
     // A put that went through, but whose answer was lost and the request
@@ -158,35 +159,38 @@ pub async fn claim(
     agreed(marker, &leadership.name, seconds).map(Claim::Taken)
 }
 
-/// A marker for the last run, from its `last-started` record, if it began
-/// less than `window` ago by our clock: the window it opened is ours to
-/// keep too. The marker of a replica with a shorter --once-per expires
-/// first, and a replica with a longer one then ran the job again in
-/// silence; the opposite order is refused, both windows named
-/// ([`agreed`]). This compares wall clocks (the record's writer's and
-/// ours), which the marker's lease does not: README's --once-per asks for
-/// a window longer than the clocks' skew.
-fn began_within(value: &[u8], window: Duration) -> Option<Marker> {
+/// The window the last run opened and who ran it, from its
+/// `last-started` record, if that window was another length than ours and
+/// the run began less than `window` ago by our clock. The marker of a
+/// replica with a shorter --once-per expires first, and a replica with a
+/// longer one then ran the job again in silence; the opposite order is
+/// refused, both windows named ([`agreed`]), and so is this. A run with no
+/// --once-per opened no window and counts for none. This compares wall
+/// clocks (the record's writer's and ours), which the marker's lease does
+/// not: README's --once-per asks for a window longer than the clocks' skew.
+fn opened_within(value: &[u8], window: Duration) -> Option<(u64, LastRun)> {
     let last = record::decode(value).filter(|last| last.outcome != record::Outcome::NotStarted)?;
+    let ours = whole_seconds(window).unsigned_abs();
+    let theirs = last.once_per_s.filter(|theirs| *theirs != ours)?;
     let began = humantime::parse_rfc3339(&last.started).ok()?;
     let age = std::time::SystemTime::now()
         .duration_since(began)
         .unwrap_or_default();
-    let left = window.checked_sub(age)?;
-    Some(Marker {
-        last: LastRun {
-            holder: Holder {
-                host: last.host,
-                pid: last.pid,
-                started: last.started,
-                command: last.command,
-                max_running: 1,
+    (age < window).then(|| {
+        (
+            theirs,
+            LastRun {
+                holder: Holder {
+                    host: last.host,
+                    pid: last.pid,
+                    started: last.started,
+                    command: last.command,
+                    max_running: 1,
+                },
+                token: last.token,
+                window_s: Some(theirs),
             },
-            token: last.token,
-            window_s: None,
-        },
-        left: Some(Duration::from_secs(left.as_secs())),
-        lease: Marker::BY_RECORD,
+        )
     })
 }
 

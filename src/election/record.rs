@@ -77,6 +77,11 @@ pub struct Record {
     pub duration_s: Option<f64>,
     pub exit_code: Option<i32>,
     pub outcome: Outcome,
+    /// The `--once-per` window the run opened, in seconds; absent without
+    /// one (and in records of versions before it). A replica with a longer
+    /// window reads it once the marker has expired (`once_per`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub once_per_s: Option<u64>,
 }
 
 /// The records of an election.
@@ -104,7 +109,7 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn new(holder: &Holder, token: i64) -> Run {
+    pub fn new(holder: &Holder, token: i64, once_per_s: Option<u64>) -> Run {
         Run {
             record: Record {
                 host: holder.host.clone(),
@@ -116,6 +121,7 @@ impl Run {
                 duration_s: None,
                 exit_code: None,
                 outcome: Outcome::Running,
+                once_per_s,
             },
             started: clock::Instant::now(),
         }

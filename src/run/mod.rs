@@ -323,10 +323,6 @@ fn explain_window(config: &Config, marker: &Marker) {
                 &config.election
             ))
         ),
-        (Marker::BY_RECORD, Some(left)) => format!(
-            "; its marker, of a shorter --once-per, has closed, but the window of this one's length closes in {}",
-            humantime::format_duration(left)
-        ),
         (_, None) => String::new(),
         (_, Some(left)) => format!(
             "; the window closes in {}",

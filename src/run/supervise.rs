@@ -75,7 +75,10 @@ impl Supervision<'_> {
             started: holder::now_rfc3339(),
             ..config.holder.clone()
         };
-        let run = record::Run::new(&holder, token);
+        let window = config
+            .once_per
+            .map(|window| crate::etcd::requests::whole_seconds(window).unsigned_abs());
+        let run = record::Run::new(&holder, token, window);
         let mut child = match Child::spawn(&config.program, &config.command, &env, guard) {
             Ok(child) => child,
             Err(err) => {
