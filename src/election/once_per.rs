@@ -176,22 +176,22 @@ fn opened_within(value: &[u8], window: Duration) -> Option<(u64, LastRun)> {
     let age = std::time::SystemTime::now()
         .duration_since(began)
         .unwrap_or_default();
-    (age < window).then(|| {
-        (
-            theirs,
-            LastRun {
-                holder: Holder {
-                    host: last.host,
-                    pid: last.pid,
-                    started: last.started,
-                    command: last.command,
-                    max_running: 1,
-                },
-                token: last.token,
-                window_s: Some(theirs),
-            },
-        )
-    })
+    if age >= window {
+        return None;
+    }
+    let holder = Holder {
+        host: last.host,
+        pid: last.pid,
+        started: last.started,
+        command: last.command,
+        max_running: 1,
+    };
+    let run = LastRun {
+        holder,
+        token: last.token,
+        window_s: Some(theirs),
+    };
+    Some((theirs, run))
 }
 
 /// A window's marker, if its length is the one we ask for. Replicas that
