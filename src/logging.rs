@@ -74,7 +74,7 @@ pub enum Level {
 pub fn say(level: Level, message: &str) {
     let line = format!("leaderrun: {message}");
     let text = match format() {
-        LogFormat::Text => escaped(&line).into_owned(),
+        LogFormat::Text => printable(&line).into_owned(),
         LogFormat::Json => {
             let level = match level {
                 Level::Error => "ERROR",
@@ -93,30 +93,29 @@ pub fn say(level: Level, message: &str) {
     let _ = writeln!(std::io::stderr(), "{text}");
 }
 
-/// `text` with its control characters escaped (`\n`, `\x1b`): a line of
-/// leaderrun's stays one line, whatever a name or a command line holds, and
-/// cannot move a terminal's cursor. (JSON escapes them itself.)
-pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+/// `text` made safe for a terminal and for a one-line format: control
+/// characters (a newline, an escape sequence) are shown escaped, as Rust
+/// escapes them (`\n`, `\u{1b}`). Every line leaderrun writes to stderr
+/// goes through it, and every value another writer may have put in etcd
+/// (a name, a holder) before it is shown on stdout. (JSON escapes them
+/// itself.)
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(char::is_control) {
         return text.into();
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() && (c as u32) < 0x100 => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
             }
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.into()
+        })
+        .collect::<String>()
+        .into()
 }
 
-/// Stderr for tracing's text lines, each escaped as [`say`]'s are. tracing
+/// Stderr for tracing's text lines, each made [`printable`] as [`say`]'s are. tracing
 /// writes a line, its newline last, in one call.
 struct OneLine(std::io::Stderr);
 
@@ -127,7 +126,7 @@ impl Write for OneLine {
             Some(body) => (body, "\n"),
             None => (&*text, ""),
         };
-        let line = escaped(body);
+        let line = printable(body);
         self.0.write_all(line.as_bytes())?;
         self.0.write_all(end.as_bytes())?;
         Ok(buf.len())
@@ -144,10 +143,10 @@ mod tests {
 
     #[test]
     fn control_characters_are_escaped_and_nothing_else() {
-        assert_eq!(escaped("plain 'é' text"), "plain 'é' text");
+        assert_eq!(printable("plain 'é' text"), "plain 'é' text");
         assert_eq!(
-            escaped("cannot run 'a\nb\r\t\x1b[2J\u{7f}\u{85}'"),
-            "cannot run 'a\\nb\\r\\t\\x1b[2J\\x7f\\x85'"
+            printable("cannot run 'a\nb\r\t\x1b[2J\u{7f}\u{85}'"),
+            "cannot run 'a\\nb\\r\\t\\u{1b}[2J\\u{7f}\\u{85}'"
         );
     }
 }

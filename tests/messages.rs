@@ -125,7 +125,11 @@ fn control_characters_in_a_message_are_escaped() {
             .filter(|line| line.contains("error"))
             .collect();
         assert_eq!(error.len(), 1, "{:?}", done.stderr);
-        assert!(error[0].contains("no\\nsuch\\x1b[2J"), "{:?}", done.stderr);
+        assert!(
+            error[0].contains("no\\nsuch\\u{1b}[2J"),
+            "{:?}",
+            done.stderr
+        );
         for line in done.stderr.lines() {
             assert!(
                 line.starts_with("leaderrun: ") || line.contains("INFO") || line.contains("DEBUG"),

@@ -208,3 +208,27 @@ fn status_watch_rides_out_a_restart_with_authentication_on() {
     send(watcher.id() as i32, nix::sys::signal::Signal::SIGINT);
     assert_eq!(watcher.wait().unwrap().code(), Some(0));
 }
+
+/// An election name with a newline and an escape sequence in it: the
+/// one-line `--max-age` output (a Nagios check's) printed them raw.
+#[test]
+fn max_age_shows_control_characters_escaped() {
+    let etcd = Etcd::start();
+    let name = "jobs/c\nb\x1b[31m";
+    let ran = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let fresh = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(fresh.code, Some(0), "{}", fresh.stderr);
+    assert_eq!(fresh.stdout.lines().count(), 1, "{:?}", fresh.stdout);
+    assert!(
+        fresh.stdout.starts_with("jobs/c\\nb\\u{1b}[31m: fresh: "),
+        "{:?}",
+        fresh.stdout
+    );
+}

@@ -100,6 +100,56 @@ fn a_timeout_gives_the_whole_kill_after_while_the_lease_is_kept() {
     assert!(!stderr.contains("SIGKILL before"), "{stderr}");
 }
 
+/// The key deleted during that whole --kill-after: leadership is lost, and
+/// the next leader may start at once, so the grace is cut to the loss's.
+/// The old job ran beside the new leader for the whole --kill-after.
+#[test]
+fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "trap '' TERM; echo $$ > '{}'; while :; do sleep 0.1; done",
+        pidfile.display()
+    );
+    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name",
+        "jobs/t-lost",
+        "--ttl",
+        "3s",
+        "--timeout",
+        "1s",
+        "--kill-after",
+        "20s",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    let job = read_pid(&pidfile, Duration::from_secs(20));
+    await_condition(Duration::from_secs(20), "the timeout", || {
+        replica.stderr_so_far().contains("ran past --timeout")
+    });
+    let (key, _, _) = etcd.candidates("jobs/t-lost")[0].clone();
+    etcd.delete(&key);
+    let deleted = std::time::Instant::now();
+    // The loss's grace at a 3 s TTL is under half a second.
+    await_condition(Duration::from_secs(5), "the job to be killed", || {
+        !alive(job)
+    });
+    let took = deleted.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "the job outlived the loss by {took:?}"
+    );
+    let (code, stderr) = replica.finish(Duration::from_secs(30));
+    assert_eq!(code, Some(123), "{stderr}");
+    assert!(
+        stderr.contains("lost while the command was being stopped"),
+        "{stderr}"
+    );
+}
+
 /// The limit counts from the command's start: time spent queued with
 /// --wait does not count (--wait-timeout bounds that).
 #[test]

@@ -182,23 +182,7 @@ fn bounded(mut command: String) -> String {
     command
 }
 
-/// A value another writer may have put in etcd, made safe for a terminal:
-/// control characters (escape sequences among them) are shown escaped.
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return text.into();
-    }
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect::<String>()
-        .into()
-}
+pub use crate::logging::printable;
 
 /// `text` as one shell word that a shell reads back as `text`: in single
 /// quotes, or in `$'...'` with escapes when it holds control characters

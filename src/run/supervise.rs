@@ -116,10 +116,11 @@ impl Supervision<'_> {
                     asked: clock::Instant::now() + config.kill_after,
                     kill_after: config.kill_after,
                     lease: self.lease,
-                    margin: schedule.margin,
+                    schedule,
                 },
             },
             policy: self.policy,
+            election: &config.election,
         };
         let outcome = match &ending {
             Ending::Exited(Ok(status)) if status.success() => Outcome::Succeeded,
@@ -136,7 +137,8 @@ impl Supervision<'_> {
                 tracing::trace!(alive, "job checked");
                 if alive {
                     tracing::info!("the command exited; stopping what it left running");
-                    kill.run(&mut child, signals).await;
+                    self.stop_keeping(&kill, &mut child, signals, schedule)
+                        .await;
                 }
                 if status.signal().is_some() {
                     child.restore_terminal();
@@ -158,7 +160,7 @@ impl Supervision<'_> {
                     config.election
                 );
                 logging::say(Level::Warn, &lost);
-                kill.run(&mut child, signals).await;
+                kill.run(&mut child, signals, std::future::pending()).await;
                 child.restore_terminal();
                 Exit::LeadershipLost.code()
             }
@@ -170,7 +172,8 @@ impl Supervision<'_> {
                     limit.map(|limit| limit.to_string()).unwrap_or_default()
                 );
                 logging::say(Level::Warn, &past);
-                kill.run(&mut child, signals).await;
+                self.stop_keeping(&kill, &mut child, signals, schedule)
+                    .await;
                 child.restore_terminal();
                 Exit::TimedOut.code()
             }
@@ -205,6 +208,32 @@ impl Supervision<'_> {
                 None => tracing::info!("marking our key: no answer in time"),
             }
         }
+    }
+
+    /// The kill sequence while the lease is kept alive, watching for a loss
+    /// of leadership as the run did: our key deleted or replaced, or the
+    /// lease revoked, cuts the grace to the loss's, since the next leader
+    /// may start at once.
+    async fn stop_keeping(
+        &self,
+        kill: &KillSequence<'_>,
+        child: &mut Child,
+        signals: &mut Signals,
+        schedule: KillSchedule,
+    ) {
+        let mut own = self
+            .own
+            .take()
+            .unwrap_or_else(|| OwnKey::of(self.leadership));
+        let lost = leadership_lost(
+            self.connection,
+            self.lease,
+            self.leadership,
+            &mut own,
+            schedule,
+        );
+        kill.run(child, signals, lost).await;
+        self.own.set(Some(own));
     }
 
     async fn while_leading(
@@ -320,6 +349,7 @@ struct KillSequence<'a> {
     signal: Signal,
     deadline: Deadline<'a>,
     policy: Policy,
+    election: &'a str,
 }
 
 /// When SIGKILL goes out if the job is still there.
@@ -329,13 +359,14 @@ enum Deadline<'a> {
     Fixed(clock::Instant),
     /// The lease is kept alive through the stop (--timeout, or what an
     /// exited command left running): --kill-after in full (`asked`), but
-    /// never later than `margin` before the lease could expire, which
-    /// renewals move on while they are acknowledged.
+    /// never later than the margin before the lease could expire, which
+    /// renewals move on while they are acknowledged; and once leadership
+    /// is lost during it, the loss's grace ([`KillSchedule::kill_at`]).
     Kept {
         asked: clock::Instant,
         kill_after: std::time::Duration,
         lease: &'a Lease,
-        margin: std::time::Duration,
+        schedule: KillSchedule,
     },
 }
 
@@ -346,29 +377,46 @@ impl Deadline<'_> {
             Deadline::Kept {
                 asked,
                 lease,
-                margin,
+                schedule,
                 ..
             } => {
                 let state = lease.state();
                 if state.gone {
                     clock::Instant::now()
                 } else {
-                    (*asked).min(state.expires - *margin)
+                    (*asked).min(state.expires - schedule.margin)
                 }
             }
+        }
+    }
+
+    /// The deadline once leadership is lost during the stop.
+    fn on_loss(&self) -> clock::Instant {
+        match self {
+            Deadline::Fixed(at) => *at,
+            Deadline::Kept {
+                lease, schedule, ..
+            } => schedule.kill_at(lease.state().expires).min(self.at()),
         }
     }
 }
 
 impl KillSequence<'_> {
-    async fn run(&self, child: &mut Child, signals: &mut Signals) {
+    /// `lost` resolves if leadership is lost during the stop (never, for a
+    /// stop that a loss began).
+    async fn run(
+        &self,
+        child: &mut Child,
+        signals: &mut Signals,
+        lost: impl std::future::Future<Output = Loss>,
+    ) {
         let gone = if self.deadline.at().has_passed() {
             // No grace left (leaderrun was stopped, or paused, past it):
             // --kill-signal would first continue a stopped job.
             tracing::info!("no grace left before the lease could expire; SIGKILL");
             false
         } else {
-            self.within_grace(child, signals).await
+            self.within_grace(child, signals, lost).await
         };
         if !gone {
             child.kill_job(std::time::Duration::from_secs(1)).await;
@@ -377,18 +425,40 @@ impl KillSequence<'_> {
 
     /// --kill-signal, then the grace, passing further signals on; true if
     /// the job is gone within it.
-    async fn within_grace(&self, child: &mut Child, signals: &mut Signals) -> bool {
+    async fn within_grace(
+        &self,
+        child: &mut Child,
+        signals: &mut Signals,
+        lost: impl std::future::Future<Output = Loss>,
+    ) -> bool {
         child.signal_job(self.signal);
+        tokio::pin!(lost);
         let mut renewed = match &self.deadline {
             Deadline::Kept { lease, .. } => Some(lease.watch()),
             Deadline::Fixed(_) => None,
         };
         let mut keeper_alive = renewed.is_some();
+        // Set once leadership is lost during the stop.
+        let mut cut: Option<clock::Instant> = None;
         let gone = loop {
-            let until = self.deadline.at();
+            let until = cut.unwrap_or_else(|| self.deadline.at());
             tokio::select! {
                 biased;
                 gone = child.wait_job_gone(until) => break gone,
+                loss = &mut lost, if cut.is_none() => {
+                    let at = self.deadline.on_loss();
+                    logging::say(
+                        Level::Warn,
+                        &format!(
+                            "leadership of {} lost while the command was being stopped: {loss}; SIGKILL in {} if it is still there",
+                            self.election,
+                            humantime::format_duration(std::time::Duration::from_millis(
+                                at.remaining().as_millis() as u64
+                            ))
+                        ),
+                    );
+                    cut = Some(at);
+                }
                 received = signals.recv() => {
                     let event = Event::Signal(received);
                     if decide(Phase::Stopping, &event, self.policy) == Action::Forward {
@@ -405,7 +475,7 @@ impl KillSequence<'_> {
             match &self.deadline {
                 Deadline::Kept {
                     asked, kill_after, ..
-                } if !asked.has_passed() => logging::say(
+                } if !asked.has_passed() && cut.is_none() => logging::say(
                     Level::Warn,
                     &format!(
                         "SIGKILL before --kill-after {}: etcd stopped acknowledging the lease's renewals, and the lease could expire",

@@ -205,6 +205,7 @@ fn freshness(age: Option<record::Age>, max_age: Duration) -> Freshness {
 /// the exit code a monitoring check reads.
 async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Result<i32> {
     let records = record::read(connection, election).await?;
+    let election = crate::election::holder::printable(election);
     let within = humantime::format_duration(max_age);
     let (line, code) = match records
         .last_succeeded

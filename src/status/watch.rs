@@ -29,6 +29,7 @@ pub async fn watch(connection: &Connection, election: &str) -> Result<i32> {
 /// holder's "since" is left out, because a new leader's value still says
 /// when it joined the queue until it has proven its win.
 fn describe(election: &str, leader: Option<&Leader>) -> String {
+    let election = printable(election);
     match leader {
         Some(leader) if leader.stale() => format!("{election}: blocked by {}", leader.describe()),
         Some(leader) => format!(
