@@ -478,3 +478,96 @@ fn a_wall_clock_step_does_not_change_a_runs_duration() {
         "the wall clock did not step: {shown}"
     );
 }
+
+/// The token of an election's `last-started` record.
+fn started_token(etcd: &Etcd, name: &str) -> Option<i64> {
+    let value = etcd.get(&format!("{name}.last-started"))?;
+    serde_json::from_str::<serde_json::Value>(&value).ok()?["token"].as_i64()
+}
+
+/// Two runners proven within a second of each other (as cron replicas
+/// are): the first's start record, written a second in, landed after the
+/// second's win, and the second was then never recorded as started.
+/// `last-started` is the run that started last.
+#[test]
+fn the_run_that_started_last_is_last_started_with_several_runners() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("go");
+    let name = "jobs/starts";
+    let mut first = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--max-running", "2", "--"])
+            .args(["sh", "-c", &until_exists(&flag)]),
+    );
+    await_condition(LIMIT, "the first runner", || {
+        etcd.candidates(name).len() == 1
+    });
+    let first_token = etcd.candidates(name)[0].1;
+    let second = run_within(
+        leaderrun(&etcd.endpoint()).args([
+            "--name",
+            name,
+            "--max-running",
+            "2",
+            "--",
+            "sleep",
+            "1.5",
+        ]),
+        LIMIT,
+    );
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    let second_token = status_json(&etcd, name)["last_finished"]["token"]
+        .as_i64()
+        .unwrap();
+    assert!(second_token > first_token);
+    assert_eq!(
+        started_token(&etcd, name),
+        Some(second_token),
+        "while the first runs"
+    );
+    std::fs::write(&flag, "").unwrap();
+    let (code, stderr) = first.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(started_token(&etcd, name), Some(second_token), "after both");
+    assert_eq!(
+        status_json(&etcd, name)["last_finished"]["token"],
+        first_token
+    );
+}
+
+/// A leader paused past its lease, a newer run of under a second while it
+/// is paused, then the old leader resumes: its "lost" end took
+/// `last-started` (it held its own start record), and the newer run's end
+/// was then refused there, so `last-started` named the older run.
+#[test]
+fn a_resumed_stale_leader_does_not_take_last_started_from_a_newer_run() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (pidfile, started) = (dir.path().join("pid"), dir.path().join("b"));
+    let name = "jobs/stale-start";
+    let mut stale = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--ttl", "2s", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, LIMIT);
+    await_condition(LIMIT, "the old leader's start record", || {
+        started_token(&etcd, name).is_some()
+    });
+    send(stale.pid(), nix::sys::signal::Signal::SIGSTOP);
+    let job = format!("touch '{}'; sleep 0.9", started.display());
+    let mut newer = Replica::spawn(leaderrun(&etcd.endpoint()).args([
+        "--name", name, "--ttl", "2s", "--wait", "--", "sh", "-c", &job,
+    ]));
+    await_condition(LIMIT, "the newer run", || started.exists());
+    send(stale.pid(), nix::sys::signal::Signal::SIGCONT);
+    let (code, stderr) = stale.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
+    let (code, stderr) = newer.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let shown = status_json(&etcd, name);
+    let newest = shown["last_finished"]["token"].as_i64().unwrap();
+    assert_eq!(shown["last_finished"]["outcome"], "succeeded", "{shown}");
+    assert_eq!(started_token(&etcd, name), Some(newest), "{shown}");
+}

@@ -43,7 +43,7 @@ pub use line::{read_leader, Line, Snapshot};
 pub use watch::{watch_for_loss, OwnKey};
 
 use anyhow::{Context, Result};
-use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, SortOrder, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, SortOrder, Txn, TxnOp, TxnResponse};
 
 use crate::election::holder::{etcdctl_del, printable, Behind, Holder};
 use crate::etcd::requests::{range_at, revision_of, Range};
@@ -505,8 +505,9 @@ impl<'a> Election<'a> {
     }
     /// Gives up our key, if it is still ours: in one transaction, deletes
     /// it and does `then` (the run's end records, written as a run still
-    /// entitled to them). The revision of that write, if it was made; if
-    /// not, nothing was written.
+    /// entitled to them). The answer, if the write was made (the delete's
+    /// response first, then `then`'s, in order); if not, nothing was
+    /// written.
     ///
     /// The next in line wakes on this deletion and proves its win at or
     /// after it, so whatever `then` writes (the run's end records) is in
@@ -523,7 +524,7 @@ impl<'a> Election<'a> {
         leadership: (&str, i64, i64),
         then: Vec<TxnOp>,
         successor: Option<&Successor>,
-    ) -> Result<Option<i64>> {
+    ) -> Result<Option<TxnResponse>> {
         let (key, token, lease) = leadership;
         let compares = ours(key, token, lease);
         let mut ops = vec![TxnOp::delete(key, None)];
@@ -538,7 +539,7 @@ impl<'a> Election<'a> {
         }
         let txn = Txn::new().when(compares).and_then(ops);
         let response = self.connection.txn("resigning", txn).await?;
-        Ok(response.succeeded().then(|| revision_of(&response)))
+        Ok(response.succeeded().then_some(response))
     }
 
     /// The candidate just behind our key, as read now: the one a

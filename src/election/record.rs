@@ -10,28 +10,31 @@
 //! - `<name>.last-succeeded`: the latest run that succeeded.
 //!
 //! Every write is fenced by entitlement, not by token (README's "Run
-//! records"): tokens order the starts of runs, but with --max-running
-//! above 1 runs finish in any order, and a record copied from another
-//! cluster carries a token from another numbering. The rule, the same for
-//! one runner and for many:
+//! records"): with --max-running above 1 runs finish in any order, and a
+//! record copied from another cluster carries a token from another
+//! numbering. The rule, the same for one runner and for many:
 //! - a run still **entitled** (its candidate key still ours, in the same
 //!   transaction: created at its token, on its lease) writes
 //!   `last-finished` and `last-succeeded` unconditionally: it is the run
 //!   that finishes now, so it finished last;
 //! - a run no longer entitled (its key gone: lost, revoked, expired) writes
-//!   a record only where nothing was written since its win was proven (the
+//!   them only where nothing was written since its win was proven (the
 //!   key's mod revision at or below the proof's revision): a stale run never
 //!   overwrites a newer record;
-//! - `last-started` is the run whose start was proven last: a start record
-//!   is written only by an entitled run over a record no newer than its
-//!   proof, and a run's end replaces it only if it still holds that run's
-//!   own start record, or one no newer than its proof.
+//! - `last-started` is the run that started last: tokens do order the
+//!   starts of one cluster's runs, so a run's record (its start, or its
+//!   end) replaces one with a token no larger than its own, or one above
+//!   the store's revision, which no run of this cluster holds
+//!   ([`replace_started`]). The start is written only while the run is
+//!   entitled.
 //!
 //! A run that was not lost writes its end records in the transaction that
 //! deletes its leader key (the entitlement is that transaction's
-//! comparison); anything else (the key already gone, or that transaction
-//! unanswered) falls back to the unentitled write, after the lease is
-//! revoked. Neither reads first.
+//! comparison), with no read: `last-started` there only if it holds our
+//! own start record or nothing newer than our win, else by a read and a
+//! swap after it. Anything else (the key already gone, or that transaction
+//! unanswered) falls back to the unentitled writes, after the lease is
+//! revoked.
 //!
 //! Recording never hurts the run: writes are bounded, and a failed one is
 //! logged (with -v), never returned.
@@ -39,7 +42,7 @@
 use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use serde::{Deserialize, Serialize};
 
 use tokio::task::JoinHandle;
@@ -174,23 +177,67 @@ fn put_if(key: &str, value: &str, when: Vec<Compare>) -> TxnOp {
     )
 }
 
-/// Writes the record of a run that starts, if the run is still entitled
-/// (its key ours) and no run proven after it has written its start; the
-/// revision it was written at, if it was.
-async fn write_started(
+/// Writes `record` as `last-started` unless the record there is of a run
+/// that started after ours: one with a larger token, since tokens order
+/// the starts of one cluster's runs. A token above the store's revision
+/// belongs to no run of this cluster (a record copied from another), and
+/// is replaced. With `entitled`, only while that leadership's key is still
+/// ours. A read, then a compare-and-swap on the key's mod revision (a few
+/// times, if someone writes in between); off every leader's path. The
+/// revision written at, or None if it was left alone.
+async fn replace_started(
     connection: &Connection,
     election: &str,
-    leadership: &Leadership,
     record: &Record,
+    entitled: Option<&Leadership>,
 ) -> Result<Option<i64>> {
     let started = key(election, STARTED);
-    let mut when = ours(&leadership.key, leadership.token, leadership.lease).to_vec();
-    when.push(not_written_since(&started, leadership.revision));
-    let txn = Txn::new()
-        .when(when)
-        .and_then([TxnOp::put(started.as_str(), encode(record), None)]);
-    let response = connection.txn("recording the run's start", txn).await?;
-    Ok(response.succeeded().then(|| revision_of(&response)))
+    let value = encode(record);
+    for _ in 0..3 {
+        let read = Txn::new().and_then([TxnOp::get(started.as_str(), None)]);
+        let read = connection.txn("reading the run records", read).await?;
+        let store = revision_of(&read);
+        let found = ranges(&read)
+            .into_iter()
+            .next()
+            .and_then(|range| range.kvs.into_iter().next());
+        let theirs = found.as_ref().and_then(|kv| token_of(kv.value()));
+        if theirs.is_some_and(|theirs| theirs > record.token && theirs <= store) {
+            tracing::debug!("a later run's start record is there: left alone");
+            return Ok(None);
+        }
+        let mut when = entitled.map_or_else(Vec::new, |ours_then| {
+            ours(&ours_then.key, ours_then.token, ours_then.lease).to_vec()
+        });
+        let seen = found.map_or(0, |kv| kv.mod_revision());
+        when.push(Compare::mod_revision(
+            started.as_str(),
+            CompareOp::Equal,
+            seen,
+        ));
+        let swap =
+            Txn::new()
+                .when(when)
+                .and_then([TxnOp::put(started.as_str(), value.as_str(), None)]);
+        let response = connection.txn("recording the run", swap).await?;
+        if response.succeeded() {
+            return Ok(Some(revision_of(&response)));
+        }
+    }
+    Ok(None)
+}
+
+/// The token of a stored record, read on its own: a record that is not
+/// whole to this version (a newer version's outcome, a field it lacks) is
+/// still ordered by its token.
+fn token_of(value: &[u8]) -> Option<i64> {
+    #[derive(Deserialize)]
+    struct Token {
+        token: i64,
+    }
+    serde_json::from_slice::<Token>(value)
+        .ok()
+        .map(|found| found.token)
 }
 
 /// The key of an election's `last-started` record.
@@ -260,7 +307,8 @@ pub fn start(
     tokio::spawn(async move {
         clock::sleep(START_DELAY).await;
         let record = async {
-            let written = write_started(&connection, &leadership.name, &leadership, &record);
+            let written =
+                replace_started(&connection, &leadership.name, &record, Some(&leadership));
             let written = clock::timeout(WRITE_BOUND, written).await;
             match written {
                 None => {
@@ -332,44 +380,95 @@ impl Ended {
         }
     }
 
-    /// The end records' writes, each judged on its own, for a run that
-    /// is still `entitled` or not (see the module's rule). Entitled, they
-    /// go in the transaction that deletes our key, whose comparison is the
-    /// entitlement; otherwise in one of their own, after it.
-    pub fn writes(&self, election: &str, entitled: bool) -> Vec<TxnOp> {
+    /// The end records' writes, each judged on its own, in the transaction
+    /// that deletes our key, whose comparison is the entitlement (see the
+    /// module's rule). `last-started` first: a record written there since
+    /// our win (a run proven before us whose start record landed late) is
+    /// left to [`Ended::write_started`], which reads it first.
+    pub fn writes(&self, election: &str) -> Vec<TxnOp> {
         let value = encode(&self.record);
         let started = key(election, STARTED);
         let proof = not_written_since(&started, self.proven_at);
-        end_keys(election, &self.record)
-            .iter()
-            .map(|key| match self.started_at {
-                _ if *key != started && entitled => TxnOp::put(key.as_str(), value.as_str(), None),
-                Some(ours) if *key == started => {
-                    // Our own start record, or one no newer than our proof.
-                    let own = Compare::mod_revision(key.as_str(), CompareOp::Equal, ours);
-                    TxnOp::txn(
-                        Txn::new()
-                            .when([proof.clone()])
-                            .and_then([TxnOp::put(key.as_str(), value.as_str(), None)])
-                            .or_else([put_if(key, &value, vec![own])]),
-                    )
-                }
-                _ => put_if(key, &value, vec![not_written_since(key, self.proven_at)]),
-            })
-            .collect()
+        let mut writes = vec![match self.started_at {
+            // Our own start record, or one no newer than our proof.
+            Some(ours) => TxnOp::txn(
+                Txn::new()
+                    .when([proof])
+                    .and_then([TxnOp::put(started.as_str(), value.as_str(), None)])
+                    .or_else([put_if(
+                        &started,
+                        &value,
+                        vec![Compare::mod_revision(
+                            started.as_str(),
+                            CompareOp::Equal,
+                            ours,
+                        )],
+                    )]),
+            ),
+            None => put_if(&started, &value, vec![proof]),
+        }];
+        for key in end_keys(election, &self.record).iter().skip(1) {
+            writes.push(TxnOp::put(key.as_str(), value.as_str(), None));
+        }
+        writes
     }
 
-    /// Writes the end records of a run no longer entitled (its key given
-    /// back), bounded.
-    pub async fn write(mut self, connection: &Connection, election: &str) {
-        self.settle_start().await;
-        let txn = Txn::new().and_then(self.writes(election, false));
-        let written = connection.txn("recording the run's end", txn);
+    /// Whether the resignation that carried [`Ended::writes`] wrote our end
+    /// into `last-started`: its answer holds the delete's response, then
+    /// the writes' in order, `last-started`'s first.
+    pub fn wrote_started(&self, resigned: &TxnResponse) -> bool {
+        fn succeeded(response: &TxnResponse) -> bool {
+            response.succeeded()
+                || response.op_responses().into_iter().any(|op| match op {
+                    TxnOpResponse::Txn(inner) => succeeded(&inner),
+                    _ => false,
+                })
+        }
+        match resigned.op_responses().into_iter().nth(1) {
+            Some(TxnOpResponse::Txn(started)) => succeeded(&started),
+            _ => false,
+        }
+    }
+
+    /// Writes our end into `last-started` unless a run that started after
+    /// ours is recorded there ([`replace_started`]), bounded.
+    pub async fn write_started(&self, connection: &Connection, election: &str) {
+        let written = replace_started(connection, election, &self.record, None);
         match clock::timeout(CLEANUP, written).await {
             Some(written) => {
                 log_failure(written);
             }
             None => tracing::info!("recording the run's end: no answer within {CLEANUP:?}"),
+        }
+    }
+
+    /// Writes the end records of a run no longer entitled (its key given
+    /// back): `last-finished` and `last-succeeded` only where nothing was
+    /// written since our win, `last-started` unless a later start is
+    /// there; bounded as a whole.
+    pub async fn write(mut self, connection: &Connection, election: &str) {
+        self.settle_start().await;
+        let guarded = end_keys(election, &self.record)
+            .iter()
+            .skip(1)
+            .map(|key| {
+                put_if(
+                    key,
+                    &encode(&self.record),
+                    vec![not_written_since(key, self.proven_at)],
+                )
+            })
+            .collect::<Vec<_>>();
+        let txn = Txn::new().and_then(guarded);
+        let finished = async {
+            log_failure(connection.txn("recording the run's end", txn).await);
+        };
+        let started = async {
+            log_failure(replace_started(connection, election, &self.record, None).await);
+        };
+        let both = async { tokio::join!(finished, started) };
+        if clock::timeout(CLEANUP, both).await.is_none() {
+            tracing::info!("recording the run's end: no answer within {CLEANUP:?}");
         }
     }
 }

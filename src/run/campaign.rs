@@ -24,6 +24,7 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use anyhow::Result;
+use etcd_client::TxnResponse;
 use tokio::task::JoinHandle;
 
 use super::phase::{decide, Action, Event, Phase, Policy};
@@ -39,6 +40,7 @@ use crate::election::{
     Attempt, Election, KeyLoss, Leader, Leadership, OwnKey, PlaceLost, Queued, Successor, Turn,
 };
 use crate::etcd::connection::{Connection, NoSpace};
+use crate::etcd::requests::revision_of;
 use crate::exit;
 use crate::lease::Lease;
 use crate::logging;
@@ -170,6 +172,7 @@ impl Session {
         ended.settle_start().await;
         let at_once = ended.record.outcome != record::Outcome::Lost;
         let mut written = false;
+        let mut started_behind = false;
         let successor = self.successor(at_once).await;
         if successor.is_none() {
             // Nobody known behind us waits on this resignation: the
@@ -178,9 +181,18 @@ impl Session {
         }
         if let Some(lease) = self.lease.as_ref().filter(|_| at_once) {
             let key = name::candidate_key(election.name, lease.id);
-            let records = ended.writes(election.name, true);
+            let records = ended.writes(election.name);
             let ours = (key.as_str(), ended.record.token, lease.id);
-            let resigned = election.resign_with(ours, records, successor.as_ref());
+            let resigned = async {
+                let response = election
+                    .resign_with(ours, records, successor.as_ref())
+                    .await?;
+                // Its revision, and whether the start record took our end.
+                let written = |response: TxnResponse| {
+                    (revision_of(&response), ended.wrote_started(&response))
+                };
+                anyhow::Ok(response.map(written))
+            };
             let resigned = clock::timeout(CLEANUP, resigned);
             let attached = clock::timeout(CLEANUP, self.connection.lease_keys(lease.id));
             // With someone handed over to, the read of the lease's keys
@@ -192,7 +204,7 @@ impl Session {
                 Some(_) => {
                     let resigned = resigned.await;
                     let revision = match &resigned {
-                        Some(Ok(Some(revision))) => Some(*revision),
+                        Some(Ok(Some((revision, _)))) => Some(*revision),
                         _ => None,
                     };
                     let nothing_attached = revision.is_some_and(|revision| {
@@ -208,6 +220,7 @@ impl Session {
                 }
             };
             answered.notify_one();
+            started_behind = matches!(resigned, Some(Ok(Some((_, false)))));
             written = match resigned {
                 Some(Ok(revision)) => revision.is_some(),
                 Some(Err(err)) => {
@@ -242,6 +255,11 @@ impl Session {
         answered.notify_one();
         if !written {
             ended.write(&self.connection, election.name).await;
+        } else if started_behind {
+            // The start record holds a run that wrote after our win: ours
+            // replaces it if that run started before ours. Off the next
+            // leader's path, after the resignation.
+            ended.write_started(&self.connection, election.name).await;
         }
     }
 
