@@ -29,6 +29,16 @@ const SECURITY: &str = "TLS and authentication";
 const OUTPUT: &str = "Output";
 const COMMAND: &str = "Command";
 
+/// `--version`: the version and the commit it was built from (build.rs).
+/// `-V` and the man pages say the version alone, so that they do not change
+/// with every commit.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("LEADERRUN_COMMIT"),
+    ")"
+);
+
 /// Run a command only on the replica that holds leadership in etcd.
 ///
 /// Replicas race for a key under the election NAME in etcd, attached to a
@@ -43,6 +53,7 @@ const COMMAND: &str = "Command";
 #[command(
     name = "leaderrun",
     version,
+    long_version = LONG_VERSION,
     after_help = help::after_help(),
     override_usage = "leaderrun [OPTIONS] [--] COMMAND [ARGS]...\n       leaderrun status [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]",
     subcommand_value_name = "SUBCOMMAND",
