@@ -161,3 +161,79 @@ fn man_page_has_the_sections_people_look_for() {
         );
     }
 }
+
+/// The man pages follow man-page conventions: the sections in their usual
+/// order, every option under OPTIONS (a subsection per group), the real
+/// synopsis forms, no literal markdown, no hyphenation (which broke option
+/// names across lines), and the safe crontab line (with --once-per) as
+/// the first example.
+#[test]
+fn the_man_pages_follow_man_page_conventions() {
+    for (args, first_example, sections) in [
+        (
+            &["--manual"][..],
+            Some("--once-per 1h -- /usr/local/bin/nightly-batch"),
+            &[
+                "NAME",
+                "SYNOPSIS",
+                "DESCRIPTION",
+                "OPTIONS",
+                "SUBCOMMANDS",
+                "EXIT STATUS",
+                "ENVIRONMENT",
+                "\"THE COMMAND'S ENVIRONMENT\"",
+                "FENCING",
+                "EXAMPLES",
+                "\"SEE ALSO\"",
+                "VERSION",
+            ][..],
+        ),
+        (
+            &["--manual", "status"][..],
+            None,
+            &[
+                "NAME",
+                "SYNOPSIS",
+                "DESCRIPTION",
+                "OPTIONS",
+                "\"WHAT IT PRINTS\"",
+                "\"RUN RECORDS\"",
+                "\"EXIT STATUS\"",
+                "EXAMPLES",
+                "\"SEE ALSO\"",
+                "VERSION",
+            ][..],
+        ),
+    ] {
+        let page = generate(args);
+        let found: Vec<&str> = page
+            .lines()
+            .filter_map(|line| line.strip_prefix(".SH "))
+            .collect();
+        let expected: Vec<&str> = sections
+            .iter()
+            .map(|section| section.trim_start_matches('"').trim_end_matches('"'))
+            .collect();
+        let found: Vec<&str> = found.iter().map(|s| s.trim_matches('"')).collect();
+        assert_eq!(found, expected, "{args:?}");
+        assert!(page.contains("\n.nh\n"), "{args:?}: hyphenation is on");
+        assert!(!page.contains('`'), "{args:?}: literal markdown");
+        assert!(page.contains("\n.SS "), "{args:?}: no option groups");
+        let synopsis = page.split(".SH SYNOPSIS").nth(1).unwrap();
+        let synopsis = synopsis.split(".SH ").next().unwrap();
+        assert!(synopsis.contains("[\\-\\-]") || args.len() == 2, "{synopsis}");
+        assert!(synopsis.contains("\\-\\- COMMAND"), "{synopsis}");
+        if let Some(first) = first_example {
+            let examples = page.split(".SH EXAMPLES").nth(1).unwrap();
+            let command = examples
+                .lines()
+                .find(|line| line.starts_with("0 0 * * *"))
+                .unwrap_or_default()
+                .replace("\\-", "-");
+            assert!(command.contains(first), "{examples}");
+        }
+    }
+    // status takes no -V: its page must not offer it.
+    let status = generate(&["--manual", "status"]);
+    assert!(!status.contains("\\-\\-version"), "status(1) offers --version");
+}

@@ -229,3 +229,31 @@ fn etcd_failing_midway_leaves_no_partial_json_or_metrics() {
         assert_one_error_line(&done, "etcd", &format!("{format:?}"));
     }
 }
+
+/// `status --all` exits 0 once it has read every election, whoever leads:
+/// with no elections at all, and with elections that nobody leads (status
+/// for one name exits 3 then). Documented in status(1) and `--help`.
+#[test]
+fn all_exits_zero_once_read_whoever_leads() {
+    let etcd = Etcd::start();
+    for format in [&[][..], &["--json"], &["--format", "prometheus"]] {
+        let none = all(&etcd, format);
+        assert_eq!(none.code, Some(0), "no elections {format:?}: {}", none.stderr);
+    }
+    let ran = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", "jobs/over", "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    // A record, and a stale-free election nobody leads.
+    let one = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--name", "jobs/over"]),
+        LIMIT,
+    );
+    assert_eq!(one.code, Some(3), "{}", one.stderr);
+    let listed = all(&etcd, &[]);
+    assert_eq!(listed.code, Some(0), "{}", listed.stderr);
+    // status takes no --version (leaderrun-status(1) no longer says it does).
+    let version = run_within(leaderrun(&etcd.endpoint()).args(["status", "-V"]), LIMIT);
+    assert_eq!(version.code, Some(125), "{}", version.stdout);
+}

@@ -16,7 +16,7 @@ use crate::cli::ConnectionArgs;
 pub const GIVEN: [(&str, &str); 7] = [
     ("LEADERRUN_TOKEN", "the fencing token: the leader key's create revision, in decimal, larger for every new leader of the election"),
     ("LEADERRUN_KEY", "the leader key, <name>/<lease id in hex> (etcd's election layout)"),
-    ("LEADERRUN_LEASE", "the lease id in hex, as etcdctl prints it; keys the command attaches to it are deleted when the run ends"),
+    ("LEADERRUN_LEASE", "the lease id in hex, as in LEADERRUN_KEY (etcdctl prints it zero-padded to 16 digits, and takes either); keys the command attaches to it are deleted when the run ends"),
     ("LEADERRUN_NAME", "the election name; never read back as an option, so a leaderrun inside the command derives its own election"),
     ("ETCDCTL_ENDPOINTS", "the endpoints leaderrun uses, as URLs, so that etcdctl in the command reaches the same etcd"),
     ("ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "the TLS options leaderrun was given (only those given), files as absolute paths"),

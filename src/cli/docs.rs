@@ -2,7 +2,6 @@
 //! the binary itself (`--manual`, `--completions SHELL`) and checked in under
 //! man/ and completions/; a test regenerates them and fails on a difference.
 
-use std::io::Write;
 
 use clap::CommandFactory;
 use clap_complete::Shell;
@@ -54,26 +53,156 @@ fn examples(roff: &mut Roff, items: &[(&str, &str)]) {
     }
 }
 
-/// A page's title, name, synopsis, description and options, from clap.
-fn head(man: &Man) -> Vec<u8> {
+/// A page's title, name, synopsis, description and options: the title,
+/// name and description from clap; the synopsis as written (`synopsis`:
+/// the real forms, with `--`, which clap_mangen's own does not show); the
+/// options under one OPTIONS section, a subsection per group
+/// ([`options`]). Hyphenation is off, so that no option name is broken
+/// across lines.
+fn head(man: &Man, command: &clap::Command, synopsis: &[&[(&str, bool)]]) -> Vec<u8> {
     let mut out = Vec::new();
-    type Render = fn(&Man, &mut dyn Write) -> std::io::Result<()>;
-    let sections: [Render; 5] = [
-        Man::render_title,
-        Man::render_name_section,
-        Man::render_synopsis_section,
-        Man::render_description_section,
-        Man::render_options_section,
-    ];
-    for render in sections {
-        render(man, &mut out).expect("writing to memory");
+    man.render_title(&mut out).expect("writing to memory");
+    let mut roff = Roff::new();
+    roff.control("nh", []);
+    roff.to_writer(&mut out).expect("writing to memory");
+    man.render_name_section(&mut out)
+        .expect("writing to memory");
+    let mut roff = Roff::new();
+    roff.control("SH", ["SYNOPSIS"]);
+    for (at, form) in synopsis.iter().enumerate() {
+        if at > 0 {
+            roff.control("br", []);
+        }
+        let parts: Vec<_> = form
+            .iter()
+            .map(|(text, strong)| if *strong { bold(*text) } else { roman(*text) })
+            .collect();
+        roff.text(parts);
     }
+    roff.to_writer(&mut out).expect("writing to memory");
+    let mut roff = Roff::new();
+    roff.control("SH", ["DESCRIPTION"]);
+    let about = command
+        .get_long_about()
+        .or(command.get_about())
+        .map(|about| about.to_string().replace('`', ""))
+        .unwrap_or_default();
+    for paragraph in about.split("\n\n") {
+        roff.control("PP", []);
+        roff.text([roman(paragraph.split_whitespace().collect::<Vec<_>>().join(" "))]);
+    }
+    options(&mut roff, command);
+    roff.to_writer(&mut out).expect("writing to memory");
     out
 }
 
+/// OPTIONS: every argument of `command`, a subsection per help heading in
+/// the order they first come (the general ones first), each with its
+/// value, its default, its environment variable and its choices. Help
+/// texts are written for `--help`, where `code` reads as it is; here the
+/// backticks go.
+fn options(roff: &mut Roff, command: &clap::Command) {
+    roff.control("SH", ["OPTIONS"]);
+    let mut headings: Vec<Option<&str>> = Vec::new();
+    for arg in command.get_arguments().filter(|arg| !arg.is_hide_set()) {
+        if !headings.contains(&arg.get_help_heading()) {
+            headings.push(arg.get_help_heading());
+        }
+    }
+    headings.sort_by_key(|heading| heading.is_some());
+    for heading in headings {
+        roff.control("SS", [heading.unwrap_or("General")]);
+        let args = command
+            .get_arguments()
+            .filter(|arg| !arg.is_hide_set() && arg.get_help_heading() == heading);
+        for arg in args {
+            roff.control("TP", []);
+            roff.text(option_tag(arg));
+            let help = arg
+                .get_long_help()
+                .or(arg.get_help())
+                .map(|help| help.to_string().replace('`', ""))
+                .unwrap_or_default();
+            // clap drops a one-line help's full stop; a man page keeps it.
+            let stop = if help.ends_with(['.', ')', ':']) { "" } else { "." };
+            roff.text([roman(format!("{help}{stop}"))]);
+            let mut notes = Vec::new();
+            let defaults: Vec<String> = arg
+                .get_default_values()
+                .iter()
+                .map(|value| value.to_string_lossy().into_owned())
+                .collect();
+            if !defaults.is_empty() && arg.get_action().takes_values() {
+                notes.push(format!("Default: {}.", defaults.join(", ")));
+            }
+            let choices: Vec<String> = arg
+                .get_possible_values()
+                .iter()
+                .filter(|value| !value.is_hide_set())
+                .map(|value| value.get_name().to_string())
+                .collect();
+            if !choices.is_empty() && arg.get_action().takes_values() {
+                notes.push(format!("One of: {}.", choices.join(", ")));
+            }
+            if let Some(env) = arg.get_env() {
+                notes.push(format!(
+                    "May also be given as the {} environment variable.",
+                    env.to_string_lossy()
+                ));
+            }
+            if !notes.is_empty() {
+                roff.control("br", []);
+                roff.text([roman(notes.join(" "))]);
+            }
+        }
+    }
+}
+
+/// `-n, --name NAME`, as a man page sets an option: the flag bold, the
+/// value italic.
+fn option_tag(arg: &clap::Arg) -> Vec<clap_mangen::roff::Inline> {
+    let mut tag = Vec::new();
+    if let Some(short) = arg.get_short() {
+        tag.push(bold(format!("-{short}")));
+    }
+    if let Some(long) = arg.get_long() {
+        if !tag.is_empty() {
+            tag.push(roman(", "));
+        }
+        tag.push(bold(format!("--{long}")));
+    }
+    let values: Vec<String> = arg
+        .get_value_names()
+        .unwrap_or_default()
+        .iter()
+        .map(|name| name.to_string())
+        .collect();
+    if arg.is_positional() {
+        let name = values.first().cloned().unwrap_or_else(|| arg.get_id().to_string());
+        tag.push(italic(format!("{name} [ARGS]...")));
+    } else if arg.get_action().takes_values() && !values.is_empty() {
+        tag.push(roman(" "));
+        tag.push(italic(values.join(" ")));
+    }
+    tag
+}
+
 pub fn man_page() -> Vec<u8> {
-    let man = Man::new(Cli::command()).date("");
-    let mut out = head(&man);
+    let mut command = Cli::command();
+    // Built, so that --help and --version are among its arguments.
+    command.build();
+    let man = Man::new(command.clone()).date("");
+    let mut out = head(
+        &man,
+        &command,
+        &[
+            &[("leaderrun", true), (" [OPTIONS] [--] COMMAND [ARGS]...", false)],
+            &[
+                ("leaderrun status", true),
+                (" [OPTIONS] [--name NAME | --all [--prefix PREFIX] | -- COMMAND [ARGS]...]", false),
+            ],
+        ],
+    );
     // Not clap_mangen's subcommand section: it lists `help` too, and
     // points to a leaderrun-help(1) that does not exist.
     let mut roff = Roff::new();
@@ -116,8 +245,7 @@ pub fn man_page() -> Vec<u8> {
     examples(
         &mut roff,
         &[
-            ("A crontab line on every replica; one runs the job, the others stay silent. cron's PATH is /usr/bin:/bin, where the package installs leaderrun, and cron passes on none of a login shell's variables, so the endpoints are in the line:", "0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 -- /usr/local/bin/nightly-batch"),
-            ("The same on replicas whose clocks disagree: at most one run starts per hour-long window, so a replica that fires late, but within the hour, does not run the job again:", "0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 --once-per 1h -- /usr/local/bin/nightly-batch"),
+            ("A crontab line on every replica: one runs the job, the others stay silent, and at most one run starts per hour-long window, so a replica whose clock is late, even by a second, does not run a short job again. cron's PATH is /usr/bin:/bin, where the packages install leaderrun, and cron passes on none of a login shell's variables, so the endpoints are in the line:", "0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 --once-per 1h -- /usr/local/bin/nightly-batch"),
             ("Against an etcd with TLS, client certificates and authentication:", "ETCDCTL_PASSWORD=... leaderrun --endpoints etcd1:2379 --cacert ca.pem --cert client.pem --key client-key.pem --user batch -- ./job"),
             ("A CI step that queues behind other deploys, for at most ten minutes:", "leaderrun --name deploy/prod --wait --wait-timeout 10m -- ./deploy.sh"),
             ("By hand, in a terminal (Ctrl-C reaches the command):", "leaderrun --name maintenance -- psql"),
@@ -180,9 +308,23 @@ pub fn status_man_page() -> Vec<u8> {
         .clone()
         .name("leaderrun-status")
         .bin_name("leaderrun status")
-        .version(env!("CARGO_PKG_VERSION"));
-    let man = Man::new(status).date("");
-    let mut out = head(&man);
+        // For the title; `status` itself takes no --version.
+        .version(env!("CARGO_PKG_VERSION"))
+        .disable_version_flag(true);
+    let mut status = status;
+    status.build();
+    let man = Man::new(status.clone()).date("");
+    let mut out = head(
+        &man,
+        &status,
+        &[&[
+            ("leaderrun status", true),
+            (
+                " [OPTIONS] [--name NAME | --all [--prefix PREFIX] | -- COMMAND [ARGS]...]",
+                false,
+            ),
+        ]],
+    );
     let mut roff = Roff::new();
     tagged(
         &mut roff,
@@ -207,7 +349,7 @@ pub fn status_man_page() -> Vec<u8> {
         "EXIT STATUS",
         &[
             ("0", "Someone leads (or --watch ended)."),
-            ("3", "Nobody leads."),
+            ("3", "Nobody leads (not with --all, which exits 0 once every election is read, whoever leads)."),
             ("2", "With --max-age: no run has succeeded within that age, or ever, or the last success is dated in the future (its writer's clock is ahead of this one's) (Nagios's CRITICAL). The one line printed says when the last success was."),
             (
                 "125",

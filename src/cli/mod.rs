@@ -153,7 +153,9 @@ pub enum Command {
     ///
     /// Name the election with --name, or give the same command line after
     /// `--` as the replicas run, so that the derived name matches. Exits 0
-    /// when someone leads, 3 when nobody does, 125 on errors.
+    /// when someone leads, 3 when nobody does, 125 on errors; with --all, 0
+    /// once every election is read, whoever leads (a leaderless one is a
+    /// line, or leaderrun_leader_present 0), and 125 on errors.
     Status(StatusArgs),
 }
 
