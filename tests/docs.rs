@@ -221,7 +221,10 @@ fn the_man_pages_follow_man_page_conventions() {
         assert!(page.contains("\n.SS "), "{args:?}: no option groups");
         let synopsis = page.split(".SH SYNOPSIS").nth(1).unwrap();
         let synopsis = synopsis.split(".SH ").next().unwrap();
-        assert!(synopsis.contains("[\\-\\-]") || args.len() == 2, "{synopsis}");
+        assert!(
+            synopsis.contains("[\\-\\-]") || args.len() == 2,
+            "{synopsis}"
+        );
         assert!(synopsis.contains("\\-\\- COMMAND"), "{synopsis}");
         if let Some(first) = first_example {
             let examples = page.split(".SH EXAMPLES").nth(1).unwrap();
@@ -235,5 +238,8 @@ fn the_man_pages_follow_man_page_conventions() {
     }
     // status takes no -V: its page must not offer it.
     let status = generate(&["--manual", "status"]);
-    assert!(!status.contains("\\-\\-version"), "status(1) offers --version");
+    assert!(
+        !status.contains("\\-\\-version"),
+        "status(1) offers --version"
+    );
 }

@@ -238,7 +238,12 @@ fn all_exits_zero_once_read_whoever_leads() {
     let etcd = Etcd::start();
     for format in [&[][..], &["--json"], &["--format", "prometheus"]] {
         let none = all(&etcd, format);
-        assert_eq!(none.code, Some(0), "no elections {format:?}: {}", none.stderr);
+        assert_eq!(
+            none.code,
+            Some(0),
+            "no elections {format:?}: {}",
+            none.stderr
+        );
     }
     let ran = run_within(
         leaderrun(&etcd.endpoint()).args(["--name", "jobs/over", "--", "true"]),

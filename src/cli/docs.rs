@@ -2,7 +2,6 @@
 //! the binary itself (`--manual`, `--completions SHELL`) and checked in under
 //! man/ and completions/; a test regenerates them and fails on a difference.
 
-
 use clap::CommandFactory;
 use clap_complete::Shell;
 use clap_mangen::roff::{bold, italic, roman, Roff};
@@ -89,7 +88,9 @@ fn head(man: &Man, command: &clap::Command, synopsis: &[&[(&str, bool)]]) -> Vec
         .unwrap_or_default();
     for paragraph in about.split("\n\n") {
         roff.control("PP", []);
-        roff.text([roman(paragraph.split_whitespace().collect::<Vec<_>>().join(" "))]);
+        roff.text([roman(
+            paragraph.split_whitespace().collect::<Vec<_>>().join(" "),
+        )]);
     }
     options(&mut roff, command);
     roff.to_writer(&mut out).expect("writing to memory");
@@ -124,7 +125,11 @@ fn options(roff: &mut Roff, command: &clap::Command) {
                 .map(|help| help.to_string().replace('`', ""))
                 .unwrap_or_default();
             // clap drops a one-line help's full stop; a man page keeps it.
-            let stop = if help.ends_with(['.', ')', ':']) { "" } else { "." };
+            let stop = if help.ends_with(['.', ')', ':']) {
+                ""
+            } else {
+                "."
+            };
             roff.text([roman(format!("{help}{stop}"))]);
             let mut notes = Vec::new();
             let defaults: Vec<String> = arg
@@ -178,7 +183,10 @@ fn option_tag(arg: &clap::Arg) -> Vec<clap_mangen::roff::Inline> {
         .map(|name| name.to_string())
         .collect();
     if arg.is_positional() {
-        let name = values.first().cloned().unwrap_or_else(|| arg.get_id().to_string());
+        let name = values
+            .first()
+            .cloned()
+            .unwrap_or_else(|| arg.get_id().to_string());
         tag.push(italic(format!("{name} [ARGS]...")));
     } else if arg.get_action().takes_values() && !values.is_empty() {
         tag.push(roman(" "));
@@ -196,10 +204,16 @@ pub fn man_page() -> Vec<u8> {
         &man,
         &command,
         &[
-            &[("leaderrun", true), (" [OPTIONS] [--] COMMAND [ARGS]...", false)],
+            &[
+                ("leaderrun", true),
+                (" [OPTIONS] [--] COMMAND [ARGS]...", false),
+            ],
             &[
                 ("leaderrun status", true),
-                (" [OPTIONS] [--name NAME | --all [--prefix PREFIX] | -- COMMAND [ARGS]...]", false),
+                (
+                    " [OPTIONS] [--name NAME | --all [--prefix PREFIX] | -- COMMAND [ARGS]...]",
+                    false,
+                ),
             ],
         ],
     );
