@@ -217,6 +217,9 @@ fn the_man_pages_follow_man_page_conventions() {
         let found: Vec<&str> = found.iter().map(|s| s.trim_matches('"')).collect();
         assert_eq!(found, expected, "{args:?}");
         assert!(page.contains("\n.nh\n"), "{args:?}: hyphenation is on");
+        // --version names the commit; the checked-in page must not.
+        let version = page.split(".SH VERSION").nth(1).unwrap();
+        assert_eq!(version.trim(), format!("v{}", env!("CARGO_PKG_VERSION")));
         assert!(!page.contains('`'), "{args:?}: literal markdown");
         assert!(page.contains("\n.SS "), "{args:?}: no option groups");
         let synopsis = page.split(".SH SYNOPSIS").nth(1).unwrap();

@@ -271,8 +271,7 @@ pub fn man_page() -> Vec<u8> {
         "leaderrun-status(1), etcdctl(1), flock(1), timeout(1)",
     );
     roff.to_writer(&mut out).expect("writing to memory");
-    man.render_version_section(&mut out)
-        .expect("writing to memory");
+    version_section(&mut out);
     out
 }
 
@@ -307,6 +306,16 @@ fn capitalised(text: &str) -> String {
     let mut chars = text.chars();
     let first = chars.next().map(|c| c.to_uppercase().to_string());
     format!("{}{}.", first.unwrap_or_default(), chars.as_str())
+}
+
+/// VERSION: the version alone. clap_mangen's would print `--version`'s
+/// text, which names the commit, and the checked-in page would change with
+/// every commit.
+fn version_section(out: &mut Vec<u8>) {
+    let mut roff = Roff::new();
+    roff.control("SH", ["VERSION"]);
+    roff.text([roman(concat!("v", env!("CARGO_PKG_VERSION")))]);
+    roff.to_writer(out).expect("writing to memory");
 }
 
 fn see_also(roff: &mut Roff, pages: &str) {
@@ -390,7 +399,6 @@ pub fn status_man_page() -> Vec<u8> {
     );
     see_also(&mut roff, "leaderrun(1), etcdctl(1)");
     roff.to_writer(&mut out).expect("writing to memory");
-    man.render_version_section(&mut out)
-        .expect("writing to memory");
+    version_section(&mut out);
     out
 }
