@@ -1501,23 +1501,37 @@ pub fn spawn_on_pty(command: &mut Command) -> (Child, std::fs::File) {
     (process, pty.master)
 }
 
-/// The code of README.md's block between `<!-- NAME: start -->` and
-/// `<!-- NAME: end -->`, without its fences: the examples that tests run as
-/// written.
+/// The code of the block between `<!-- NAME: start -->` and
+/// `<!-- NAME: end -->` in README.md (or, if README has none, in the first
+/// of docs/*.md that has it), without its fences: the examples that tests
+/// run as written.
 pub fn readme_block(name: &str) -> String {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let start = format!("<!-- {name}: start -->");
     let end = format!("<!-- {name}: end -->");
-    let from = readme
-        .find(&start)
-        .unwrap_or_else(|| panic!("README.md has no {start}"))
-        + start.len();
-    let to = readme[from..]
+    // README.md first, then docs/*.md, in name order: the first that has it.
+    let mut documents = vec![root.join("README.md")];
+    let mut in_docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .map(|entries| {
+            entries
+                .map(|entry| entry.unwrap().path())
+                .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+                .collect()
+        })
+        .unwrap_or_default();
+    in_docs.sort();
+    documents.extend(in_docs);
+    let (document, text) = documents
+        .iter()
+        .map(|path| (path, std::fs::read_to_string(path).unwrap_or_default()))
+        .find(|(_, text)| text.contains(&start))
+        .unwrap_or_else(|| panic!("neither README.md nor docs/*.md has {start}"));
+    let from = text.find(&start).unwrap() + start.len();
+    let to = text[from..]
         .find(&end)
-        .unwrap_or_else(|| panic!("README.md has no {end}"))
+        .unwrap_or_else(|| panic!("{} has no {end}", document.display()))
         + from;
-    readme[from..to]
+    text[from..to]
         .lines()
         .filter(|line| !line.starts_with("```"))
         .collect::<Vec<_>>()
