@@ -135,11 +135,13 @@ fn the_tarball_holds_one_folder_with_the_binary_and_its_documents() {
     .iter()
     .map(|path| format!("{top}{path}"))
     .collect();
-    for completion in
-        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/completions")).unwrap()
-    {
-        let file = completion.unwrap().file_name();
-        expected.push(format!("{top}/completions/{}", file.to_string_lossy()));
+    expected.push(format!("{top}/docs"));
+    for folder in ["completions", "docs"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+        for file in std::fs::read_dir(dir).unwrap() {
+            let file = file.unwrap().file_name();
+            expected.push(format!("{top}/{folder}/{}", file.to_string_lossy()));
+        }
     }
     expected.sort_unstable();
     assert_eq!(entries, expected);
@@ -186,8 +188,17 @@ fn rpm_file() -> PathBuf {
 fn the_rpm_puts_its_files_where_rhel_and_fedora_look() {
     let rpm = rpm_file();
     let listing = output(Command::new("rpm").arg("-qpl").arg(&rpm));
-    let mut files: Vec<&str> = listing.lines().collect();
+    let mut files: Vec<&str> = listing
+        .lines()
+        .filter(|file| !file.starts_with("/usr/share/doc/leaderrun/docs"))
+        .collect();
     files.sort_unstable();
+    // README's links lead into docs/, shipped beside it.
+    for doc in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).unwrap() {
+        let doc = doc.unwrap().file_name();
+        let path = format!("/usr/share/doc/leaderrun/docs/{}", doc.to_string_lossy());
+        assert!(listing.lines().any(|file| file == path), "{path}:\n{listing}");
+    }
     assert_eq!(
         files,
         [
