@@ -197,7 +197,10 @@ fn the_rpm_puts_its_files_where_rhel_and_fedora_look() {
     for doc in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).unwrap() {
         let doc = doc.unwrap().file_name();
         let path = format!("/usr/share/doc/leaderrun/docs/{}", doc.to_string_lossy());
-        assert!(listing.lines().any(|file| file == path), "{path}:\n{listing}");
+        assert!(
+            listing.lines().any(|file| file == path),
+            "{path}:\n{listing}"
+        );
     }
     assert_eq!(
         files,
