@@ -21,12 +21,16 @@ fn section(roff: &mut Roff, title: &str, paragraphs: &[&[(&str, bool)]]) {
     roff.control("SH", [title]);
     for paragraph in paragraphs {
         roff.control("PP", []);
-        let parts: Vec<_> = paragraph
-            .iter()
-            .map(|(text, strong)| if *strong { bold(*text) } else { roman(*text) })
-            .collect();
-        roff.text(parts);
+        roff.text(inlines(paragraph));
     }
+}
+
+/// Text in parts, each bold (`true`) or roman.
+fn inlines(parts: &[(&str, bool)]) -> Vec<clap_mangen::roff::Inline> {
+    parts
+        .iter()
+        .map(|(text, strong)| if *strong { bold(*text) } else { roman(*text) })
+        .collect()
 }
 
 fn tagged(roff: &mut Roff, title: &str, items: &[(&str, &str)]) {
@@ -72,11 +76,7 @@ fn head(man: &Man, command: &clap::Command, synopsis: &[&[(&str, bool)]]) -> Vec
         if at > 0 {
             roff.control("br", []);
         }
-        let parts: Vec<_> = form
-            .iter()
-            .map(|(text, strong)| if *strong { bold(*text) } else { roman(*text) })
-            .collect();
-        roff.text(parts);
+        roff.text(inlines(form));
     }
     roff.to_writer(&mut out).expect("writing to memory");
     let mut roff = Roff::new();
