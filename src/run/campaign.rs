@@ -145,8 +145,9 @@ impl Session {
     ///
     /// With the run not lost, one transaction deletes our key and writes
     /// the end records, as a run still entitled to them (the record rule in
-    /// `election::record`): one write, which the next in line wakes on with our records already in
-    /// place, so that its own end records need no read either. If nothing
+    /// `election::record`): one write, which the next in line wakes on with
+    /// our records already in place, so that its own end records need no
+    /// read either. If nothing
     /// but our key is attached to the lease, it is not revoked but left to
     /// expire, keyless, within its TTL, so that etcd's work on the next
     /// leader's path is that one write (as a lock's release is). A lease the
