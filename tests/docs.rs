@@ -492,3 +492,20 @@ fn the_link_check_finds_broken_links() {
         "{broken:#?}"
     );
 }
+
+/// `--help`'s first example is the crontab line with --once-per, whole on
+/// one line (a wrapped crontab line does not paste).
+#[test]
+fn the_help_shows_the_safe_crontab_line_first_and_whole() {
+    let help = generate(&["--help"]);
+    let examples = help.split("Examples:").nth(1).expect("an Examples section");
+    let first = examples
+        .lines()
+        .find(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#'))
+        .unwrap();
+    assert!(first.trim_start().starts_with("0 0 * * *"), "{first}");
+    assert!(
+        first.ends_with("--once-per 1h -- /usr/local/bin/nightly-batch"),
+        "{first}"
+    );
+}

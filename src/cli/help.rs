@@ -31,9 +31,9 @@ pub fn after_help() -> String {
 
 const EXAMPLES: &str = "
 Examples:
-  # crontab: every replica has this line; one runs the job, at most once per hour-long
-  # window even if the replicas' clocks disagree; silent where it does not run
-  0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 --once-per 1h -- /usr/local/bin/nightly-batch
+  # crontab: every replica has this line; one runs the job, at most once per
+  # hour-long window even if the replicas' clocks disagree; silent elsewhere
+  0 0 * * *  leaderrun --endpoints etcd1:2379 --once-per 1h -- /usr/local/bin/nightly-batch
 
   # CI: queue behind whoever deploys, give up after 10 minutes
   leaderrun --name deploy/prod --wait --wait-timeout 10m -- ./deploy.sh
