@@ -571,3 +571,27 @@ fn a_resumed_stale_leader_does_not_take_last_started_from_a_newer_run() {
     assert_eq!(shown["last_finished"]["outcome"], "succeeded", "{shown}");
     assert_eq!(started_token(&etcd, name), Some(newest), "{shown}");
 }
+
+/// A `last-succeeded` record that does not say it succeeded (written by
+/// hand, or garbled) passed `--max-age` as a fresh success.
+#[test]
+fn max_age_takes_only_a_success_for_a_success() {
+    let etcd = Etcd::start();
+    let name = "jobs/not-a-success";
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let failed = serde_json::json!({
+        "host": "h", "pid": 1, "token": 1, "command": "batch", "started": now,
+        "finished": now, "duration_s": 1.0, "exit_code": 1, "outcome": "failed",
+    });
+    etcd.put(&format!("{name}.last-succeeded"), &failed.to_string(), 0);
+    let check = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
+        LIMIT,
+    );
+    assert_eq!(check.code, Some(2), "{}", check.stdout);
+    assert!(
+        check.stdout.contains("no run has succeeded"),
+        "{}",
+        check.stdout
+    );
+}

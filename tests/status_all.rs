@@ -262,3 +262,46 @@ fn all_exits_zero_once_read_whoever_leads() {
     let version = run_within(leaderrun(&etcd.endpoint()).args(["status", "-V"]), LIMIT);
     assert_eq!(version.code, Some(125), "{}", version.stdout);
 }
+
+/// A run that died without its end record (its leaderrun SIGKILLed): the
+/// fleet's text view said only the earlier run's success, as if all were
+/// well; JSON and the metrics already said its leader is gone.
+#[test]
+fn all_shows_a_run_that_died_without_its_end() {
+    let etcd = Etcd::start();
+    let name = "jobs/died";
+    let ran = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
+        LIMIT,
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .args(["--name", name, "--ttl", "2s", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    read_pid(&pidfile, LIMIT);
+    await_condition(LIMIT, "the start record", || {
+        etcd.get("jobs/died.last-started")
+            .is_some_and(|record| record.contains("\"running\""))
+    });
+    send(replica.pid(), nix::sys::signal::Signal::SIGKILL);
+    wait_within(&mut replica.process, LIMIT, "the replica");
+    await_condition(LIMIT, "the lease to expire", || {
+        etcd.candidates(name).is_empty()
+    });
+    let listed = all(&etcd, &[]);
+    assert_eq!(listed.code, Some(0), "{}", listed.stderr);
+    let line = listed
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("jobs/died: "))
+        .unwrap_or_else(|| panic!("{}", listed.stdout));
+    assert!(
+        line.contains("no end recorded, its leader is gone")
+            && line.contains("; last run: succeeded"),
+        "{line}"
+    );
+}

@@ -80,11 +80,11 @@ pub struct Cli {
 
     /// Print a man page (roff) and exit: leaderrun(1), or with `status`,
     /// leaderrun-status(1).
-    #[arg(long, hide = true, value_name = "PAGE", num_args = 0..=1, default_missing_value = "leaderrun")]
+    #[arg(long, value_name = "PAGE", num_args = 0..=1, default_missing_value = "leaderrun", help_heading = OUTPUT)]
     pub manual: Option<ManualPage>,
 
     /// Print the completion script for SHELL and exit.
-    #[arg(long, hide = true, value_name = "SHELL")]
+    #[arg(long, value_name = "SHELL", help_heading = OUTPUT)]
     pub completions: Option<clap_complete::Shell>,
 
     /// The command to run while leader, and its arguments.
@@ -308,7 +308,8 @@ pub struct ElectionArgs {
     /// lease, so etcd measures it and it ends by itself. Make it shorter than
     /// the schedule's period and longer than the clocks' skew, e.g.
     /// `--once-per 1h` for a nightly job. Replicas that disagree on the
-    /// window are refused (125), even once a shorter window has closed.
+    /// window are refused (125), also once a shorter window's marker has
+    /// expired, while the last run's start record names its window.
     #[arg(long, value_name = "DURATION", value_parser = parse_window, allow_hyphen_values = true)]
     pub once_per: Option<Duration>,
 

@@ -145,8 +145,18 @@ fn line(report: &Report) -> String {
         Some(last) => format!("; last run: {}", render::run_line(last)),
         None => String::new(),
     };
+    // A run that died without its end, as the other views say it.
+    let gone = match report.last_start() {
+        Some((run, StartState::LeaderGone)) => format!(
+            "; last start: on {}, {}, token {}: no end recorded, its leader is gone",
+            printable(&run.host),
+            printable(&run.started),
+            run.token
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{}: {leader}, {} waiting{last}",
+        "{}: {leader}, {} waiting{gone}{last}",
         printable(&name::escaped(&report.election)),
         report.waiters
     )

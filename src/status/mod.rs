@@ -207,9 +207,12 @@ async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Re
     let records = record::read(connection, election).await?;
     let election = crate::election::holder::printable(election);
     let within = humantime::format_duration(max_age);
+    // A record there that does not say it succeeded (written by hand, or
+    // garbled) is no success.
     let (line, code) = match records
         .last_succeeded
         .as_ref()
+        .filter(|last| last.outcome == record::Outcome::Succeeded)
         .map(|last| (last, freshness(record::age(last), max_age)))
     {
         Some((last, Freshness::Fresh)) => (
