@@ -148,9 +148,10 @@ impl Run {
     }
 }
 
-/// The keys a run's end is written under.
+/// The keys a run's end is written under, beside `last-started` (which
+/// has a rule of its own).
 fn end_keys(election: &str, record: &Record) -> Vec<String> {
-    let mut keys = vec![key(election, STARTED), key(election, FINISHED)];
+    let mut keys = vec![key(election, FINISHED)];
     if record.outcome == Outcome::Succeeded {
         keys.push(key(election, SUCCEEDED));
     }
@@ -407,7 +408,7 @@ impl Ended {
             ),
             None => put_if(&started, &value, vec![proof]),
         }];
-        for key in end_keys(election, &self.record).iter().skip(1) {
+        for key in end_keys(election, &self.record) {
             writes.push(TxnOp::put(key.as_str(), value.as_str(), None));
         }
         writes
@@ -448,25 +449,16 @@ impl Ended {
     /// there; bounded as a whole.
     pub async fn write(mut self, connection: &Connection, election: &str) {
         self.settle_start().await;
+        let value = encode(&self.record);
         let guarded = end_keys(election, &self.record)
             .iter()
-            .skip(1)
-            .map(|key| {
-                put_if(
-                    key,
-                    &encode(&self.record),
-                    vec![not_written_since(key, self.proven_at)],
-                )
-            })
+            .map(|key| put_if(key, &value, vec![not_written_since(key, self.proven_at)]))
             .collect::<Vec<_>>();
         let txn = Txn::new().and_then(guarded);
         let finished = async {
             log_failure(connection.txn("recording the run's end", txn).await);
         };
-        let started = async {
-            log_failure(replace_started(connection, election, &self.record, None).await);
-        };
-        let both = async { tokio::join!(finished, started) };
+        let both = async { tokio::join!(finished, self.write_started(connection, election)) };
         if clock::timeout(CLEANUP, both).await.is_none() {
             tracing::info!("recording the run's end: no answer within {CLEANUP:?}");
         }
