@@ -125,7 +125,7 @@ pub async fn claim(
     let response = response?;
     if response.succeeded() {
         let last = range_at(&response, 0).kvs.into_iter().next();
-        let Some(shorter) = last.and_then(|kv| opened_within(kv.value(), window)) else {
+        let Some(last) = last.and_then(|kv| opened_within(kv.value(), window)) else {
             return Ok(Claim::Ours);
         };
         // The caller gives our window lease back, with the marker.
@@ -135,8 +135,10 @@ pub async fn claim(
                 "--once-per {} disagrees with the window the last run of {} opened, {}: it began {}, within this one, and that window has closed: give every replica the same --once-per",
                 humantime::format_duration(window),
                 leadership.name,
-                humantime::format_duration(Duration::from_secs(shorter.0)),
-                shorter.1.describe()
+                humantime::format_duration(Duration::from_secs(
+                    last.window_s.unwrap_or_default()
+                )),
+                last.describe()
             ),
         ));
     }
@@ -159,7 +161,7 @@ pub async fn claim(
     agreed(marker, &leadership.name, seconds).map(Claim::Taken)
 }
 
-/// The window the last run opened and who ran it, from its
+/// The last run, with the window it opened, from its
 /// `last-started` record, if that window was another length than ours and
 /// the run began less than `window` ago by our clock. The marker of a
 /// replica with a shorter --once-per expires first, and a replica with a
@@ -168,7 +170,7 @@ pub async fn claim(
 /// --once-per opened no window and counts for none. This compares wall
 /// clocks (the record's writer's and ours), which the marker's lease does
 /// not: README's --once-per asks for a window longer than the clocks' skew.
-fn opened_within(value: &[u8], window: Duration) -> Option<(u64, LastRun)> {
+fn opened_within(value: &[u8], window: Duration) -> Option<LastRun> {
     let last = record::decode(value).filter(|last| last.outcome != record::Outcome::NotStarted)?;
     let ours = whole_seconds(window).unsigned_abs();
     let theirs = last.once_per_s.filter(|theirs| *theirs != ours)?;
@@ -186,12 +188,11 @@ fn opened_within(value: &[u8], window: Duration) -> Option<(u64, LastRun)> {
         command: last.command,
         max_running: 1,
     };
-    let run = LastRun {
+    Some(LastRun {
         holder,
         token: last.token,
         window_s: Some(theirs),
-    };
-    Some((theirs, run))
+    })
 }
 
 /// A window's marker, if its length is the one we ask for. Replicas that
