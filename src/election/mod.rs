@@ -177,8 +177,7 @@ pub enum Turn {
     Ours(i64),
     /// Our place is gone while we queued: start again.
     Lost(PlaceLost),
-    /// An error no wait will change (a refusal, a disagreement on
-    /// --max-running).
+    /// A request failed: whether to retry is the run's table's to say.
     Failed(anyhow::Error),
 }
 

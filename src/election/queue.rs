@@ -10,7 +10,6 @@ use super::line::{in_line, FIRST_PAGE};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
 use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
 use crate::etcd::requests::{range_at, revision_of};
-use crate::exit;
 use crate::lease::LeaseState;
 use crate::retry::{self, Backoff};
 
@@ -31,7 +30,6 @@ impl Election<'_> {
         lease: &mut watch::Receiver<LeaseState>,
         own: &mut OwnKey,
     ) -> Turn {
-        let mut backoff = Backoff::new(retry::KEEPING);
         let mut broken_watches = Backoff::new(retry::KEEPING);
         // The last revision the watch showed us, once it has shown one.
         let mut seen = None;
@@ -73,18 +71,11 @@ impl Election<'_> {
                     return Turn::Ours(revision);
                 }
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
-                Err(err) if exit::is_final(&err) => return Turn::Failed(err),
-                Err(err) => {
-                    // Keep queueing through an outage: our lease decides
-                    // whether our place survives it.
-                    tracing::info!("{err:#}; retrying");
-                    tokio::select! {
-                        _ = backoff.wait() => continue,
-                        _ = lease_gone(lease) => continue,
-                    }
-                }
+                // Ridden out or not, as the run's table decides (a
+                // waiter rides an outage out: its lease decides whether its
+                // place survives it).
+                Err(err) => return Turn::Failed(err),
             };
-            backoff.reset();
             // Our key was ours at `revision`: what came before says nothing.
             own.skip_to(revision + 1);
             let watched = String::from_utf8_lossy(&ahead.key).into_owned();
