@@ -263,6 +263,9 @@ pub struct Election<'a> {
     pub connection: &'a Connection,
     pub name: &'a str,
     pub slots: usize,
+    /// A waiter takes a leader's handover of its key as the proof of its
+    /// turn (the handoff fast path); off, it reads the line on every wake.
+    pub handovers: bool,
 }
 
 impl<'a> Election<'a> {
@@ -271,6 +274,7 @@ impl<'a> Election<'a> {
             connection,
             name,
             slots,
+            handovers: true,
         }
     }
 

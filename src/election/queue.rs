@@ -129,9 +129,9 @@ impl Election<'_> {
     }
 
     /// Whether news of our own key matters to a waiter: a handover proves
-    /// a turn only with one runner.
+    /// a turn only with one runner, and only on the handoff's fast path.
     fn matters(&self, news: &OwnKeyNews) -> bool {
-        self.slots == 1 || !matches!(news, OwnKeyNews::HandedOver(_))
+        (self.slots == 1 && self.handovers) || !matches!(news, OwnKeyNews::HandedOver(_))
     }
 
     /// The next news of our own key that matters to a waiter.

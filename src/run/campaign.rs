@@ -237,11 +237,14 @@ impl<'a> Campaigning<'a> {
         let own = self
             .own
             .get_or_insert_with(|| OwnKey::new(&candidate.key, candidate.revision, lease.id, 0));
-        let election = Election::new(
-            self.connection,
-            &self.config.election,
-            self.config.max_running,
-        );
+        let election = Election {
+            handovers: self.config.handoff.fast(),
+            ..Election::new(
+                self.connection,
+                &self.config.election,
+                self.config.max_running,
+            )
+        };
         let turn = election
             .wait_for_turn(candidate, lease.id, &mut lease.watch(), own)
             .await;

@@ -126,3 +126,29 @@ pub async fn successor(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_can_be_attached_only_when_no_write_came_between() {
+        assert!(nothing_attached_since(41, 42));
+        // Our own start record, the command's keys, anyone's write.
+        assert!(!nothing_attached_since(41, 43));
+        // An etcd that numbers anew (restored from a backup).
+        assert!(!nothing_attached_since(41, 41));
+        assert!(!nothing_attached_since(41, 12));
+        // No proof revision known.
+        assert!(!nothing_attached_since(0, 1));
+    }
+
+    #[test]
+    fn only_slow_switches_the_fast_path_off() {
+        use std::ffi::OsStr;
+        assert_eq!(Handoff::from_value(Some(OsStr::new("slow"))), Handoff::Slow);
+        for value in [None, Some(OsStr::new("")), Some(OsStr::new("fast"))] {
+            assert_eq!(Handoff::from_value(value), Handoff::Fast, "{value:?}");
+        }
+    }
+}

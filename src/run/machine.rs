@@ -339,7 +339,7 @@ fn stop<'a>(
 ) -> Next<'a> {
     match (action, event) {
         (Action::Forward, Event::Signal(signal)) => stopping.leading.child.signal_job(signal),
-        (Action::CutGrace, Event::Lost(loss)) => stopping.cut_grace(&loss),
+        (Action::CutGrace, Event::LeadershipLost(loss)) => stopping.cut_grace(&loss),
         (Action::Kill, _) => stopping.kill(),
         (Action::Resign, _) => return Next::End(run_ending(stopping, session)),
         (action, event) => return unexpected(State::Stopping(stopping), action, &event),

@@ -2,10 +2,14 @@
 //! stop, resign.
 //!
 //! The phases and what every event does in each are in [`phase`], the only
-//! place that decides. [`campaign`] owns everything before the command
-//! exists, [`supervise`] everything after, [`schedule`] when a job is
-//! killed. This file wires them: the campaign raced against signals and
-//! the user's deadline, then supervision, then giving everything back.
+//! place that decides; [`machine`] is the one loop that asks it and carries
+//! its answers out, over states that each carry what they hold:
+//! [`campaign`] (everything before the command exists), [`supervise`] (the
+//! command running), [`stopping`] (the kill sequence; [`schedule`] says
+//! when), and [`session`] (what the run holds in etcd, and the way out).
+//! [`handoff`] is the fast path of a change of leader, behind one switch;
+//! [`explain`] says why a run did not run. This file starts the guardian,
+//! dials etcd and hands over to the machine.
 
 mod campaign;
 mod explain;

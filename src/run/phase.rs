@@ -168,8 +168,8 @@ pub enum Event {
     WaitTimeout,
     /// Our place in the queue, or our win, is gone before the command ran.
     PlaceLost(PlaceLost),
-    /// Leadership is gone while the command runs.
-    Lost(Loss),
+    /// Leadership is gone while the command runs (or is being stopped).
+    LeadershipLost(Loss),
     /// The command exited, with the shell's view of its status.
     CommandExited(Status),
     /// Waiting for the command failed: what it did is unknown.
@@ -348,7 +348,7 @@ pub fn decide(phase: Phase, event: &Event, policy: Policy) -> Action {
         Event::Signal(signal) => signalled(phase, *signal),
         Event::PlaceLost(_) if policy.wait => before_the_command(phase, Action::CampaignAgain),
         Event::PlaceLost(_) => before_the_command(phase, Action::Exit(Code::Conflict)),
-        Event::Lost(_) => leading(
+        Event::LeadershipLost(_) => leading(
             phase,
             stop(Exit::LeadershipLost, Grace::Lost),
             Action::CutGrace,
@@ -510,7 +510,7 @@ mod tests {
     #[test]
     fn losing_a_place_campaigns_again_only_when_waiting() {
         let lost = Event::PlaceLost(PlaceLost::LeaseGone);
-        let loss = Event::Lost(Loss::Key(KeyLoss::Overwritten));
+        let loss = Event::LeadershipLost(Loss::Key(KeyLoss::Overwritten));
         check(&[
             (
                 Phase::Waiting,

@@ -156,7 +156,7 @@ impl<'a> Stopping<'a> {
                     self.gone = gone;
                     return if gone { Event::JobGone } else { Event::GraceOver };
                 }
-                loss = lost, if kept => return Event::Lost(loss),
+                loss = lost, if kept => return Event::LeadershipLost(loss),
                 received = signals.recv() => return Event::Signal(received),
                 changed = renewed.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
             }
@@ -218,7 +218,7 @@ fn say_why(leading: &Leading<'_>, why: &Event, gone: bool) {
         Event::CommandExited(_) if !gone => {
             tracing::info!("the command exited; stopping what it left running")
         }
-        Event::Lost(loss) => {
+        Event::LeadershipLost(loss) => {
             let schedule = leading.schedule;
             let cut = if schedule.grace < config.kill_after {
                 format!(

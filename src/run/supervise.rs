@@ -122,7 +122,7 @@ impl<'a> Leading<'a> {
             biased;
             // First, so that after a pause of leaderrun itself the job is
             // stopped at once, whatever else is pending.
-            loss = lost => Event::Lost(loss),
+            loss = lost => Event::LeadershipLost(loss),
             happened = self.child.event() => match happened {
                 ChildEvent::Exited(Ok(status)) => Event::CommandExited(Status::of(status)),
                 ChildEvent::Exited(Err(err)) => {
