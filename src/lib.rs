@@ -19,13 +19,15 @@
 //! ```
 //!
 //! Shared by all: `clock` (the boot-time clock every timer runs on),
-//! `retry` (every retry wait and the clean-up bound), `signals`, `logging`.
+//! `retry` (every retry wait and the clean-up bound), `error` (finding an
+//! error by its type; which errors no retry changes), `signals`, `logging`.
 //! Only [`main`] is public: the compiler sees everything else's use.
 
 mod child;
 mod cli;
 mod clock;
 mod election;
+mod error;
 mod etcd;
 mod exit;
 mod lease;

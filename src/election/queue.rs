@@ -9,8 +9,8 @@ use tokio::sync::watch;
 use super::line::{in_line, FIRST_PAGE};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
 use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
+use crate::error;
 use crate::etcd::requests::{range_at, revision_of};
-use crate::exit;
 use crate::lease::LeaseState;
 use crate::retry::{self, Backoff};
 
@@ -73,7 +73,7 @@ impl Election<'_> {
                     return Turn::Ours(revision);
                 }
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
-                Err(err) if exit::is_final(&err) => return Turn::Failed(err),
+                Err(err) if error::is_final(&err) => return Turn::Failed(err),
                 Err(err) => {
                     // Keep queueing through an outage: our lease decides
                     // whether our place survives it.

@@ -39,9 +39,9 @@ use crate::election::record::{self, Ended};
 use crate::election::{
     Attempt, Election, KeyLoss, Leader, Leadership, OwnKey, PlaceLost, Queued, Successor, Turn,
 };
+use crate::error;
 use crate::etcd::connection::{Connection, NoSpace};
 use crate::etcd::requests::revision_of;
-use crate::exit;
 use crate::lease::Lease;
 use crate::logging;
 use crate::retry::CLEANUP;
@@ -350,7 +350,7 @@ enum Step {
 
 impl From<anyhow::Error> for Step {
     fn from(err: anyhow::Error) -> Step {
-        let refused = exit::is_final(&err);
+        let refused = error::is_final(&err);
         Step::Event(Event::Etcd { refused }, Some(err))
     }
 }
@@ -431,7 +431,7 @@ impl<'a> Campaign<'a> {
                     // rather than retrying in silence for hours.
                     let full = error
                         .as_ref()
-                        .is_some_and(|err| err.chain().any(|cause| cause.is::<NoSpace>()));
+                        .is_some_and(|err| error::find::<NoSpace>(err).is_some());
                     if full && !warned_full {
                         warned_full = true;
                         logging::say(
