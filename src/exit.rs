@@ -161,6 +161,39 @@ pub fn from_status(status: ExitStatus) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::Context;
+    use std::path::PathBuf;
+
+    /// A command that cannot run has a shell's code, however deep in the
+    /// chain; any other error is leaderrun's own failure.
+    #[test]
+    fn an_error_gets_its_code_here() {
+        let spawn = |error: std::io::Error| SpawnError::Spawn {
+            program: PathBuf::from("job"),
+            error,
+        };
+        let cases = [
+            (SpawnError::NotFound(PathBuf::from("job")), 127),
+            (SpawnError::NotExecutable(PathBuf::from("job")), 126),
+            (spawn(std::io::ErrorKind::NotFound.into()), 127),
+            (spawn(std::io::ErrorKind::PermissionDenied.into()), 126),
+            (
+                spawn(std::io::Error::from_raw_os_error(nix::libc::E2BIG)),
+                126,
+            ),
+            (spawn(std::io::ErrorKind::OutOfMemory.into()), 125),
+        ];
+        for (err, code) in cases {
+            let shown = err.to_string();
+            let err = Err::<(), _>(err)
+                .context("running the command")
+                .unwrap_err();
+            assert_eq!(code_of(&err), code, "{shown}");
+        }
+        let disagreement = anyhow::Error::new(crate::election::Disagreement("x".into()));
+        assert_eq!(code_of(&disagreement), 125);
+        assert_eq!(code_of(&anyhow::anyhow!("etcd unreachable")), 125);
+    }
 
     /// The table shows every code leaderrun chooses, and no other.
     #[test]

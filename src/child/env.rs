@@ -36,7 +36,8 @@ pub fn election(token: i64, key: &str, lease: i64, name: &str) -> Variables {
 
 /// What leaderrun was given to reach etcd, as far as the command's
 /// `ETCDCTL_*` variables repeat it, and where the credentials came from.
-#[derive(Debug, Clone, Default)]
+/// No `Debug`: `user` may hold a password.
+#[derive(Clone, Default)]
 pub struct Etcdctl {
     pub cacert: Option<PathBuf>,
     pub cert: Option<PathBuf>,

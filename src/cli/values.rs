@@ -152,3 +152,37 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
         etcdctl,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn parsed(args: &[&str]) -> (Cli, ArgMatches) {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        super::super::parse(&args).expect("parses")
+    }
+
+    /// What the command line says is kept as said: an empty --endpoints is
+    /// an error later, not the default, and --password is not dropped for
+    /// a USER:PASSWORD (credentials then refuse the two).
+    #[test]
+    fn values_from_the_command_line_are_kept() {
+        let (cli, matches) = parsed(&[
+            "leaderrun",
+            "--endpoints",
+            "",
+            "--user",
+            "u:pw",
+            "--password",
+            "other",
+            "--",
+            "true",
+        ]);
+        let options = etcd(&cli.connection, &matches);
+        assert_eq!(options.endpoints.as_deref(), Some(""));
+        assert_eq!(options.password.as_deref(), Some("other"));
+        let plan = etcdctl(&cli.connection, &matches);
+        assert!(!plan.user_inherited && !plan.password_inherited);
+    }
+}

@@ -85,7 +85,7 @@ impl Credentials {
         let identity = match (&args.cert, &args.key) {
             (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
             (None, None) => None,
-            // clap enforces the pair; this is for callers that build args by hand.
+            // The command line enforces the pair; this is for options built otherwise.
             _ => bail!("--cert and --key go together"),
         };
         let files = TlsFiles {

@@ -20,7 +20,8 @@ use connection::Settings;
 use credentials::Credentials;
 
 /// Where etcd is and how to reach it, as the user gave it (the options, or
-/// the variables that stand for them): checked when connecting.
+/// the variables that stand for them): checked when connecting. No
+/// `Debug`: it holds the password.
 #[derive(Clone, Default)]
 pub struct Options {
     /// The endpoint list as given, comma-separated; None: [`endpoints::DEFAULT`].
