@@ -6,7 +6,7 @@
 //! The types themselves are defined where they arise (etcd's refusals in
 //! `etcd::connection`, a disagreement among replicas in `election`, a
 //! command that cannot be run in `child`); their exit codes are chosen in
-//! `exit::code_of`, at the top.
+//! `exit::exit_of`, at the top.
 
 use crate::election::Disagreement;
 use crate::etcd::connection::Refused;

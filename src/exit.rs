@@ -4,7 +4,7 @@
 //!
 //! [`TABLE`] is the one text of what each code means; `--help`, the man page
 //! and README's table are all made from it (README's is checked by a test).
-//! [`code_of`] is the one place that gives an error its code.
+//! [`exit_of`] is the one place that gives an error its code.
 
 use std::process::ExitStatus;
 
@@ -117,18 +117,21 @@ pub const TABLE: [Row; 10] = [
 /// How a script tells leaderrun's own 75, 124 and 125 from the command's.
 pub const WHOSE_CODE: &str = "leaderrun's own 75 (with -v), 123, 124 and 125 each come with a line on stderr that starts with 'leaderrun: '; the command's own codes do not.";
 
-/// The exit code for an error that reached `main`: the one place that
-/// chooses it. A command that cannot be run has a shell's code; every
-/// other error is leaderrun's own failure, a refusal by etcd or a
-/// disagreement among replicas included.
-pub fn code_of(err: &anyhow::Error) -> i32 {
-    let exit = match error::find::<SpawnError>(err) {
+/// The exit for an error: the one place that chooses it. A command that
+/// cannot be run has a shell's code; every other error is leaderrun's own
+/// failure, a refusal by etcd or a disagreement among replicas included.
+pub fn exit_of(err: &anyhow::Error) -> Exit {
+    match error::find::<SpawnError>(err) {
         Some(SpawnError::NotFound(_)) => Exit::NotFound,
         Some(SpawnError::NotExecutable(_)) => Exit::NotExecutable,
         Some(SpawnError::Spawn { error, .. }) => spawn_failed(error),
         None => Exit::Internal,
-    };
-    exit.code()
+    }
+}
+
+/// The exit code for an error that reached `main` ([`exit_of`]).
+pub fn code_of(err: &anyhow::Error) -> i32 {
+    exit_of(err).code()
 }
 
 /// As a shell says: a program it cannot find is 127, one it cannot exec

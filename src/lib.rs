@@ -20,7 +20,7 @@
 //!
 //! `main` alone calls `cli`, and hands the plain values it makes (a run's
 //! `Config`, `etcd::Options`, `status::Options`) down: nothing below `cli`
-//! imports it. Errors come back up typed; `exit::code_of` gives them their
+//! imports it. Errors come back up typed; `exit::exit_of` gives them their
 //! exit code.
 //!
 //! Shared by all: `clock` (the boot-time clock every timer runs on),

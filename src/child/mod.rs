@@ -50,7 +50,7 @@ pub struct Child {
 }
 
 /// Why the command cannot be run, found before campaigning ([`resolve`])
-/// or by the spawn itself. `exit::code_of` gives each its exit code (127,
+/// or by the spawn itself. `exit::exit_of` gives each its exit code (127,
 /// 126, or as a shell reports the spawn's error).
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
