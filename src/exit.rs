@@ -4,9 +4,12 @@
 //!
 //! [`TABLE`] is the one text of what each code means; `--help`, the man page
 //! and README's table are all made from it (README's is checked by a test).
+//! [`exit_of`] is the one place that gives an error its code.
 
-use std::fmt;
 use std::process::ExitStatus;
+
+use crate::child::SpawnError;
+use crate::error;
 
 /// The exit codes leaderrun chooses itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,44 +117,38 @@ pub const TABLE: [Row; 10] = [
 /// How a script tells leaderrun's own 75, 124 and 125 from the command's.
 pub const WHOSE_CODE: &str = "leaderrun's own 75 (with -v), 123, 124 and 125 each come with a line on stderr that starts with 'leaderrun: '; the command's own codes do not.";
 
-/// An error that carries its own exit code. Anything else that reaches
-/// `main` exits with [`Exit::Internal`].
-#[derive(Debug)]
-pub struct CodedError {
-    pub code: Exit,
-    pub message: String,
-}
-
-impl CodedError {
-    pub fn error(code: Exit, message: impl Into<String>) -> anyhow::Error {
-        anyhow::Error::new(CodedError {
-            code,
-            message: message.into(),
-        })
+/// The exit for an error: the one place that chooses it. A command that
+/// cannot be run has a shell's code; every other error is leaderrun's own
+/// failure, a refusal by etcd or a disagreement among replicas included.
+pub fn exit_of(err: &anyhow::Error) -> Exit {
+    match error::find::<SpawnError>(err) {
+        Some(SpawnError::NotFound(_)) => Exit::NotFound,
+        Some(SpawnError::NotExecutable(_)) => Exit::NotExecutable,
+        Some(SpawnError::Spawn { error, .. }) => spawn_failed(error),
+        None => Exit::Internal,
     }
 }
 
-impl fmt::Display for CodedError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for CodedError {}
-
-/// An error that no retry and no wait will change: etcd refused us (our
-/// credentials, a permission, or our certificate with the TLS files read
-/// again), or leaderrun's own [`CodedError`] (a configuration the replicas
-/// disagree on).
-pub fn is_final(err: &anyhow::Error) -> bool {
-    err.is::<crate::etcd::connection::Refused>() || err.is::<CodedError>()
-}
-
-/// The exit code for an error that reached `main`.
+/// The exit code for an error that reached `main` ([`exit_of`]).
 pub fn code_of(err: &anyhow::Error) -> i32 {
-    err.downcast_ref::<CodedError>()
-        .map_or(Exit::Internal, |coded| coded.code)
-        .code()
+    exit_of(err).code()
+}
+
+/// As a shell says: a program it cannot find is 127, one it cannot exec
+/// is 126, an argument list too long for the kernel included.
+fn spawn_failed(err: &std::io::Error) -> Exit {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => Exit::NotFound,
+        std::io::ErrorKind::PermissionDenied => Exit::NotExecutable,
+        _ if matches!(
+            err.raw_os_error(),
+            Some(nix::libc::ENOEXEC | nix::libc::E2BIG)
+        ) =>
+        {
+            Exit::NotExecutable
+        }
+        _ => Exit::Internal,
+    }
 }
 
 /// The shell's view of a child's status: its code, or 128 + signal.
@@ -167,6 +164,39 @@ pub fn from_status(status: ExitStatus) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::Context;
+    use std::path::PathBuf;
+
+    /// A command that cannot run has a shell's code, however deep in the
+    /// chain; any other error is leaderrun's own failure.
+    #[test]
+    fn an_error_gets_its_code_here() {
+        let spawn = |error: std::io::Error| SpawnError::Spawn {
+            program: PathBuf::from("job"),
+            error,
+        };
+        let cases = [
+            (SpawnError::NotFound(PathBuf::from("job")), 127),
+            (SpawnError::NotExecutable(PathBuf::from("job")), 126),
+            (spawn(std::io::ErrorKind::NotFound.into()), 127),
+            (spawn(std::io::ErrorKind::PermissionDenied.into()), 126),
+            (
+                spawn(std::io::Error::from_raw_os_error(nix::libc::E2BIG)),
+                126,
+            ),
+            (spawn(std::io::ErrorKind::OutOfMemory.into()), 125),
+        ];
+        for (err, code) in cases {
+            let shown = err.to_string();
+            let err = Err::<(), _>(err)
+                .context("running the command")
+                .unwrap_err();
+            assert_eq!(code_of(&err), code, "{shown}");
+        }
+        let disagreement = anyhow::Error::new(crate::election::Disagreement("x".into()));
+        assert_eq!(code_of(&disagreement), 125);
+        assert_eq!(code_of(&anyhow::anyhow!("etcd unreachable")), 125);
+    }
 
     /// The table shows every code leaderrun chooses, and no other.
     #[test]

@@ -18,14 +18,21 @@
 //!        └─ exit ──────── every exit code, one table
 //! ```
 //!
+//! `main` alone calls `cli`, and hands the plain values it makes (a run's
+//! `Config`, `etcd::Options`, `status::Options`) down: nothing below `cli`
+//! imports it. Errors come back up typed; `exit::exit_of` gives them their
+//! exit code.
+//!
 //! Shared by all: `clock` (the boot-time clock every timer runs on),
-//! `retry` (every retry wait and the clean-up bound), `signals`, `logging`.
+//! `retry` (every retry wait and the clean-up bound), `error` (finding an
+//! error by its type; which errors no retry changes), `signals`, `logging`.
 //! Only [`main`] is public: the compiler sees everything else's use.
 
 mod child;
 mod cli;
 mod clock;
 mod election;
+mod error;
 mod etcd;
 mod exit;
 mod lease;
@@ -37,8 +44,6 @@ mod status;
 
 use std::ffi::OsString;
 
-use clap::Parser;
-
 use cli::Mode;
 use exit::Exit;
 use logging::Level;
@@ -47,8 +52,8 @@ use logging::Level;
 pub fn main(args: Vec<OsString>) -> i32 {
     install_panic_hook();
     let separated = args.iter().any(|arg| arg == "--");
-    let cli = match cli::Cli::try_parse_from(&args) {
-        Ok(cli) => cli,
+    let (cli, matches) = match cli::parse(&args) {
+        Ok(parsed) => parsed,
         Err(err) => {
             logging::set_format(asked_format(&args));
             return usage_error(&err);
@@ -59,6 +64,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         None => &cli.output,
     };
     logging::set_format(output.log_format);
+    let verbose = output.verbose;
     // `leaderrun -v status ...`: options before `status` make it the
     // command to run, not the subcommand. Running a program called status
     // as leader is never what that meant; `-- status` still does it.
@@ -70,10 +76,17 @@ pub fn main(args: Vec<OsString>) -> i32 {
         );
         return Exit::Internal.code();
     }
-    match cli.mode() {
+    match cli.mode(&matches) {
         Mode::Docs(text) => print_docs(&text),
-        Mode::Status(args) => execute(args.output.verbose, status::status(*args)),
-        Mode::Run(cli) => execute(cli.output.verbose, run::run(*cli)),
+        Mode::Status(options) => execute(verbose, async { status::status((*options)?).await }),
+        Mode::Run(values) => execute(verbose, async {
+            let cli::Run {
+                config,
+                etcd,
+                etcdctl,
+            } = (*values)?;
+            run::run(config, etcd, etcdctl).await
+        }),
     }
 }
 
@@ -259,7 +272,10 @@ mod tests {
 
     #[test]
     fn clap_errors_become_one_line() {
-        let parse = |args: &[&str]| cli::Cli::try_parse_from(args).unwrap_err();
+        let parse = |args: &[&str]| {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            cli::parse(&args).expect_err("a usage error")
+        };
         let bad_value = one_line(&parse(&["leaderrun", "--ttl", "soon", "--", "true"]));
         assert!(
             bad_value.starts_with("invalid value 'soon' for '--ttl <DURATION>': "),

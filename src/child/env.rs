@@ -7,9 +7,7 @@
 //! already in the environment leaderrun inherited (`ETCDCTL_PASSWORD`).
 
 use std::ffi::OsString;
-use std::path::Path;
-
-use crate::cli::ConnectionArgs;
+use std::path::{Path, PathBuf};
 
 /// What the command finds in its environment, as `--help`, the man page
 /// and README describe it (README's table is checked against this).
@@ -36,19 +34,29 @@ pub fn election(token: i64, key: &str, lease: i64, name: &str) -> Variables {
     ]
 }
 
+/// What leaderrun was given to reach etcd, as far as the command's
+/// `ETCDCTL_*` variables repeat it, and where the credentials came from.
+/// No `Debug`: `user` may hold a password.
+#[derive(Clone, Default)]
+pub struct Etcdctl {
+    pub cacert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub insecure_skip_tls_verify: bool,
+    /// `--user` as given: `USER` or `USER:PASSWORD`.
+    pub user: Option<String>,
+    /// Whether `--user` came from ETCDCTL_USER, which the command inherits.
+    pub user_inherited: bool,
+    /// Whether the password came from ETCDCTL_PASSWORD, which the command
+    /// inherits.
+    pub password_inherited: bool,
+}
+
 /// The `ETCDCTL_*` variables for the etcd leaderrun uses: the endpoints as
 /// URLs (so the scheme says whether TLS is on), the TLS files as absolute
 /// paths (the command may change directory), and the user name, if its
 /// password already reaches the command through `ETCDCTL_PASSWORD`.
-pub fn etcdctl(args: &ConnectionArgs, endpoints: &[String]) -> Variables {
-    etcdctl_with(args, endpoints, |name| std::env::var_os(name))
-}
-
-fn etcdctl_with(
-    args: &ConnectionArgs,
-    endpoints: &[String],
-    inherited: impl Fn(&str) -> Option<OsString>,
-) -> Variables {
+pub fn etcdctl(args: &Etcdctl, endpoints: &[String]) -> Variables {
     let mut variables: Variables = vec![("ETCDCTL_ENDPOINTS", endpoints.join(",").into())];
     let files = [
         ("ETCDCTL_CACERT", &args.cacert),
@@ -65,14 +73,10 @@ fn etcdctl_with(
     }
     if let Some(user) = &args.user {
         let name = user.split_once(':').map_or(user.as_str(), |(name, _)| name);
-        let password_inherited = args.password.is_some()
-            && inherited("ETCDCTL_PASSWORD").as_deref()
-                == args.password.as_deref().map(AsRef::as_ref);
-        let user_inherited = inherited("ETCDCTL_USER").as_deref() == Some(user.as_ref());
         // A user given as a flag, whose password the command already has:
         // name it. A `USER:PASSWORD` flag or a --password flag is never
         // copied into the command's environment.
-        if password_inherited && !user_inherited {
+        if args.password_inherited && !args.user_inherited {
             variables.push(("ETCDCTL_USER", name.into()));
         }
     }
@@ -88,21 +92,6 @@ fn absolute(path: &Path) -> OsString {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-    use std::time::Duration;
-
-    fn args() -> ConnectionArgs {
-        ConnectionArgs {
-            endpoints: None,
-            dial_timeout: Duration::from_secs(5),
-            cacert: None,
-            cert: None,
-            key: None,
-            insecure_skip_tls_verify: false,
-            user: None,
-            password: None,
-        }
-    }
 
     fn find<'a>(variables: &'a Variables, name: &str) -> Option<&'a OsString> {
         variables
@@ -113,12 +102,14 @@ mod tests {
 
     #[test]
     fn endpoints_and_tls_files_reach_the_command() {
-        let mut args = args();
-        args.cacert = Some(PathBuf::from("/etc/etcd/ca.pem"));
-        args.cert = Some(PathBuf::from("client.pem"));
-        args.key = Some(PathBuf::from("/etc/etcd/client-key.pem"));
+        let args = Etcdctl {
+            cacert: Some(PathBuf::from("/etc/etcd/ca.pem")),
+            cert: Some(PathBuf::from("client.pem")),
+            key: Some(PathBuf::from("/etc/etcd/client-key.pem")),
+            ..Etcdctl::default()
+        };
         let endpoints = ["https://a:2379".to_string(), "https://b:2379".to_string()];
-        let variables = etcdctl_with(&args, &endpoints, |_| None);
+        let variables = etcdctl(&args, &endpoints);
         assert_eq!(
             find(&variables, "ETCDCTL_ENDPOINTS").unwrap(),
             "https://a:2379,https://b:2379"
@@ -138,23 +129,28 @@ mod tests {
     #[test]
     fn no_password_is_added() {
         // --user u:secret: nothing about the user is passed on.
-        let mut args = args();
-        args.user = Some("u:secret".into());
-        let variables = etcdctl_with(&args, &[], |_| None);
+        let mut args = Etcdctl {
+            user: Some("u:secret".into()),
+            ..Etcdctl::default()
+        };
+        let variables = etcdctl(&args, &[]);
         assert!(find(&variables, "ETCDCTL_USER").is_none());
         assert!(find(&variables, "ETCDCTL_PASSWORD").is_none());
 
         // --user u --password secret: neither.
         args.user = Some("u".into());
-        args.password = Some("secret".into());
-        let variables = etcdctl_with(&args, &[], |_| None);
+        let variables = etcdctl(&args, &[]);
         assert!(find(&variables, "ETCDCTL_USER").is_none());
 
         // --user u with ETCDCTL_PASSWORD inherited: the name goes along.
-        let variables = etcdctl_with(&args, &[], |name| {
-            (name == "ETCDCTL_PASSWORD").then(|| "secret".into())
-        });
+        args.password_inherited = true;
+        let variables = etcdctl(&args, &[]);
         assert_eq!(find(&variables, "ETCDCTL_USER").unwrap(), "u");
         assert!(find(&variables, "ETCDCTL_PASSWORD").is_none());
+
+        // ETCDCTL_USER and ETCDCTL_PASSWORD both inherited: nothing to add.
+        args.user_inherited = true;
+        let variables = etcdctl(&args, &[]);
+        assert!(find(&variables, "ETCDCTL_USER").is_none());
     }
 }

@@ -25,7 +25,6 @@ use nix::unistd::Pid;
 use tokio::signal::unix::{Signal as SignalStream, SignalKind};
 
 use crate::clock;
-use crate::exit::{CodedError, Exit};
 use job::Job;
 use spawn::Process;
 use terminal::Lent;
@@ -50,22 +49,38 @@ pub struct Child {
     status: Option<ExitStatus>,
 }
 
+/// Why the command cannot be run, found before campaigning ([`resolve`])
+/// or by the spawn itself. `exit::exit_of` gives each its exit code (127,
+/// 126, or as a shell reports the spawn's error).
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// No such program in PATH, or no such file.
+    #[error("command not found: '{}'", .0.display())]
+    NotFound(PathBuf),
+    /// Found, but not a file leaderrun may execute.
+    #[error("cannot execute '{}': permission denied", .0.display())]
+    NotExecutable(PathBuf),
+    /// The spawn failed, with `error`.
+    #[error("cannot run '{}': {error}", .program.display())]
+    Spawn { program: PathBuf, error: io::Error },
+}
+
 /// Finds COMMAND the way `execvp` will, so that "not found" and "not
 /// executable" are reported (127, 126) before campaigning, not after winning.
-pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
+pub fn resolve(program: &OsString) -> Result<PathBuf, SpawnError> {
     let path = Path::new(program);
-    let shown = path.display();
     if program.is_empty() {
-        return Err(CodedError::error(Exit::NotFound, "command not found: ''"));
+        return Err(SpawnError::NotFound(path.to_path_buf()));
     }
-    let check = |candidate: &Path| -> Option<Result<PathBuf, Exit>> {
+    // Err: found, but not executable.
+    let check = |candidate: &Path| -> Option<Result<PathBuf, ()>> {
         let meta = std::fs::metadata(candidate).ok()?;
         let executable = meta.is_file()
             && nix::unistd::access(candidate, nix::unistd::AccessFlags::X_OK).is_ok();
         Some(if executable {
             Ok(candidate.to_path_buf())
         } else {
-            Err(Exit::NotExecutable)
+            Err(())
         })
     };
     let found = if program.as_encoded_bytes().contains(&b'/') {
@@ -81,7 +96,7 @@ pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
                     break;
                 }
                 // Keep looking past a non-executable match, as execvp does.
-                Some(Err(code)) => found = found.or(Some(Err(code))),
+                Some(Err(())) => found = found.or(Some(Err(()))),
                 None => {}
             }
         }
@@ -89,14 +104,8 @@ pub fn resolve(program: &OsString) -> anyhow::Result<PathBuf> {
     };
     match found {
         Some(Ok(full)) => Ok(full),
-        Some(Err(code)) => Err(CodedError::error(
-            code,
-            format!("cannot execute '{shown}': permission denied"),
-        )),
-        None => Err(CodedError::error(
-            Exit::NotFound,
-            format!("command not found: '{shown}'"),
-        )),
+        Some(Err(())) => Err(SpawnError::NotExecutable(path.to_path_buf())),
+        None => Err(SpawnError::NotFound(path.to_path_buf())),
     }
 }
 
@@ -117,7 +126,10 @@ impl Child {
         let lent = Lent::prepare();
         let take_terminal = lent.is_some();
         let process = spawn::spawn(program, command, env, guardian.pipe_fd(), take_terminal)
-            .map_err(|err| spawn_error(&command[0], err))?;
+            .map_err(|error| SpawnError::Spawn {
+                program: PathBuf::from(&command[0]),
+                error,
+            })?;
         let group = process.pid;
         let mut lent = lent.unwrap_or_default();
         if take_terminal {
@@ -321,23 +333,4 @@ fn tell_guardian(pipe: std::os::fd::RawFd, group: i32) {
     // SAFETY: the pipe is open in this process until exec (close-on-exec).
     let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(pipe) };
     let _ = nix::unistd::write(pipe, &line[..=count]);
-}
-
-fn spawn_error(program: &OsString, err: io::Error) -> anyhow::Error {
-    let shown = Path::new(program).display();
-    let code = match err.kind() {
-        io::ErrorKind::NotFound => Exit::NotFound,
-        io::ErrorKind::PermissionDenied => Exit::NotExecutable,
-        // As a shell says: a program it cannot exec is 126, an argument
-        // list too long for the kernel included.
-        _ if matches!(
-            err.raw_os_error(),
-            Some(nix::libc::ENOEXEC | nix::libc::E2BIG)
-        ) =>
-        {
-            Exit::NotExecutable
-        }
-        _ => Exit::Internal,
-    };
-    CodedError::error(code, format!("cannot run '{shown}': {err}"))
 }

@@ -217,11 +217,27 @@ pub fn man_page() -> Vec<u8> {
             ],
         ],
     );
-    // Not clap_mangen's subcommand section: it lists `help` too, and
-    // points to a leaderrun-help(1) that does not exist.
     let mut roff = Roff::new();
-    tagged(
+    subcommands(&mut roff);
+    exit_status(&mut roff);
+    environment(&mut roff);
+    given_to_the_command(&mut roff);
+    fencing(&mut roff);
+    examples(&mut roff, &EXAMPLES);
+    see_also(
         &mut roff,
+        "leaderrun-status(1), etcdctl(1), flock(1), timeout(1)",
+    );
+    roff.to_writer(&mut out).expect("writing to memory");
+    version_section(&mut out);
+    out
+}
+
+/// SUBCOMMANDS. Not clap_mangen's section: it lists `help` too, and
+/// points to a leaderrun-help(1) that does not exist.
+fn subcommands(roff: &mut Roff) {
+    tagged(
+        roff,
         "SUBCOMMANDS",
         &[
             (
@@ -234,9 +250,12 @@ pub fn man_page() -> Vec<u8> {
             ),
         ],
     );
-    exit_status(&mut roff);
+}
+
+/// ENVIRONMENT: what leaderrun itself reads.
+fn environment(roff: &mut Roff) {
     tagged(
-        &mut roff,
+        roff,
         "ENVIRONMENT",
         &[
             ("LEADERRUN_ENDPOINTS, ETCDCTL_ENDPOINTS", "etcd endpoints, when --endpoints is not given; the first that is set wins."),
@@ -246,9 +265,12 @@ pub fn man_page() -> Vec<u8> {
             ("LEADERRUN_LOG", "A tracing filter for debug logs on stderr, e.g. leaderrun=debug."),
         ],
     );
-    given_to_the_command(&mut roff);
+}
+
+/// FENCING: what the token is for, and how to use it.
+fn fencing(roff: &mut Roff) {
     section(
-        &mut roff,
+        roff,
         "FENCING",
         &[
             &[("A lease guarantees exclusivity only until it expires, and it can expire while the old leader's command still runs (a long pause, a partition). leaderrun stops the command before the lease could expire by its own monotonic clock, but a process that was frozen cannot be stopped while frozen. The fencing token closes that hole: pass ", false), ("LEADERRUN_TOKEN", true), (" with every write, and have the downstream system reject a token lower than the highest it has seen, e.g. in SQL: UPDATE jobs SET last_token = $LEADERRUN_TOKEN, ... WHERE id = 1 AND last_token <= $LEADERRUN_TOKEN (0 rows updated: a newer leader exists, stop); or in etcd, a transaction guarded on create_revision($LEADERRUN_KEY) == $LEADERRUN_TOKEN.", false)],
@@ -256,24 +278,16 @@ pub fn man_page() -> Vec<u8> {
             &[("A cluster copied with etcdctl make-mirror numbers revisions anew, so tokens go backwards there: reset the fences, or restore from a snapshot with etcdutl snapshot restore --bump-revision N --mark-compacted (etcd 3.5 and later), which keeps tokens growing.", false)],
         ],
     );
-    examples(
-        &mut roff,
-        &[
+}
+
+/// leaderrun(1)'s EXAMPLES: what each is for, and the line.
+const EXAMPLES: [(&str, &str); 5] = [
             ("A crontab line on every replica: one runs the job, the others stay silent, and at most one run starts per hour-long window, so a replica whose clock is late, even by a second, does not run a short job again. cron's PATH is /usr/bin:/bin, where the packages install leaderrun, and cron passes on none of a login shell's variables, so the endpoints are in the line:", "0 0 * * *  leaderrun --endpoints etcd1:2379,etcd2:2379 --once-per 1h -- /usr/local/bin/nightly-batch"),
             ("Against an etcd with TLS, client certificates and authentication:", "ETCDCTL_PASSWORD=... leaderrun --endpoints etcd1:2379 --cacert ca.pem --cert client.pem --key client-key.pem --user batch -- ./job"),
             ("A CI step that queues behind other deploys, for at most ten minutes:", "leaderrun --name deploy/prod --wait --wait-timeout 10m -- ./deploy.sh"),
             ("By hand, in a terminal (Ctrl-C reaches the command):", "leaderrun --name maintenance -- psql"),
             ("Who leads, as JSON:", "leaderrun status --name deploy/prod --json"),
-        ],
-    );
-    see_also(
-        &mut roff,
-        "leaderrun-status(1), etcdctl(1), flock(1), timeout(1)",
-    );
-    roff.to_writer(&mut out).expect("writing to memory");
-    version_section(&mut out);
-    out
-}
+];
 
 /// EXIT STATUS, from the one table of exit codes.
 fn exit_status(roff: &mut Roff) {
@@ -349,8 +363,20 @@ pub fn status_man_page() -> Vec<u8> {
         ]],
     );
     let mut roff = Roff::new();
+    what_status_prints(&mut roff);
+    run_records(&mut roff);
+    status_exit_status(&mut roff);
+    examples(&mut roff, &STATUS_EXAMPLES);
+    see_also(&mut roff, "leaderrun(1), etcdctl(1)");
+    roff.to_writer(&mut out).expect("writing to memory");
+    version_section(&mut out);
+    out
+}
+
+/// WHAT IT PRINTS: each of status's outputs.
+fn what_status_prints(roff: &mut Roff) {
     tagged(
-        &mut roff,
+        roff,
         "WHAT IT PRINTS",
         &[
             ("text", "Lines \"election:\", \"leader:\" (pid, host, the time it became leader, token; or \"none\"), \"command:\", \"token:\", \"key:\", \"lease:\" (id in hex and seconds left), \"waiting:\" (replicas queued with --wait), when a --once-per window is open, \"once-per:\" (who started its run and when the window closes), and from the run records \"this run:\" (a run in progress; \"last start:\" instead when its leader is gone with no end recorded), \"last run:\" and \"last success:\" (outcome, host, start and end, token). A key with no lease that blocks the election is named as stale, with the etcdctl del that removes it."),
@@ -358,8 +384,12 @@ pub fn status_man_page() -> Vec<u8> {
             ("--watch", "A line per change of leader, in order, each starting with the time it was seen: \"NAME: led by pid PID on HOST (token N)\", \"NAME: no leader\", or \"NAME: blocked by\" a stale key. It follows etcd's watch, so a queue that hands over quickly still gets a line per leader; it rides out an etcd restart, and ends on SIGINT or SIGTERM with exit 0, or quietly when its reader goes away."),
         ],
     );
+}
+
+/// RUN RECORDS: the keys every run writes, and how far they can be trusted.
+fn run_records(roff: &mut Roff) {
     section(
-        &mut roff,
+        roff,
         "RUN RECORDS",
         &[
             &[("Every run writes ", false), ("<name>.last-started", true), (" (as it starts, and again as it ends), ", false), ("<name>.last-finished", true), (" and ", false), ("<name>.last-succeeded", true), (". Writes are fenced by entitlement, not by token: a run that still holds its leader key records its end unconditionally (it finished last, whatever the tokens say, with --max-running above 1 too); a run that lost its key writes only over records not written since its win was proven; last-started is the run that started last (the largest token of this cluster: a token above the store's revision, copied from another cluster, is replaced).", false)],
@@ -367,8 +397,12 @@ pub fn status_man_page() -> Vec<u8> {
             &[("Records and tokens copied into another cluster (etcdctl make-mirror) carry that cluster's revisions: new runs replace the records, but tokens start again low there, so a downstream fence that keeps the largest token refuses every new leader until it is reset; restoring a snapshot with etcdutl snapshot restore --bump-revision N --mark-compacted (etcd 3.5 and later) keeps tokens growing.", false)],
         ],
     );
+}
+
+/// leaderrun-status(1)'s EXIT STATUS: its own codes, not leaderrun's.
+fn status_exit_status(roff: &mut Roff) {
     tagged(
-        &mut roff,
+        roff,
         "EXIT STATUS",
         &[
             ("0", "Someone leads (or --watch ended)."),
@@ -380,25 +414,20 @@ pub fn status_man_page() -> Vec<u8> {
             ),
         ],
     );
-    examples(
-        &mut roff,
-        &[
-            (
-                "Who leads the deploys:",
-                "leaderrun status --name deploy/prod",
-            ),
-            (
-                "The election of a crontab line, named by the same command line the replicas run:",
-                "leaderrun status -- /usr/local/bin/nightly-batch",
-            ),
-            (
-                "A line per change of leader:",
-                "leaderrun status --name deploy/prod --watch",
-            ),
-        ],
-    );
-    see_also(&mut roff, "leaderrun(1), etcdctl(1)");
-    roff.to_writer(&mut out).expect("writing to memory");
-    version_section(&mut out);
-    out
 }
+
+/// leaderrun-status(1)'s EXAMPLES.
+const STATUS_EXAMPLES: [(&str, &str); 3] = [
+    (
+        "Who leads the deploys:",
+        "leaderrun status --name deploy/prod",
+    ),
+    (
+        "The election of a crontab line, named by the same command line the replicas run:",
+        "leaderrun status -- /usr/local/bin/nightly-batch",
+    ),
+    (
+        "A line per change of leader:",
+        "leaderrun status --name deploy/prod --watch",
+    ),
+];

@@ -1,14 +1,17 @@
 //! The command line. Doc comments here are the `--help` text, the man page
 //! and the completions: keep them the single source.
 //!
-//! This folder owns the options and their values (`parse.rs`), the text
-//! after `--help` (`help.rs`) and the generated man pages and completions
-//! (`docs.rs`). It checks input and says what is wrong in one line; it
-//! never talks to etcd or starts a process.
+//! This folder owns the options and their values (`parse.rs`), the plain
+//! values it hands to the layers below, made once with what clap knows of
+//! where each came from (`values.rs`; nothing below imports `cli`), the
+//! text after `--help` (`help.rs`) and the generated man pages and
+//! completions (`docs.rs`). It checks input and says what is wrong in one
+//! line; it never talks to etcd or starts a process.
 
 pub mod docs;
 pub mod help;
 mod parse;
+mod values;
 
 use parse::{
     parse_conflict_exit_code, parse_dial_timeout, parse_duration, parse_max_running, parse_signal,
@@ -19,7 +22,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgMatches, Args, Parser, Subcommand};
 use nix::sys::signal::Signal;
 
 const CONNECTION: &str = "Connection";
@@ -98,18 +101,33 @@ pub struct Cli {
     pub command: Vec<OsString>,
 }
 
-/// What one invocation does: the dispatch in `main`.
+/// Parses the command line (`args[0]` is the program). The matches are
+/// kept beside the options: they say where each value came from.
+pub fn parse(args: &[OsString]) -> Result<(Cli, ArgMatches), clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().try_get_matches_from(args)?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut Cli::command()))?;
+    Ok((cli, matches))
+}
+
+/// What one invocation does: the dispatch in `main`. The values for
+/// `status` and for a run are made here, and an error in them is said
+/// where the mode's own errors are.
 pub enum Mode {
     /// Print generated documentation (a man page, completions, a table).
     Docs(Vec<u8>),
     /// `leaderrun status`.
-    Status(Box<StatusArgs>),
+    Status(Box<anyhow::Result<crate::status::Options>>),
     /// Run the command as leader.
-    Run(Box<Cli>),
+    Run(Box<anyhow::Result<values::Run>>),
 }
 
+pub use values::Run;
+
 impl Cli {
-    pub fn mode(self) -> Mode {
+    /// What the options ask for; `matches` are those they were parsed
+    /// from, which say where each value came from.
+    pub fn mode(self, matches: &ArgMatches) -> Mode {
         if let Some(shell) = self.completions {
             return Mode::Docs(docs::completion(shell));
         }
@@ -122,18 +140,13 @@ impl Cli {
             });
         }
         match self.subcommand {
-            Some(Command::Status(args)) => Mode::Status(Box::new(args)),
-            None => Mode::Run(Box::new(self)),
+            Some(Command::Status(args)) => {
+                let matches = matches.subcommand_matches("status").unwrap_or(matches);
+                Mode::Status(Box::new(values::status(args, matches)))
+            }
+            None => Mode::Run(Box::new(values::run(self, matches))),
         }
     }
-}
-
-/// How `status` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    Prometheus,
 }
 
 /// The man pages the binary can print.
@@ -192,7 +205,7 @@ pub struct StatusArgs {
     /// How to print: text, json (as --json), or prometheus (the text
     /// exposition format, for node_exporter's textfile collector).
     #[arg(long, value_name = "FORMAT", value_enum, conflicts_with_all = ["json", "watch", "max_age"])]
-    pub format: Option<Format>,
+    pub format: Option<crate::status::Format>,
 
     #[command(flatten)]
     pub connection: ConnectionArgs,

@@ -48,8 +48,14 @@ use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, SortOrder, Txn, TxnO
 use crate::election::holder::{etcdctl_del, printable, Behind, Holder};
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
-use crate::exit::{CodedError, Exit};
 use line::first_in_line;
+
+/// Replicas of one election that disagree on what must be the same on all
+/// of them (--max-running, the --once-per window): no retry changes it, and
+/// the replica is refused rather than left to guess.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Disagreement(pub String);
 
 /// Proof that we lead: our key existed, first in line, with this create
 /// revision, at `revision`.
@@ -450,26 +456,22 @@ impl<'a> Election<'a> {
             return Ok(());
         };
         if other.holder.max_running == 0 {
-            return Err(CodedError::error(
-                Exit::Internal,
-                format!(
+            return Err(Disagreement(format!(
                     "--max-running {} cannot share {} with another tool's candidate ({}), which holds it alone: run it with --max-running 1, or give leaderrun another --name",
                     self.slots,
                     self.name,
                     other.describe(),
-                ),
-            ));
+                ))
+            .into());
         }
-        Err(CodedError::error(
-            Exit::Internal,
-            format!(
+        Err(Disagreement(format!(
                 "--max-running {} disagrees with {}, which runs {} with --max-running {}: give every replica the same --max-running",
                 self.slots,
                 other.describe(),
                 self.name,
                 other.holder.max_running
-            ),
-        ))
+            ))
+        .into())
     }
 
     /// Proves that we run before anything runs: our key still exists with our

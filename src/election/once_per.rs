@@ -19,10 +19,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::election::holder::{printable, Holder};
 use crate::election::record;
+use crate::election::Disagreement;
 use crate::election::Leadership;
 use crate::etcd::requests::{range_at, whole_seconds};
 use crate::etcd::Connection;
-use crate::exit::{CodedError, Exit};
 use crate::retry::CLEANUP;
 
 /// What an election's name is followed by in its marker's key.
@@ -129,9 +129,7 @@ pub async fn claim(
             return Ok(Claim::Ours);
         };
         // The caller gives our window lease back, with the marker.
-        return Err(CodedError::error(
-            Exit::Internal,
-            format!(
+        return Err(Disagreement(format!(
                 "--once-per {} disagrees with the window the last run of {} opened, {}: it began {}, within this one, and that window has closed: give every replica the same --once-per",
                 humantime::format_duration(window),
                 leadership.name,
@@ -139,8 +137,8 @@ pub async fn claim(
                     last.window_s.unwrap_or_default()
                 )),
                 last.describe()
-            ),
-        ));
+            ))
+        .into());
     }
     let marker = range_at(&response, 0).kvs.into_iter().next();
     // A put that went through, but whose answer was lost and the request
@@ -200,15 +198,13 @@ fn opened_within(value: &[u8], window: Duration) -> Option<LastRun> {
 /// first: refuse rather than guess.
 fn agreed(marker: Marker, election: &str, seconds: i64) -> Result<Marker> {
     match marker.last.window_s {
-        Some(theirs) if i64::try_from(theirs).ok() != Some(seconds) => Err(CodedError::error(
-            Exit::Internal,
-            format!(
+        Some(theirs) if i64::try_from(theirs).ok() != Some(seconds) => Err(Disagreement(format!(
                 "--once-per {} disagrees with the window {election} already has, {} (opened {}): give every replica the same --once-per",
                 humantime::format_duration(Duration::from_secs(seconds.unsigned_abs())),
                 humantime::format_duration(Duration::from_secs(theirs)),
                 marker.last.describe()
-            ),
-        )),
+            ))
+        .into()),
         _ => Ok(marker),
     }
 }

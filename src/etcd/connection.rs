@@ -18,6 +18,7 @@ use anyhow::{anyhow, Context, Result};
 use etcd_client::{Client, ConnectOptions};
 use tonic::transport::{Channel as TonicChannel, Endpoint as TonicEndpoint};
 
+use crate::error;
 use crate::etcd::credentials::Credentials;
 use crate::etcd::symptom::Symptom;
 
@@ -219,9 +220,9 @@ impl Connection {
             attempt += 1;
             let (Endpoint { client, index }, new) = match self.current_or_new().await {
                 Ok(endpoint) => endpoint,
-                Err(err) if err.is::<Refused>() => return Err(err),
+                Err(err) if error::find::<Refused>(&err).is_some() => return Err(err),
                 Err(err) => {
-                    let failed = err.chain().find_map(|cause| cause.downcast_ref::<Failed>());
+                    let failed = error::find::<Failed>(&err);
                     symptom = failed.map_or(Symptom::Other, |failed| failed.symptom);
                     only_certificates_failed &= symptom.is_certificate();
                     new_client_failed = true;
@@ -246,7 +247,7 @@ impl Connection {
                             attempts += 1;
                             continue;
                         }
-                        Err(err) if err.is::<Refused>() => {
+                        Err(err) if error::find::<Refused>(&err).is_some() => {
                             return Err(err.context(format!("etcd at {url} refused {what}")));
                         }
                         Err(err) => {
@@ -362,24 +363,18 @@ impl Connection {
 }
 
 /// A connection that failed, with what its error says about our options.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 struct Failed {
     symptom: Symptom,
     message: String,
 }
 
-impl std::fmt::Display for Failed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Failed {}
-
 /// etcd answered, and said no (bad credentials, a denied permission), or
 /// every endpoint failed the TLS handshake on a certificate: not worth
 /// another endpoint, nor a retry.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct Refused(String);
 
 impl Refused {
@@ -387,14 +382,6 @@ impl Refused {
         Refused(message.into())
     }
 }
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
 
 /// Whether another attempt (on another endpoint, or later) could succeed.
 pub fn is_transient(err: &etcd_client::Error) -> bool {
@@ -430,16 +417,9 @@ fn is_no_space(err: &etcd_client::Error) -> bool {
 }
 
 /// A refusal of a full etcd ([`is_no_space`]): only an operator ends it.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct NoSpace(String);
-
-impl std::fmt::Display for NoSpace {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for NoSpace {}
 
 /// An answer larger than the client's limit on a message: tonic's own
 /// decoding error, not etcd's (its status is OutOfRange, its text fixed).

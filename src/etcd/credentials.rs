@@ -17,7 +17,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
-use crate::cli::ConnectionArgs;
+use crate::etcd::Options;
 
 /// How to secure and authenticate connections to etcd.
 #[derive(Clone, Default)]
@@ -81,11 +81,11 @@ impl fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    pub fn from_args(args: &ConnectionArgs) -> Result<Self> {
+    pub fn from_options(args: &Options) -> Result<Self> {
         let identity = match (&args.cert, &args.key) {
             (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
             (None, None) => None,
-            // clap enforces the pair; this is for callers that build args by hand.
+            // The command line enforces the pair; this is for options built otherwise.
             _ => bail!("--cert and --key go together"),
         };
         let files = TlsFiles {
@@ -93,14 +93,7 @@ impl Credentials {
             identity,
         };
         let tls = files.read()?;
-        // USER:PASSWORD says more than an inherited ETCDCTL_PASSWORD (a
-        // nested leaderrun, or one exported as README advises): it wins.
-        let inherited = std::env::var("ETCDCTL_PASSWORD").ok();
-        let password = args.password.as_deref().filter(|password| {
-            let inline = args.user.as_deref().is_some_and(|user| user.contains(':'));
-            !(inline && inherited.as_deref() == Some(*password))
-        });
-        let user = match (&args.user, password) {
+        let user = match (&args.user, args.password.as_deref()) {
             (None, None) => None,
             (None, Some(_)) => bail!("--password (or ETCDCTL_PASSWORD) needs --user"),
             (Some(user), password) => Some(split_user(user, password)?),

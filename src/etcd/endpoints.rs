@@ -7,21 +7,11 @@ use anyhow::{bail, Result};
 /// ETCDCTL_ENDPOINTS says otherwise; the same as etcdctl's.
 pub const DEFAULT: &str = "127.0.0.1:2379";
 
-/// Picks the endpoint list: the flag (or LEADERRUN_ENDPOINTS, which clap
-/// folds into it), then ETCDCTL_ENDPOINTS, then [`DEFAULT`]. Bare
-/// `host:port` means https when `tls` (any TLS option was given), as with
-/// etcdctl.
-pub fn resolve(flag: Option<&str>, tls: bool) -> Result<Vec<String>> {
-    // An empty variable is unset, as for ETCDCTL_ENDPOINTS; an empty
-    // --endpoints given on the command line is an error.
-    let from_variable = std::env::var("LEADERRUN_ENDPOINTS").ok();
-    let flag =
-        flag.filter(|text| !(text.trim().is_empty() && from_variable.as_deref() == Some(*text)));
-    let etcdctl = std::env::var("ETCDCTL_ENDPOINTS").ok();
-    let text = flag
-        .or(etcdctl.as_deref().filter(|text| !text.trim().is_empty()))
-        .unwrap_or(DEFAULT);
-    parse(text, if tls { "https" } else { "http" })
+/// The endpoint list: `given` (which the command line chose), or
+/// [`DEFAULT`]. Bare `host:port` means https when `tls` (any TLS option was
+/// given), as with etcdctl.
+pub fn resolve(given: Option<&str>, tls: bool) -> Result<Vec<String>> {
+    parse(given.unwrap_or(DEFAULT), if tls { "https" } else { "http" })
 }
 
 /// Parses a comma-separated list into normalised URLs with an explicit

@@ -10,6 +10,7 @@ pub mod endpoints;
 pub mod requests;
 mod symptom;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -18,17 +19,37 @@ pub use connection::Connection;
 use connection::Settings;
 use credentials::Credentials;
 
-use crate::cli::ConnectionArgs;
+/// Where etcd is and how to reach it, as the user gave it (the options, or
+/// the variables that stand for them): checked when connecting. No
+/// `Debug`: it holds the password.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// The endpoint list as given, comma-separated; None: [`endpoints::DEFAULT`].
+    pub endpoints: Option<String>,
+    /// Bound on connecting plus one request to one endpoint.
+    pub dial_timeout: Duration,
+    /// CAs to trust instead of the system's (PEM).
+    pub cacert: Option<PathBuf>,
+    /// The client certificate and its key (PEM); one without the other is
+    /// refused.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub insecure_skip_tls_verify: bool,
+    /// `USER` or `USER:PASSWORD`.
+    pub user: Option<String>,
+    /// The password for `user`, if not in it.
+    pub password: Option<String>,
+}
 
 /// A connection as the options say: endpoints, TLS, credentials, the dial
 /// timeout, and an HTTP/2 ping every `ping_interval`, which breaks streams
 /// on a dead or frozen connection.
-pub fn connect(args: &ConnectionArgs, ping_interval: Duration) -> Result<Connection> {
-    let credentials = Credentials::from_args(args)?;
-    let endpoints = endpoints::resolve(args.endpoints.as_deref(), credentials.tls_requested())?;
+pub fn connect(options: &Options, ping_interval: Duration) -> Result<Connection> {
+    let credentials = Credentials::from_options(options)?;
+    let endpoints = endpoints::resolve(options.endpoints.as_deref(), credentials.tls_requested())?;
     Ok(Connection::new(Settings {
         endpoints,
-        dial_timeout: args.dial_timeout,
+        dial_timeout: options.dial_timeout,
         ping_interval,
         credentials,
     }))

@@ -27,9 +27,9 @@ use crate::election::once_per::{self, Claim, Marker};
 use crate::election::{
     Attempt, Candidate, Election, KeyLoss, Leader, Leadership, OwnKey, PlaceLost, Queued, Turn,
 };
+use crate::error;
 use crate::etcd::connection::NoSpace;
 use crate::etcd::Connection;
-use crate::exit;
 use crate::lease::Lease;
 
 /// A run before its command exists.
@@ -350,9 +350,9 @@ fn key_gone() -> Event {
 
 /// What kind of failure an etcd error is, for the table.
 fn trouble(err: &anyhow::Error) -> Trouble {
-    if exit::is_final(err) {
+    if error::is_final(err) {
         Trouble::Refused
-    } else if err.chain().any(|cause| cause.is::<NoSpace>()) {
+    } else if error::find::<NoSpace>(err).is_some() {
         Trouble::Full
     } else {
         Trouble::Outage

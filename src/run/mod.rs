@@ -22,7 +22,6 @@ mod stopping;
 mod supervise;
 
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -32,9 +31,7 @@ use nix::sys::signal::Signal;
 use crate::child::env;
 use crate::child::guard::Guard;
 use crate::child::{self, job, terminal};
-use crate::cli::Cli;
 use crate::election::holder::Holder;
-use crate::election::name;
 use crate::etcd;
 use crate::signals::Signals;
 
@@ -76,48 +73,17 @@ impl Config {
         variables.extend(self.etcd_env.iter().cloned());
         variables
     }
-
-    fn from_cli(cli: Cli) -> Result<Config> {
-        let command = cli.command;
-        let program = child::resolve(&command[0])?;
-        let election = match cli.election.name.name {
-            Some(name) if name.is_empty() => anyhow::bail!("--name must not be empty"),
-            Some(name) => name,
-            None => name::derive(&command),
-        };
-        let holder = Holder {
-            max_running: cli.election.max_running,
-            ..Holder::for_this_process(&command, cli.election.redact_args)
-        };
-        Ok(Config {
-            program,
-            holder,
-            election,
-            ttl: cli.election.ttl,
-            // --wait-timeout bounds a wait: it implies one, as `flock -w` does.
-            wait: cli.election.wait || cli.election.wait_timeout.is_some(),
-            wait_timeout: cli.election.wait_timeout,
-            conflict_code: cli.election.conflict_exit_code,
-            once_per: cli.election.once_per,
-            kill_signal: cli.child.kill_signal,
-            kill_after: cli.child.kill_after,
-            timeout: cli.child.timeout,
-            max_running: cli.election.max_running,
-            explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
-            etcd_env: Vec::new(),
-            handoff: handoff::Handoff::from_value(
-                std::env::var_os(handoff::Handoff::VARIABLE).as_deref(),
-            ),
-            command,
-        })
-    }
 }
 
-pub async fn run(cli: Cli) -> Result<i32> {
+/// Runs the command as leader, as `config` says, with etcd reached as
+/// `etcd_options` say; `etcdctl` is what the command is told of that etcd.
+pub async fn run(
+    mut config: Config,
+    etcd_options: etcd::Options,
+    etcdctl: env::Etcdctl,
+) -> Result<i32> {
     // First: from here on a signal is ours to answer, in every phase.
     let mut signals = Signals::install().context("installing signal handlers")?;
-    let connection_args = cli.connection.clone();
-    let mut config = Config::from_cli(cli)?;
     tracing::info!("election {}", config.election);
     // The guardian first, while leaderrun is small and before anything
     // waits on etcd: its start is then off the path between winning and
@@ -129,8 +95,8 @@ pub async fn run(cli: Cli) -> Result<i32> {
     // A dead connection must break the keep-alive stream well within the
     // TTL: ping every third of it.
     let ping = (config.ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
-    let connection = etcd::connect(&connection_args, ping)?;
-    config.etcd_env = env::etcdctl(&connection_args, &connection.settings().endpoints);
+    let connection = etcd::connect(&etcd_options, ping)?;
+    config.etcd_env = env::etcdctl(&etcdctl, &connection.settings().endpoints);
     job::become_subreaper();
     child::listen_for_exits();
     terminal::watch_continue();

@@ -23,7 +23,7 @@ use crate::election::holder::{self, Holder};
 use crate::election::record;
 use crate::election::{self, Election, Leadership, OwnKey, Successor};
 use crate::etcd::Connection;
-use crate::exit::{CodedError, Exit};
+use crate::exit::Exit;
 use crate::lease::Lease;
 use crate::signals::Signals;
 
@@ -80,7 +80,7 @@ impl<'a> Leading<'a> {
         let child = match Child::spawn(&config.program, &config.command, &env, &won.guard) {
             Ok(child) => child,
             Err(error) => {
-                let exit = spawn_exit(&error);
+                let exit = crate::exit::exit_of(&error);
                 return Err(Box::new(NotStarted {
                     exit,
                     won,
@@ -144,12 +144,6 @@ impl<'a> Leading<'a> {
         let in_time = || !schedule.must_stop(lease.state().expires);
         self.child.follow_stop(signal, in_time);
     }
-}
-
-/// The exit code for a command that could not be started.
-fn spawn_exit(err: &anyhow::Error) -> Exit {
-    err.downcast_ref::<CodedError>()
-        .map_or(Exit::Internal, |coded| coded.code)
 }
 
 /// With one runner, our key still holds the holder as it queued (the win

@@ -19,8 +19,7 @@ use std::time::SystemTime;
 use anyhow::Result;
 use etcd_client::GetOptions;
 
-use super::{render, write_out, Report, StartState};
-use crate::cli::Format;
+use super::{render, write_out, Format, Report, StartState};
 use crate::election::holder::printable;
 use crate::election::name;
 use crate::etcd::Connection;

@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::{Format, StatusArgs};
 use crate::election::once_per::{self, Marker};
 use crate::election::record;
-use crate::election::{self, name, Leader};
+use crate::election::{self, Leader};
 use crate::etcd::{self, Connection};
 use crate::exit::Exit;
 
@@ -22,37 +21,47 @@ use crate::exit::Exit;
 /// within this, and the watch moves to another endpoint.
 const PING: Duration = Duration::from_secs(5);
 
-pub async fn status(args: StatusArgs) -> Result<i32> {
-    let format = match (args.format, args.json) {
-        (Some(format), _) => format,
-        (None, true) => Format::Json,
-        (None, false) => Format::Text,
+/// How `status` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Prometheus,
+}
+
+/// Which elections `status` reads.
+pub enum Elections {
+    /// Every election whose name starts with the prefix (`--all`).
+    All { prefix: String },
+    /// One, by its name.
+    One(String),
+}
+
+/// What `leaderrun status` was asked for.
+pub struct Options {
+    pub elections: Elections,
+    pub format: Format,
+    /// Follow the leader instead of reading it once.
+    pub watch: bool,
+    /// `--max-age`: a freshness check instead of a report.
+    pub max_age: Option<Duration>,
+    pub etcd: etcd::Options,
+}
+
+pub async fn status(options: Options) -> Result<i32> {
+    let connection = etcd::connect(&options.etcd, PING)?;
+    let election = match options.elections {
+        Elections::All { prefix } => return all::all(&connection, &prefix, options.format).await,
+        Elections::One(election) => election,
     };
-    if args.all {
-        let connection = etcd::connect(&args.connection, PING)?;
-        let prefix = args.prefix.as_deref().unwrap_or_default();
-        return all::all(&connection, prefix, format).await;
-    }
-    let election = match (&args.name.name, args.command.is_empty()) {
-        // One of them names it: a command beside --name would be ignored.
-        (Some(_), false) => {
-            anyhow::bail!(
-                "name the election with --name or with the command line after --, not both"
-            )
-        }
-        (Some(name), _) if !name.is_empty() => name.clone(),
-        (None, false) => name::derive(&args.command),
-        _ => anyhow::bail!("name the election with --name, or give the command line after --"),
-    };
-    let connection = etcd::connect(&args.connection, PING)?;
-    if args.watch {
+    if options.watch {
         return watch::watch(&connection, &election).await;
     }
-    if let Some(max_age) = args.max_age {
+    if let Some(max_age) = options.max_age {
         return fresh(&connection, &election, max_age).await;
     }
     let report = Report::read(&connection, election.as_bytes()).await?;
-    let shown = match format {
+    let shown = match options.format {
         Format::Json => render::json(&report),
         Format::Text => render::text(&report),
         Format::Prometheus => all::prometheus(std::slice::from_ref(&report)),
@@ -67,7 +76,7 @@ pub async fn status(args: StatusArgs) -> Result<i32> {
 /// An election as `status` shows it.
 pub struct Report {
     /// The name as etcd's keys spell it: bytes, not always UTF-8 (shown
-    /// with [`name::escaped`]).
+    /// with [`election::name::escaped`]).
     pub election: Vec<u8>,
     pub leader: Option<Leader>,
     /// Every runner, the leader first (one, unless --max-running).

@@ -1,0 +1,190 @@
+//! From the options as parsed to the plain values the layers below take:
+//! [`etcd::Options`], the command's `ETCDCTL_*` plan ([`env::Etcdctl`]),
+//! [`status::Options`] and a run's [`Config`].
+//!
+//! Where a value came from (the command line, its environment variable, a
+//! default) matters only here, and is read from clap ([`ValueSource`]),
+//! not from the environment again.
+
+use std::io::IsTerminal;
+
+use anyhow::{bail, Result};
+use clap::parser::ValueSource;
+use clap::ArgMatches;
+
+use super::{Cli, ConnectionArgs, StatusArgs};
+use crate::child::{self, env};
+use crate::election::holder::Holder;
+use crate::election::name;
+use crate::etcd;
+use crate::run::handoff::Handoff;
+use crate::run::Config;
+use crate::status::{self, Elections, Format};
+
+/// What a run takes: its configuration, how to reach etcd, and what the
+/// command is told about that etcd.
+pub struct Run {
+    pub config: Config,
+    pub etcd: etcd::Options,
+    pub etcdctl: env::Etcdctl,
+}
+
+/// Whether the value of the argument `id` came from its environment
+/// variable.
+fn from_variable(matches: &ArgMatches, id: &str) -> bool {
+    matches.value_source(id) == Some(ValueSource::EnvVariable)
+}
+
+/// How to reach etcd, with each value's source settled: an empty
+/// LEADERRUN_ENDPOINTS is unset (an empty --endpoints is an error, said when
+/// connecting), then ETCDCTL_ENDPOINTS, empty also unset; a password from
+/// ETCDCTL_PASSWORD gives way to one in `--user USER:PASSWORD`, which says
+/// more (a nested leaderrun, or a variable exported as README advises).
+fn etcd(args: &ConnectionArgs, matches: &ArgMatches) -> etcd::Options {
+    let blank = |text: &String| text.trim().is_empty();
+    let endpoints = args
+        .endpoints
+        .clone()
+        .filter(|text| !(blank(text) && from_variable(matches, "endpoints")))
+        .or_else(|| {
+            std::env::var("ETCDCTL_ENDPOINTS")
+                .ok()
+                .filter(|text| !blank(text))
+        });
+    let inline = args.user.as_deref().is_some_and(|user| user.contains(':'));
+    let password = args
+        .password
+        .clone()
+        .filter(|_| !(inline && from_variable(matches, "password")));
+    etcd::Options {
+        endpoints,
+        dial_timeout: args.dial_timeout,
+        cacert: args.cacert.clone(),
+        cert: args.cert.clone(),
+        key: args.key.clone(),
+        insecure_skip_tls_verify: args.insecure_skip_tls_verify,
+        user: args.user.clone(),
+        password,
+    }
+}
+
+/// What the command's `ETCDCTL_*` variables repeat of the options.
+fn etcdctl(args: &ConnectionArgs, matches: &ArgMatches) -> env::Etcdctl {
+    env::Etcdctl {
+        cacert: args.cacert.clone(),
+        cert: args.cert.clone(),
+        key: args.key.clone(),
+        insecure_skip_tls_verify: args.insecure_skip_tls_verify,
+        user: args.user.clone(),
+        user_inherited: from_variable(matches, "user"),
+        password_inherited: from_variable(matches, "password"),
+    }
+}
+
+/// `leaderrun status`'s values: one election (by --name or by the command
+/// line), or every one under --prefix.
+pub fn status(args: StatusArgs, matches: &ArgMatches) -> Result<status::Options> {
+    let format = match (args.format, args.json) {
+        (Some(format), _) => format,
+        (None, true) => Format::Json,
+        (None, false) => Format::Text,
+    };
+    let elections = if args.all {
+        Elections::All {
+            prefix: args.prefix.unwrap_or_default(),
+        }
+    } else {
+        Elections::One(match (args.name.name, args.command.is_empty()) {
+            // One of them names it: a command beside --name would be ignored.
+            (Some(_), false) => {
+                bail!("name the election with --name or with the command line after --, not both")
+            }
+            (Some(name), _) if !name.is_empty() => name,
+            (None, false) => name::derive(&args.command),
+            _ => bail!("name the election with --name, or give the command line after --"),
+        })
+    };
+    Ok(status::Options {
+        elections,
+        format,
+        watch: args.watch,
+        max_age: args.max_age,
+        etcd: etcd(&args.connection, matches),
+    })
+}
+
+/// A run's values. COMMAND is looked for in PATH here, so that one that
+/// cannot run is refused before campaigning.
+pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
+    let etcd = etcd(&cli.connection, matches);
+    let etcdctl = etcdctl(&cli.connection, matches);
+    let command = cli.command;
+    let program = child::resolve(&command[0])?;
+    let election = match cli.election.name.name {
+        Some(name) if name.is_empty() => bail!("--name must not be empty"),
+        Some(name) => name,
+        None => name::derive(&command),
+    };
+    let holder = Holder {
+        max_running: cli.election.max_running,
+        ..Holder::for_this_process(&command, cli.election.redact_args)
+    };
+    let config = Config {
+        program,
+        holder,
+        election,
+        ttl: cli.election.ttl,
+        // --wait-timeout bounds a wait: it implies one, as `flock -w` does.
+        wait: cli.election.wait || cli.election.wait_timeout.is_some(),
+        wait_timeout: cli.election.wait_timeout,
+        conflict_code: cli.election.conflict_exit_code,
+        once_per: cli.election.once_per,
+        kill_signal: cli.child.kill_signal,
+        kill_after: cli.child.kill_after,
+        timeout: cli.child.timeout,
+        max_running: cli.election.max_running,
+        explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
+        etcd_env: Vec::new(),
+        handoff: Handoff::from_value(std::env::var_os(Handoff::VARIABLE).as_deref()),
+        command,
+    };
+    Ok(Run {
+        config,
+        etcd,
+        etcdctl,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn parsed(args: &[&str]) -> (Cli, ArgMatches) {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        super::super::parse(&args).expect("parses")
+    }
+
+    /// What the command line says is kept as said: an empty --endpoints is
+    /// an error later, not the default, and --password is not dropped for
+    /// a USER:PASSWORD (credentials then refuse the two).
+    #[test]
+    fn values_from_the_command_line_are_kept() {
+        let (cli, matches) = parsed(&[
+            "leaderrun",
+            "--endpoints",
+            "",
+            "--user",
+            "u:pw",
+            "--password",
+            "other",
+            "--",
+            "true",
+        ]);
+        let options = etcd(&cli.connection, &matches);
+        assert_eq!(options.endpoints.as_deref(), Some(""));
+        assert_eq!(options.password.as_deref(), Some("other"));
+        let plan = etcdctl(&cli.connection, &matches);
+        assert!(!plan.user_inherited && !plan.password_inherited);
+    }
+}

@@ -1,0 +1,50 @@
+//! How an error is recognised once it has travelled up as an
+//! [`anyhow::Error`]: by its type, wherever it sits in the chain of
+//! contexts, with [`find`], the one idiom for it. And the one
+//! classification every retry loop shares: [`is_final`].
+//!
+//! The types themselves are defined where they arise (etcd's refusals in
+//! `etcd::connection`, a disagreement among replicas in `election`, a
+//! command that cannot be run in `child`); their exit codes are chosen in
+//! `exit::exit_of`, at the top.
+
+use crate::election::Disagreement;
+use crate::etcd::connection::Refused;
+
+/// The error of type `E` in `err`'s chain, if there is one: `err` itself,
+/// or any context or cause below it.
+pub fn find<E>(err: &anyhow::Error) -> Option<&E>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    err.chain().find_map(|cause| cause.downcast_ref::<E>())
+}
+
+/// Whether no retry and no wait will change `err`: etcd refused us (our
+/// credentials, a permission, or our certificate with the TLS files read
+/// again), or the replicas disagree on a configuration that must be the
+/// same on all of them.
+pub fn is_final(err: &anyhow::Error) -> bool {
+    find::<Refused>(err).is_some() || find::<Disagreement>(err).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn an_error_is_found_under_its_contexts() {
+        let err = Err::<(), _>(anyhow::Error::new(Refused::new("permission denied")))
+            .context("granting a lease")
+            .context("campaigning")
+            .unwrap_err();
+        assert_eq!(
+            find::<Refused>(&err).map(ToString::to_string).as_deref(),
+            Some("permission denied")
+        );
+        assert!(is_final(&err));
+        let other = anyhow::anyhow!("etcd is unreachable").context("campaigning");
+        assert!(find::<Refused>(&other).is_none() && !is_final(&other));
+    }
+}
