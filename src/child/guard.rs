@@ -40,6 +40,8 @@ use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Pid};
 
+use super::job::JobGone;
+
 /// The guardian's process name (`comm`) and command line.
 pub const GUARD_NAME: &std::ffi::CStr = c"lr-guardian";
 
@@ -67,6 +69,18 @@ pub struct Guard {
     pid: Pid,
     /// Collected by [`Guard::release`]: nothing left for [`Drop`] to do.
     reaped: bool,
+    guarding: Guarding,
+}
+
+/// What the guardian guards, which says whether it may be told "done".
+enum Guarding {
+    /// No job: none was started (its group, if a failed spawn named one,
+    /// has nothing left in it).
+    Nothing,
+    /// A job not seen gone: the guardian stays armed.
+    Job,
+    /// The job, seen gone.
+    Gone(JobGone),
 }
 
 impl Guard {
@@ -129,6 +143,7 @@ impl Guard {
                     pipe: Some(std::fs::File::from(write)),
                     pid: child,
                     reaped: false,
+                    guarding: Guarding::Nothing,
                 })
             }
         }
@@ -161,20 +176,41 @@ impl Guard {
         }
     }
 
-    fn tell(&mut self, line: &str) {
+    /// A job was started, its group named to the guardian (see
+    /// `Child::spawn`): from here on only a [`JobGone`] lets the guardian
+    /// be told "done".
+    pub(super) fn guard_job(&mut self) {
+        self.guarding = Guarding::Job;
+    }
+
+    /// The job is gone: the guardian may be told "done" on release.
+    pub fn job_gone(&mut self, gone: JobGone) {
+        self.guarding = Guarding::Gone(gone);
+    }
+
+    /// Tells the guardian "done", which only a proof that the job is gone
+    /// allows.
+    fn done(&mut self, _gone: JobGone) {
         if let Some(pipe) = &mut self.pipe {
             // One write: a line never interleaves with the child's.
-            let _ = pipe.write_all(format!("{line}\n").as_bytes());
+            let _ = pipe.write_all(b"done\n");
         }
     }
 
     /// At the end of a run, once the resignation's first request is
-    /// answered (the job gone, or never started; see `run`): tells the
-    /// guardian "done", then collects its exit within
-    /// `limit`, so that no zombie is left to whoever adopts it (a PID 1
-    /// that does not reap, in a container).
+    /// answered (see `run`): tells the guardian "done" if the job is gone
+    /// or never started (see [`Self::job_gone`]), else leaves it armed, to
+    /// kill the group; then collects its exit within `limit`, so that no
+    /// zombie is left to whoever adopts it (a PID 1 that does not reap, in
+    /// a container).
     pub async fn release(mut self, limit: std::time::Duration) {
-        self.tell("done");
+        match std::mem::replace(&mut self.guarding, Guarding::Job) {
+            Guarding::Nothing => self.done(JobGone::nothing_started()),
+            Guarding::Gone(gone) => self.done(gone),
+            Guarding::Job => {
+                tracing::info!("the command's job was not seen gone: the guardian kills its group")
+            }
+        }
         drop(self.pipe.take());
         let collected = crate::clock::timeout(limit, super::collect(self.pid));
         self.reaped = collected.await.is_some();

@@ -26,7 +26,7 @@ use tokio::signal::unix::{Signal as SignalStream, SignalKind};
 
 use crate::clock;
 use crate::exit::{CodedError, Exit};
-use job::Job;
+use job::{Job, JobGone};
 use spawn::Process;
 use terminal::Lent;
 
@@ -39,6 +39,10 @@ pub enum ChildEvent {
     Stopped(Signal),
 }
 
+/// The running command and its whole job. Dropped before its job was seen
+/// gone (an error on the way out of supervision, say), it SIGKILLs the job
+/// there and then, as process-wrap's `KillOnDrop` does: no way out of a
+/// run leaves the job running.
 pub struct Child {
     process: Process,
     /// The child's pid, which is also its process group id.
@@ -109,7 +113,7 @@ impl Child {
         program: &Path,
         command: &[OsString],
         env: &env::Variables,
-        guardian: &guard::Guard,
+        guardian: &mut guard::Guard,
     ) -> anyhow::Result<Child> {
         // Before the spawn, so that no stop or exit of the child goes unseen.
         let child_changes = tokio::signal::unix::signal(SignalKind::child())
@@ -119,6 +123,7 @@ impl Child {
         let process = spawn::spawn(program, command, env, guardian.pipe_fd(), take_terminal)
             .map_err(|err| spawn_error(&command[0], err))?;
         let group = process.pid;
+        guardian.guard_job();
         let mut lent = lent.unwrap_or_default();
         if take_terminal {
             // The child did the same before its exec; this only records it.
@@ -247,7 +252,7 @@ impl Child {
 
     /// Whether anything of the job is alive (background jobs and daemons
     /// can outlive the command itself).
-    pub fn job_alive(&self) -> bool {
+    pub fn job_alive(&mut self) -> bool {
         !self.job.reap_and_list(self.group).is_empty()
     }
 
@@ -263,9 +268,33 @@ impl Child {
         }
     }
 
+    /// The proof that the job is gone, if a look found it so (a wait for
+    /// it, [`Self::job_alive`]): for the guardian's release.
+    pub fn gone(&self) -> Option<JobGone> {
+        self.job.gone()
+    }
+
     /// After a kill: the terminal back in leaderrun's hands, with the modes
     /// it had before the command ran.
     pub fn restore_terminal(&mut self) {
+        self.terminal.take_back(true);
+    }
+}
+
+/// How long a drop waits for the job to die of SIGKILL (as
+/// [`Child::kill_job`] is given by supervision).
+const KILL_ON_DROP: Duration = Duration::from_secs(1);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.job.gone().is_some() {
+            return;
+        }
+        tracing::info!("the command's job was not seen gone; SIGKILL");
+        self.job.kill_now(self.group, KILL_ON_DROP);
+        if self.status.is_none() {
+            let _ = self.process.try_wait();
+        }
         self.terminal.take_back(true);
     }
 }

@@ -55,7 +55,7 @@ impl Supervision<'_> {
     pub async fn run(
         &self,
         signals: &mut Signals,
-        guard: &Guard,
+        guard: &mut Guard,
         started: impl FnOnce(),
         ended: &mut Option<record::Ended>,
     ) -> Result<i32> {
@@ -178,6 +178,11 @@ impl Supervision<'_> {
                 Exit::TimedOut.code()
             }
         };
+        // Only a job seen gone lets the guardian be told "done"; an early
+        // return above leaves it armed, and `child`'s drop kills the job.
+        if let Some(gone) = child.gone() {
+            guard.job_gone(gone);
+        }
         *ended = Some(record::Ended::new(
             run.ended(outcome, Some(code)),
             Some(start),
