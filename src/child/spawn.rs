@@ -138,7 +138,13 @@ pub fn spawn(
 impl Process {
     /// The exit status, if the process has exited (reaped now).
     pub fn try_wait(&self) -> io::Result<Option<ExitStatus>> {
-        self.wait_with(libc::WNOHANG)
+        let status = self.wait_with(libc::WNOHANG)?;
+        if status.is_some() && wait_fails() {
+            return Err(io::Error::other(
+                "the wait failed, as LEADERRUN_TEST_FAIL_WAIT asks",
+            ));
+        }
+        Ok(status)
     }
 
     fn wait_blocking(&self) -> io::Result<Option<ExitStatus>> {
@@ -154,6 +160,22 @@ impl Process {
             _ => Ok(Some(ExitStatus::from_raw(status))),
         }
     }
+}
+
+/// Test builds only: with `LEADERRUN_TEST_FAIL_WAIT` set, the wait that
+/// collects the command's exit fails (once it has collected it), so that a
+/// test can show that a run whose supervision fails still stops the whole
+/// job and leaves the guardian armed. Read once; a release build has no
+/// such variable.
+#[cfg(debug_assertions)]
+fn wait_fails() -> bool {
+    static FAILS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FAILS.get_or_init(|| std::env::var_os("LEADERRUN_TEST_FAIL_WAIT").is_some())
+}
+
+#[cfg(not(debug_assertions))]
+fn wait_fails() -> bool {
+    false
 }
 
 /// The child, on leaderrun's memory until the exec: system calls only.
