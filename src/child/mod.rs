@@ -8,6 +8,7 @@
 
 pub mod env;
 
+pub(crate) mod forked;
 pub mod guard;
 pub mod job;
 pub mod spawn;
@@ -120,7 +121,7 @@ impl Child {
             .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
         let lent = Lent::prepare();
         let take_terminal = lent.is_some();
-        let process = spawn::spawn(program, command, env, guardian.pipe_fd(), take_terminal)
+        let process = spawn::spawn(program, command, env, guardian.pipe(), take_terminal)
             .map_err(|err| spawn_error(&command[0], err))?;
         let group = process.pid;
         guardian.guard_job();
@@ -326,30 +327,6 @@ async fn collect(pid: Pid) {
     while let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
         exits.recv().await;
     }
-}
-
-/// Writes `group` and a newline to the guardian's pipe. Async-signal-safe:
-/// no allocation, one write(2) (atomic on a pipe, so it never interleaves
-/// with leaderrun's own line).
-fn tell_guardian(pipe: std::os::fd::RawFd, group: i32) {
-    let mut line = [0u8; 16];
-    let mut digits = [0u8; 12];
-    let (mut value, mut count) = (group.unsigned_abs(), 0);
-    loop {
-        digits[count] = b'0' + (value % 10) as u8;
-        count += 1;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    for (at, digit) in digits[..count].iter().rev().enumerate() {
-        line[at] = *digit;
-    }
-    line[count] = b'\n';
-    // SAFETY: the pipe is open in this process until exec (close-on-exec).
-    let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(pipe) };
-    let _ = nix::unistd::write(pipe, &line[..=count]);
 }
 
 fn spawn_error(program: &OsString, err: io::Error) -> anyhow::Error {
