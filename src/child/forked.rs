@@ -296,7 +296,7 @@ fn ignore_every_signal() {
 
 /// What the guardian does with what leaderrun told it: the group to kill,
 /// unless leaderrun said "done" (it finished cleanly), or named none.
-pub(super) fn group_to_kill(said: &[u8]) -> Option<i32> {
+fn group_to_kill(said: &[u8]) -> Option<i32> {
     let mut group = None;
     for line in said.split(|byte| *byte == b'\n') {
         if line == b"done" {
