@@ -97,17 +97,5 @@ impl Signals {
 /// Whether `signal` is ignored now: before [`Signals::install`], whether it
 /// was ignored on entry (exec keeps an ignored signal ignored).
 fn ignored(signal: Signal) -> bool {
-    disposition(signal as i32) == Some(nix::libc::SIG_IGN)
-}
-
-/// What `signal` does now: SIG_DFL, SIG_IGN or a handler's address; None
-/// if it cannot be read. One system call, no allocation: a forked or
-/// cloned child may call it before its exec.
-pub fn disposition(signal: nix::libc::c_int) -> Option<nix::libc::sighandler_t> {
-    // SAFETY: sigaction reads the disposition into a local; nothing is set.
-    unsafe {
-        let mut current: nix::libc::sigaction = std::mem::zeroed();
-        (nix::libc::sigaction(signal, std::ptr::null(), &mut current) == 0)
-            .then_some(current.sa_sigaction)
-    }
+    crate::child::forked::disposition(signal as i32) == Some(nix::libc::SIG_IGN)
 }

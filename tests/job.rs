@@ -125,6 +125,89 @@ fn unread_by_guardian(guardian: i32) -> usize {
     unread as usize
 }
 
+/// What leaderrun told the guardian, read through a reader of our own on
+/// its pipe: what was written and not read yet.
+fn told_guardian(reader: &mut std::fs::File) -> String {
+    use std::io::Read;
+    let mut said = Vec::new();
+    let mut buffer = [0u8; 256];
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => said.extend_from_slice(&buffer[..read]),
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(err) => panic!("reading the guardian's pipe: {err}"),
+        }
+    }
+    String::from_utf8_lossy(&said).into_owned()
+}
+
+/// A run whose supervision fails (the wait for the command's exit, made to
+/// fail by the test builds' LEADERRUN_TEST_FAIL_WAIT) exits 125, and still
+/// stops the whole job, a daemon that left the group included, and leaves
+/// the guardian armed: it was never told "done". A writer of our own on the
+/// guardian's pipe keeps it asleep after leaderrun exits, so that what
+/// leaderrun told it can be read, and so that only leaderrun can have
+/// stopped the job.
+#[test]
+fn a_failed_wait_still_stops_the_whole_job_and_leaves_the_guardian_armed() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (pidfile, background, go) = (
+        dir.path().join("d"),
+        dir.path().join("bg"),
+        dir.path().join("go"),
+    );
+    let then = format!(
+        "sleep 331 & echo $! > '{}'; until [ -e '{}' ]; do sleep 0.01; done",
+        background.display(),
+        go.display()
+    );
+    let mut replica = Replica::spawn(
+        leaderrun(&etcd.endpoint())
+            .env("LEADERRUN_TEST_FAIL_WAIT", "1")
+            .args(["--name", "jobs/failed-wait", "--"])
+            .args(daemonizing(&pidfile, &then)),
+    );
+    let daemon = read_pid(&pidfile, Duration::from_secs(10));
+    let background = read_pid(&background, Duration::from_secs(10));
+    let mut strays = Strays::new();
+    strays.add(daemon, "sleep 313");
+    strays.add(background, "sleep 331");
+    let guardians = guardians_of(replica.pid());
+    assert_eq!(guardians.len(), 1, "one guardian");
+    let pipe = format!("/proc/{}/fd/0", guardians[0]);
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(&pipe)
+        .unwrap();
+    let writer = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
+
+    std::fs::write(&go, "").unwrap();
+    let (code, stderr) = replica.finish(Duration::from_secs(10));
+    let left: Vec<i32> = [daemon, background]
+        .into_iter()
+        .filter(|pid| alive(*pid))
+        .collect();
+    let said = told_guardian(&mut reader);
+    eprintln!("left running: {left:?}; the guardian was told {said:?}");
+    assert_eq!(code, Some(125), "{stderr}");
+    assert!(stderr.contains("waiting for the command"), "{stderr}");
+    assert!(left.is_empty(), "the job outlived leaderrun: {left:?}");
+    assert!(
+        said.lines().any(|line| line.parse::<i32>().is_ok()),
+        "the command named its group: {said:?}"
+    );
+    assert!(!said.contains("done"), "the guardian was told {said:?}");
+    assert!(alive(guardians[0]), "the guardian sleeps on, armed");
+    drop(writer);
+    await_condition(Duration::from_secs(5), "the guardian to exit", || {
+        !alive(guardians[0])
+    });
+}
+
 /// The guardian is released once the resignation the next leader waits on
 /// is answered, not beside it: its exit takes a CPU for a while, and on a
 /// small machine it took it from etcd, as etcd worked on that request.

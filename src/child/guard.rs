@@ -24,7 +24,7 @@
 //!   queues: the guardian opens no binary, so that changes nothing.
 //! - `pkill lr-guardian`, or SIGTERM to every process of a unit (systemd),
 //!   must not leave the job unguarded either: the guardian ignores every
-//!   signal it can ([`ignore_every_signal`]); only SIGKILL ends it.
+//!   signal it can (`forked::ignore_every_signal`); only SIGKILL ends it.
 //!
 //! What the guardian cannot do: once leaderrun is dead, a descendant that
 //! left the command's process group (`setsid`) has been reparented out of
@@ -32,34 +32,17 @@
 //! descendants itself (see `job`).
 
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::fcntl::OFlag;
-use nix::libc;
-use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use nix::unistd::{ForkResult, Pid};
+use nix::unistd::Pid;
+
+use super::forked;
+use super::job::JobGone;
 
 /// The guardian's process name (`comm`) and command line.
 pub const GUARD_NAME: &std::ffi::CStr = c"lr-guardian";
-
-/// Ignores every signal but SIGKILL and SIGSTOP, which cannot be: leaderrun's
-/// handlers go with it (they would write to leaderrun's signal pipe).
-/// Killed, the guardian leaves nobody to stop the job if leaderrun dies
-/// next: `pkill lr-guardian`, an operator's `kill` of a stray-looking
-/// process, or systemd's stop of a unit, which sends SIGTERM to every
-/// process in it (leaderrun then ends the run and tells the guardian
-/// "done"). A real fault still ends it: the kernel delivers SIGSEGV and the
-/// like at their defaults when they are ignored. The two real-time signals
-/// the C library keeps for itself cannot be set here, and keep theirs.
-fn ignore_every_signal() {
-    for signal in 1..=libc::SIGRTMAX() {
-        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-            // SAFETY: sets a disposition; no handler of ours runs.
-            unsafe { libc::signal(signal, libc::SIG_IGN) };
-        }
-    }
-}
 
 pub struct Guard {
     /// None once closed (on drop).
@@ -67,6 +50,18 @@ pub struct Guard {
     pid: Pid,
     /// Collected by [`Guard::release`]: nothing left for [`Drop`] to do.
     reaped: bool,
+    guarding: Guarding,
+}
+
+/// What the guardian guards, which says whether it may be told "done".
+enum Guarding {
+    /// No job: none was started (its group, if a failed spawn named one,
+    /// has nothing left in it).
+    Nothing,
+    /// A job not seen gone: the guardian stays armed.
+    Job,
+    /// The job, seen gone.
+    Gone(JobGone),
 }
 
 impl Guard {
@@ -91,53 +86,20 @@ impl Guard {
             nix::sys::stat::Mode::empty(),
         )?;
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        // Every signal blocked across the fork: until the child has put
-        // the handlers back to their defaults, a handler of leaderrun's
-        // run there would write to leaderrun's signal pipe.
-        let all = nix::sys::signal::SigSet::all();
-        let before = all.thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_SETMASK)?;
-        // SAFETY: the child makes only async-signal-safe system calls
-        // (setsid, signal, sigprocmask, dup2, close_range, prctl, poll, read,
-        // kill, _exit), on memory made before the fork, and never returns
-        // from this block.
-        let forked = unsafe { nix::unistd::fork() };
-        if !matches!(forked, Ok(ForkResult::Child)) {
-            let _ = before.thread_set_mask();
-        }
-        match forked? {
-            ForkResult::Child => unsafe {
-                // A session of its own, so that the terminal's signals miss
-                // it; leaderrun's handlers gone (they would write to
-                // leaderrun's signal pipe); no signal blocked; stdin the
-                // pipe; nothing else of leaderrun's open: the pipe's write
-                // end least of all, or the hang-up would never come.
-                libc::setsid();
-                ignore_every_signal();
-                let mut none: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut none);
-                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-                libc::dup2(read.as_raw_fd(), 0);
-                libc::dup2(null.as_raw_fd(), 1);
-                libc::dup2(null.as_raw_fd(), 2);
-                close_from(3);
-                rename(arguments);
-                libc::_exit(run())
-            },
-            ForkResult::Parent { child } => {
-                drop(read);
-                Ok(Guard {
-                    pipe: Some(std::fs::File::from(write)),
-                    pid: child,
-                    reaped: false,
-                })
-            }
-        }
+        let child = forked::fork_guardian(read.as_fd(), null.as_fd(), arguments)?;
+        drop(read);
+        Ok(Guard {
+            pipe: Some(std::fs::File::from(write)),
+            pid: child,
+            reaped: false,
+            guarding: Guarding::Nothing,
+        })
     }
 
     /// The pipe to the guardian, for the child to name its own group
     /// between fork and exec (see `Child::spawn`).
-    pub fn pipe_fd(&self) -> std::os::fd::RawFd {
-        self.pipe.as_ref().map_or(-1, AsRawFd::as_raw_fd)
+    pub fn pipe(&self) -> Option<BorrowedFd<'_>> {
+        self.pipe.as_ref().map(AsFd::as_fd)
     }
 
     /// The guardian's pid: not part of the command's job.
@@ -161,20 +123,41 @@ impl Guard {
         }
     }
 
-    fn tell(&mut self, line: &str) {
+    /// A job was started, its group named to the guardian (see
+    /// `Child::spawn`): from here on only a [`JobGone`] lets the guardian
+    /// be told "done".
+    pub(super) fn guard_job(&mut self) {
+        self.guarding = Guarding::Job;
+    }
+
+    /// The job is gone: the guardian may be told "done" on release.
+    pub fn job_gone(&mut self, gone: JobGone) {
+        self.guarding = Guarding::Gone(gone);
+    }
+
+    /// Tells the guardian "done", which only a proof that the job is gone
+    /// allows.
+    fn done(&mut self, _gone: JobGone) {
         if let Some(pipe) = &mut self.pipe {
             // One write: a line never interleaves with the child's.
-            let _ = pipe.write_all(format!("{line}\n").as_bytes());
+            let _ = pipe.write_all(b"done\n");
         }
     }
 
     /// At the end of a run, once the resignation's first request is
-    /// answered (the job gone, or never started; see `run`): tells the
-    /// guardian "done", then collects its exit within
-    /// `limit`, so that no zombie is left to whoever adopts it (a PID 1
-    /// that does not reap, in a container).
+    /// answered (see `run`): tells the guardian "done" if the job is gone
+    /// or never started (see [`Self::job_gone`]), else leaves it armed, to
+    /// kill the group; then collects its exit within `limit`, so that no
+    /// zombie is left to whoever adopts it (a PID 1 that does not reap, in
+    /// a container).
     pub async fn release(mut self, limit: std::time::Duration) {
-        self.tell("done");
+        match std::mem::replace(&mut self.guarding, Guarding::Job) {
+            Guarding::Nothing => self.done(JobGone::nothing_started()),
+            Guarding::Gone(gone) => self.done(gone),
+            Guarding::Job => {
+                tracing::info!("the command's job was not seen gone: the guardian kills its group")
+            }
+        }
         drop(self.pipe.take());
         let collected = crate::clock::timeout(limit, super::collect(self.pid));
         self.reaped = collected.await.is_some();
@@ -194,52 +177,6 @@ impl Drop for Guard {
     }
 }
 
-/// The guardian's main, in the forked child: sleeps until the pipe on
-/// stdin hangs up, then kills the group it was told unless it was told
-/// "done". Returns its exit code. System calls only, on the stack.
-fn run() -> i32 {
-    wait_for_hangup(0);
-    // What leaderrun wrote: a group line, and "done"; a few bytes. Read to
-    // the end (EOF, or an error: the pipe broke), keeping what fits.
-    let mut said = [0u8; 256];
-    let mut length = 0;
-    loop {
-        let room = &mut said[length..];
-        if room.is_empty() {
-            break;
-        }
-        // SAFETY: reads into the unused end of a buffer on the stack.
-        let read = unsafe { libc::read(0, room.as_mut_ptr().cast(), room.len()) };
-        if read <= 0 {
-            break;
-        }
-        length += read as usize;
-    }
-    if let Some(group) = group_to_kill(&said[..length]) {
-        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
-    }
-    0
-}
-
-/// What the guardian does with what leaderrun told it: the group to kill,
-/// unless leaderrun said "done" (it finished cleanly), or named none.
-fn group_to_kill(said: &[u8]) -> Option<i32> {
-    let mut group = None;
-    for line in said.split(|byte| *byte == b'\n') {
-        if line == b"done" {
-            return None;
-        }
-        // Parsing a number allocates nothing: safe in the forked child.
-        let named = std::str::from_utf8(line)
-            .ok()
-            .and_then(|line| line.parse::<i32>().ok());
-        if let Some(pid) = named {
-            group = Some(pid).filter(|pid| *pid > 1);
-        }
-    }
-    group
-}
-
 /// Where leaderrun's command line lies in its memory (`arg_start` and
 /// `arg_end` of `/proc/self/stat`), for the guardian to write its own name
 /// over: `pkill -f leaderrun` must not match it.
@@ -252,79 +189,9 @@ fn argument_area() -> Option<(usize, usize)> {
     (start < end).then_some((start, end))
 }
 
-/// Names the guardian [`GUARD_NAME`]: its `comm`, and its command line,
-/// written over the one at `area` (the guardian's own copy of leaderrun's),
-/// the rest zeroed, so that `/proc/PID/cmdline` reads "lr-guardian".
-/// Without the area, the command line stays leaderrun's.
-///
-/// # Safety
-/// `area` is the argument area of this process, from [`argument_area`].
-unsafe fn rename(area: Option<(usize, usize)>) {
-    // The kernel copies the NUL-terminated name.
-    libc::prctl(libc::PR_SET_NAME, GUARD_NAME.as_ptr());
-    let Some((start, end)) = area else { return };
-    let name = GUARD_NAME.to_bytes();
-    let length = end - start;
-    if length <= name.len() {
-        return;
-    }
-    let base = start as *mut u8;
-    std::ptr::write_bytes(base, 0, length);
-    std::ptr::copy_nonoverlapping(name.as_ptr(), base, name.len());
-}
-
-/// Closes every file descriptor from `first` up.
-fn close_from(first: u32) {
-    // SAFETY: close_range takes plain numbers.
-    let closed = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0) };
-    if closed != 0 {
-        // Before Linux 5.9: one by one, up to a generous bound.
-        for fd in first..4096 {
-            // SAFETY: closing a number that may not be open.
-            unsafe { libc::close(fd as i32) };
-        }
-    }
-}
-
-/// Sleeps until every writer of the pipe `fd` has closed it. A poll for no
-/// event at all: the kernel wakes it for the hang-up (or an error) only,
-/// not for data written to the pipe.
-fn wait_for_hangup(fd: std::os::fd::RawFd) {
-    let mut pipe = libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    };
-    loop {
-        // SAFETY: one pollfd, on the stack.
-        let ready = unsafe { libc::poll(&mut pipe, 1, -1) };
-        let interrupted = ready < 0 && nix::errno::Errno::last() == nix::errno::Errno::EINTR;
-        if !interrupted {
-            // Hung up, or poll failed: reading tells which (EOF, or data
-            // and then EOF, or an error: all end the wait below).
-            return;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_group_is_killed_unless_leaderrun_said_done() {
-        assert_eq!(group_to_kill(b"4242\n"), Some(4242), "leaderrun died");
-        assert_eq!(group_to_kill(b"4242\ndone\n"), None, "a clean end");
-        assert_eq!(group_to_kill(b""), None, "no group was named");
-        assert_eq!(group_to_kill(b"done\n"), None, "nothing ran");
-        // Never a group that would be everyone, or init's.
-        assert_eq!(group_to_kill(b"1\n"), None);
-        assert_eq!(group_to_kill(b"0\n"), None);
-        assert_eq!(group_to_kill(b"-5\n"), None);
-        assert_eq!(group_to_kill(b"99999999999\n"), None, "not a pid");
-        // A line cut short by leaderrun's death names nothing.
-        assert_eq!(group_to_kill(b"42x"), None);
-    }
 
     #[test]
     fn the_command_line_area_is_found() {

@@ -23,10 +23,13 @@
 //! alone, as for the guardian.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::{getpid, Pid};
+
+use crate::clock;
 
 /// Makes orphaned descendants leaderrun's children (see the module doc).
 /// Not inherited across fork, so the command is not one.
@@ -144,24 +147,59 @@ fn parse_stat(pid: i32, stat: &str) -> Option<Process> {
     })
 }
 
+/// Proof that the command's job is gone: a look at it found nothing of it
+/// alive, or none was ever started. Only this folder makes one, and the
+/// guardian is told "done" only with one in hand (see `guard`): every other
+/// way out leaves it armed.
+#[derive(Debug)]
+#[must_use]
+pub struct JobGone(());
+
+impl JobGone {
+    /// No job was started, or its spawn failed before the exec (the child
+    /// made only system calls, then exited and was collected).
+    pub(super) fn nothing_started() -> JobGone {
+        JobGone(())
+    }
+}
+
 /// The command's job, as seen from leaderrun.
 pub struct Job {
     /// The command's process group (its pid).
     group: Pid,
     /// Not part of the job: the guardian, which leaderrun started itself.
     spared: Option<Pid>,
+    /// A look found nothing of the job alive: nothing of it can start
+    /// anything again.
+    gone: bool,
 }
 
 impl Job {
     pub fn new(group: Pid, spared: Option<Pid>) -> Job {
-        Job { group, spared }
+        Job {
+            group,
+            spared,
+            gone: false,
+        }
+    }
+
+    /// The proof, if a look found the job gone.
+    pub fn gone(&self) -> Option<JobGone> {
+        self.gone.then_some(JobGone(()))
     }
 
     /// Reaps the orphans leaderrun adopted (see [`Self::reap_orphans`]),
     /// then the job's processes that are alive (zombies do not count):
     /// members of the group and leaderrun's descendants, the guardian
-    /// excepted. One walk of `/proc` serves both.
-    pub fn reap_and_list(&self, command: Pid) -> Vec<Pid> {
+    /// excepted. One walk of `/proc` serves both. An empty list is
+    /// remembered: the job is gone.
+    pub fn reap_and_list(&mut self, command: Pid) -> Vec<Pid> {
+        let live = self.look(command);
+        self.gone = live.is_empty();
+        live
+    }
+
+    fn look(&self, command: Pid) -> Vec<Pid> {
         if self.surely_gone() {
             return Vec::new();
         }
@@ -174,6 +212,27 @@ impl Job {
             .filter(|process| !process.zombie)
             .map(|process| Pid::from_raw(process.pid))
             .collect()
+    }
+
+    /// SIGKILLs the job until nothing of it is left, or `limit`, blocking
+    /// the thread: for a job whose owner goes away before it was seen gone
+    /// (see `Child`'s `Drop`), where nothing can be awaited. `command` is
+    /// the command's pid, whose status its owner collects.
+    pub fn kill_now(&mut self, command: Pid, limit: Duration) {
+        let until = clock::Instant::now() + limit;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            self.signal(Signal::SIGKILL);
+            if self.reap_and_list(command).is_empty() {
+                return;
+            }
+            if until.has_passed() {
+                tracing::warn!(group = self.group.as_raw(), "the job outlived SIGKILL");
+                return;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
     }
 
     /// Whether the job is gone, judged cheaply: no process of the group is

@@ -5,9 +5,14 @@
 //! This folder owns every process leaderrun creates and every signal it
 //! sends to them; it knows nothing of etcd. What to do when (forward a
 //! signal, stop the job, follow a Ctrl-Z) is decided in `run::phase`.
+//! [`Child`] is the running job: dropped before its job was seen gone, it
+//! kills it; only a [`job::JobGone`] lets the guardian be told "done".
+//! Every line a child runs before its exec is in `forked`, with the rules
+//! it keeps.
 
 pub mod env;
 
+pub(crate) mod forked;
 pub mod guard;
 pub mod job;
 pub mod spawn;
@@ -25,7 +30,7 @@ use nix::unistd::Pid;
 use tokio::signal::unix::{Signal as SignalStream, SignalKind};
 
 use crate::clock;
-use job::Job;
+use job::{Job, JobGone};
 use spawn::Process;
 use terminal::Lent;
 
@@ -38,6 +43,10 @@ pub enum ChildEvent {
     Stopped(Signal),
 }
 
+/// The running command and its whole job. Dropped before its job was seen
+/// gone (an error on the way out of supervision, say), it SIGKILLs the job
+/// there and then, as process-wrap's `KillOnDrop` does: no way out of a
+/// run leaves the job running.
 pub struct Child {
     process: Process,
     /// The child's pid, which is also its process group id.
@@ -118,19 +127,21 @@ impl Child {
         program: &Path,
         command: &[OsString],
         env: &env::Variables,
-        guardian: &guard::Guard,
+        guardian: &mut guard::Guard,
     ) -> anyhow::Result<Child> {
         // Before the spawn, so that no stop or exit of the child goes unseen.
         let child_changes = tokio::signal::unix::signal(SignalKind::child())
             .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
         let lent = Lent::prepare();
         let take_terminal = lent.is_some();
-        let process = spawn::spawn(program, command, env, guardian.pipe_fd(), take_terminal)
-            .map_err(|error| SpawnError::Spawn {
+        let process = spawn::spawn(program, command, env, guardian.pipe(), take_terminal).map_err(
+            |error| SpawnError::Spawn {
                 program: PathBuf::from(&command[0]),
                 error,
-            })?;
+            },
+        )?;
         let group = process.pid;
+        guardian.guard_job();
         let mut lent = lent.unwrap_or_default();
         if take_terminal {
             // The child did the same before its exec; this only records it.
@@ -259,7 +270,7 @@ impl Child {
 
     /// Whether anything of the job is alive (background jobs and daemons
     /// can outlive the command itself).
-    pub fn job_alive(&self) -> bool {
+    pub fn job_alive(&mut self) -> bool {
         !self.job.reap_and_list(self.group).is_empty()
     }
 
@@ -275,9 +286,33 @@ impl Child {
         }
     }
 
+    /// The proof that the job is gone, if a look found it so (a wait for
+    /// it, [`Self::job_alive`]): for the guardian's release.
+    pub fn gone(&self) -> Option<JobGone> {
+        self.job.gone()
+    }
+
     /// After a kill: the terminal back in leaderrun's hands, with the modes
     /// it had before the command ran.
     pub fn restore_terminal(&mut self) {
+        self.terminal.take_back(true);
+    }
+}
+
+/// How long a drop waits for the job to die of SIGKILL (as
+/// [`Child::kill_job`] is given by supervision).
+const KILL_ON_DROP: Duration = Duration::from_secs(1);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.job.gone().is_some() {
+            return;
+        }
+        tracing::info!("the command's job was not seen gone; SIGKILL");
+        self.job.kill_now(self.group, KILL_ON_DROP);
+        if self.status.is_none() {
+            let _ = self.process.try_wait();
+        }
         self.terminal.take_back(true);
     }
 }
@@ -309,28 +344,4 @@ async fn collect(pid: Pid) {
     while let Ok(WaitStatus::StillAlive) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
         exits.recv().await;
     }
-}
-
-/// Writes `group` and a newline to the guardian's pipe. Async-signal-safe:
-/// no allocation, one write(2) (atomic on a pipe, so it never interleaves
-/// with leaderrun's own line).
-fn tell_guardian(pipe: std::os::fd::RawFd, group: i32) {
-    let mut line = [0u8; 16];
-    let mut digits = [0u8; 12];
-    let (mut value, mut count) = (group.unsigned_abs(), 0);
-    loop {
-        digits[count] = b'0' + (value % 10) as u8;
-        count += 1;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    for (at, digit) in digits[..count].iter().rev().enumerate() {
-        line[at] = *digit;
-    }
-    line[count] = b'\n';
-    // SAFETY: the pipe is open in this process until exec (close-on-exec).
-    let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(pipe) };
-    let _ = nix::unistd::write(pipe, &line[..=count]);
 }

@@ -18,11 +18,12 @@
 //! The child shares leaderrun's memory: it makes only system calls, on
 //! memory made before the clone, and writes nothing but the errno of a
 //! failed exec. Every signal is blocked across the clone, so no handler of
-//! leaderrun's runs in it.
+//! leaderrun's runs in it. Its code, and the clone, are in `forked`, with
+//! the rules it keeps; this file makes what it needs, before.
 
 use std::ffi::{CString, OsString};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -31,8 +32,10 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::libc;
 use nix::unistd::Pid;
+use rustix::process::WaitOptions;
 
 use super::env;
+use super::forked::{self, Plan};
 
 /// The child's stack until its exec: system calls only, a few frames, and
 /// glibc's `execvpe`, which holds on the stack a path (at most PATH_MAX
@@ -43,22 +46,6 @@ const STACK: usize = 64 * 1024;
 /// The command's process.
 pub struct Process {
     pub pid: Pid,
-}
-
-/// What the child needs, all made before the clone.
-struct Plan {
-    parent: libc::pid_t,
-    guardian: RawFd,
-    take_terminal: bool,
-    /// Where the command was found when leaderrun started.
-    program: CString,
-    /// The command's name, searched for in PATH anew if `program` fails
-    /// to exec (gone since, say): the search `execvp` makes.
-    search: Option<CString>,
-    argv: Vec<*const libc::c_char>,
-    environment: Environment,
-    /// The errno of a failed exec, written by the child.
-    failure: AtomicI32,
 }
 
 /// Starts `program` with `command` as its arguments and `env` over
@@ -74,62 +61,41 @@ pub fn spawn(
     program: &Path,
     command: &[OsString],
     env: &env::Variables,
-    guardian: RawFd,
+    guardian: Option<BorrowedFd>,
     take_terminal: bool,
 ) -> io::Result<Process> {
     let args = command
         .iter()
         .map(|arg| CString::new(arg.as_bytes()))
         .collect::<Result<Vec<_>, _>>()?;
+    let argv = pointers(&args);
+    let path = CString::new(program.as_os_str().as_bytes())?;
+    let search = match program.as_os_str() == command[0] {
+        true => None,
+        false => Some(CString::new(command[0].as_bytes())?),
+    };
+    let environment = environment(env)?;
     let plan = Plan {
-        parent: nix::unistd::getpid().as_raw(),
+        parent: nix::unistd::getpid(),
         guardian,
         take_terminal,
-        program: CString::new(program.as_os_str().as_bytes())?,
-        search: match program.as_os_str() == command[0] {
-            true => None,
-            false => Some(CString::new(command[0].as_bytes())?),
-        },
-        argv: pointers(&args),
-        environment: environment(env)?,
+        program: &path,
+        search: search.as_deref(),
+        argv: &argv,
+        envp: &environment.envp,
         failure: AtomicI32::new(0),
     };
-    let size = stack_size(plan.argv.len());
     // Left unwritten: zeroing it here would fault in all of its pages on
     // the next leader's path; the child touches only the few at its top.
-    let mut stack: Vec<std::mem::MaybeUninit<u8>> = Vec::with_capacity(size);
-    // SAFETY: the stack outlives the child's use of it (CLONE_VFORK: we
-    // resume once it has exec'd or exited), and `plan` too; every signal is
-    // blocked across the clone and restored after. The child only writes
-    // to the stack before reading it, as any stack is used.
-    let pid = unsafe {
-        let top = stack.as_mut_ptr().add(size);
-        let top = top.sub(top as usize % 16);
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut before: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut before);
-        let pid = libc::clone(
-            run_child,
-            top.cast(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&plan as *const Plan).cast_mut().cast(),
-        );
-        let err = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
-        if pid == -1 {
-            return Err(err);
-        }
-        pid
-    };
+    let mut stack: Vec<u8> = Vec::with_capacity(stack_size(argv.len()));
     let process = Process {
-        pid: Pid::from_raw(pid),
+        pid: forked::clone_command(&plan, stack.spare_capacity_mut())?,
     };
     match plan.failure.load(Ordering::Acquire) {
         0 => Ok(process),
         errno => {
             // It has exited: collect it.
-            let _ = process.wait_blocking();
+            let _ = process.wait_with(WaitOptions::empty());
             Err(io::Error::from_raw_os_error(errno))
         }
     }
@@ -138,81 +104,36 @@ pub fn spawn(
 impl Process {
     /// The exit status, if the process has exited (reaped now).
     pub fn try_wait(&self) -> io::Result<Option<ExitStatus>> {
-        self.wait_with(libc::WNOHANG)
-    }
-
-    fn wait_blocking(&self) -> io::Result<Option<ExitStatus>> {
-        self.wait_with(0)
-    }
-
-    fn wait_with(&self, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
-        let mut status = 0;
-        // SAFETY: waitpid on our own child, into a local.
-        match unsafe { libc::waitpid(self.pid.as_raw(), &mut status, flags) } {
-            0 => Ok(None),
-            -1 => Err(io::Error::last_os_error()),
-            _ => Ok(Some(ExitStatus::from_raw(status))),
+        let status = self.wait_with(WaitOptions::NOHANG)?;
+        if status.is_some() && wait_fails() {
+            return Err(io::Error::other(
+                "the wait failed, as LEADERRUN_TEST_FAIL_WAIT asks",
+            ));
         }
+        Ok(status)
+    }
+
+    fn wait_with(&self, options: WaitOptions) -> io::Result<Option<ExitStatus>> {
+        let pid = rustix::process::Pid::from_raw(self.pid.as_raw());
+        let waited = rustix::process::waitpid(pid, options)?;
+        Ok(waited.map(|(_, status)| ExitStatus::from_raw(status.as_raw())))
     }
 }
 
-/// The child, on leaderrun's memory until the exec: system calls only.
-extern "C" fn run_child(plan: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `plan` points to the parent's Plan, alive until we exec or
-    // exit (CLONE_VFORK); only system calls follow.
-    unsafe {
-        let plan = &*(plan as *const Plan);
-        default_handlers();
-        libc::setpgid(0, 0);
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        if libc::getppid() != plan.parent {
-            libc::_exit(127);
-        }
-        // Name our group to the guardian before the exec: a SIGKILL of
-        // leaderrun from here on would otherwise leave what the command
-        // starts running (PDEATHSIG reaches this process only).
-        super::tell_guardian(plan.guardian, libc::getpid());
-        if plan.take_terminal {
-            // SIGTTOU, which tcsetpgrp raises from a background group, is
-            // blocked (every signal is, until the line below).
-            libc::tcsetpgrp(0, libc::getpid());
-        }
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        // A path with a slash: execvpe searches nothing, but still runs a
-        // script without `#!` with /bin/sh.
-        libc::execvpe(
-            plan.program.as_ptr(),
-            plan.argv.as_ptr(),
-            plan.environment.envp.as_ptr(),
-        );
-        if let Some(name) = &plan.search {
-            libc::execvpe(
-                name.as_ptr(),
-                plan.argv.as_ptr(),
-                plan.environment.envp.as_ptr(),
-            );
-        }
-        plan.failure
-            .store(*libc::__errno_location(), Ordering::Release);
-        libc::_exit(127)
-    }
+/// Test builds only: with `LEADERRUN_TEST_FAIL_WAIT` set, the wait that
+/// collects the command's exit fails (once it has collected it), so that a
+/// test can show that a run whose supervision fails still stops the whole
+/// job and leaves the guardian armed. Read once; a release build has no
+/// such variable.
+#[cfg(debug_assertions)]
+fn wait_fails() -> bool {
+    static FAILS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FAILS.get_or_init(|| std::env::var_os("LEADERRUN_TEST_FAIL_WAIT").is_some())
 }
 
-/// In a child of leaderrun (its handler table its own copy): leaderrun's
-/// signal handlers back to the defaults an exec would give, and SIGPIPE,
-/// which Rust ignores, too. System calls only.
-fn default_handlers() {
-    for signal in 1..libc::SIGRTMAX() {
-        let reset = crate::signals::disposition(signal).is_some_and(|current| {
-            current != libc::SIG_DFL && (current != libc::SIG_IGN || signal == libc::SIGPIPE)
-        });
-        if reset {
-            // SAFETY: sets a disposition; no handler of ours runs.
-            unsafe { libc::signal(signal, libc::SIG_DFL) };
-        }
-    }
+#[cfg(not(debug_assertions))]
+fn wait_fails() -> bool {
+    false
 }
 
 /// The child's stack for a command of `pointers` argv pointers (the null

@@ -33,8 +33,8 @@ pub fn in_foreground() -> bool {
 
 /// Makes `group` the terminal's foreground group. From a background group,
 /// tcsetpgrp raises SIGTTOU unless it is blocked, and would stop leaderrun
-/// under a job-control shell. Async-signal-safe: also called between fork
-/// and exec.
+/// under a job-control shell. (The command's process takes the foreground
+/// itself before its exec: see `forked`.)
 pub fn set_foreground(group: Pid) {
     with_ttou_blocked(|| {
         let _ = tcsetpgrp(io::stdin().as_fd(), group);
@@ -42,7 +42,7 @@ pub fn set_foreground(group: Pid) {
 }
 
 /// Runs `change` (a change to the terminal) with SIGTTOU blocked, so that
-/// a leaderrun in the background is not stopped by it. Async-signal-safe.
+/// a leaderrun in the background is not stopped by it.
 fn with_ttou_blocked(change: impl FnOnce()) {
     let mut ttou = SigSet::empty();
     ttou.add(Signal::SIGTTOU);

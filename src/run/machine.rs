@@ -11,9 +11,10 @@
 //!
 //! Every way out is an [`Ending`], carried out by [`finish`]: what is held
 //! in etcd given back (resigned with the run's records after a run), and
-//! the guardian released only once the job is known gone. A job not known
-//! gone (SIGKILL did not finish it within its bound) leaves the guardian
-//! armed: dropped, it kills what is left as leaderrun exits.
+//! the guardian released, told "done" only with the proof that the job is
+//! gone (`child::job::JobGone`). A job not known gone (SIGKILL did not
+//! finish it within its bound) leaves the guardian armed: it kills the
+//! job's group as it is let go.
 
 use anyhow::Result;
 use tokio::sync::Notify;
@@ -63,9 +64,8 @@ enum Ending {
     Run {
         code: Code,
         ended: Ended,
+        /// Holding the proof that the job is gone, if it is known gone.
         guard: Guard,
-        /// The job is gone (or never was): the guardian may be released.
-        gone: bool,
         error: Option<anyhow::Error>,
     },
 }
@@ -363,10 +363,16 @@ fn unexpected<'a>(state: State<'a>, action: Action, event: &Event) -> Next<'a> {
 /// behind back to the session, to resign with its records.
 fn run_ending(mut stopping: Stopping<'_>, session: &mut Session) -> Ending {
     stopping.restore_terminal();
-    let (code, gone) = (stopping.code, stopping.gone);
+    let (code, trust_proof) = (stopping.code, stopping.trust_proof);
     let leading = stopping.leading;
     let config = leading.config;
-    let won = leading.won;
+    let mut won = leading.won;
+    // Only the proof that the job is gone lets the guardian be told
+    // "done"; without it, it stays armed. The job itself is dropped here:
+    // not seen gone, it is killed as it goes.
+    if let Some(gone) = leading.child.gone().filter(|_| trust_proof) {
+        won.guard.job_gone(gone);
+    }
     let proven_at = won.leadership.revision;
     session.after_run(won.lease, won.own, leading.behind, true);
     let record = leading
@@ -376,7 +382,6 @@ fn run_ending(mut stopping: Stopping<'_>, session: &mut Session) -> Ending {
         code,
         ended: Ended::new(record, Some(leading.start), proven_at),
         guard: won.guard,
-        gone,
         error: None,
     }
 }
@@ -398,7 +403,6 @@ fn not_started_ending(
         code: Code::Own(exit),
         ended: Ended::new(record, None, proven_at),
         guard: won.guard,
-        gone: true,
         error: Some(error),
     }
 }
@@ -419,22 +423,8 @@ async fn finish(
             code,
             ended,
             guard,
-            gone,
             error,
-        } => {
-            // Not known gone: not released but dropped, still armed, it
-            // kills the job's group as its pipe closes.
-            let guard = match gone {
-                true => Some(guard),
-                false => {
-                    tracing::info!(
-                        "the command's job may still be there: the guardian stays armed"
-                    );
-                    None
-                }
-            };
-            (code, guard, Some(ended), error)
-        }
+        } => (code, Some(guard), Some(ended), error),
     };
     tracing::trace!(phase = ?Phase::Resigning, "giving back");
     let answered = Notify::new();

@@ -36,7 +36,7 @@
 //! | our place lost             | campaign again (--wait), else conflict     | –                    | –           |
 //! | leadership lost (2)        | –                                          | stop the job, 124    | cut the grace to the loss's |
 //! | the command exited         | –                                          | stop its leftovers, its status | – |
-//! | waiting for it failed      | –                                          | stop the job, 125    | –           |
+//! | waiting for it failed      | –                                          | stop the job, 125; the guardian stays armed | – |
 //! | --timeout passed           | –  (it counts from the command's start)    | stop the job, 123    | –           |
 //! | the command stopped (tty)  | –                                          | stop like it; continue with it | – |
 //! | the job gone               | –                                          | –                    | resign, exit with the stop's code |

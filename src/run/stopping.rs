@@ -25,8 +25,13 @@ pub struct Stopping<'a> {
     step: Step,
     /// Set once leadership is lost during a kept stop: the loss's deadline.
     cut: Option<clock::Instant>,
-    /// Nothing of the job is left: the guardian may be released.
-    pub gone: bool,
+    /// Nothing of the job was left at the last look.
+    gone: bool,
+    /// Whether a proof that the job is gone may disarm the guardian: not
+    /// after a failed wait for the command, when leaderrun's own view of
+    /// its processes is in doubt. The guardian, a process of its own,
+    /// then kills the job's group as it is let go, whatever we saw.
+    pub trust_proof: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +64,7 @@ impl<'a> Stopping<'a> {
     /// Starts stopping the job of `leading`, which ends with `code`. A job
     /// already gone (a command that exited and left nothing) needs no
     /// stop: the first event says so.
-    pub fn new(leading: Leading<'a>, code: Code, grace: Grace, why: &Event) -> Stopping<'a> {
+    pub fn new(mut leading: Leading<'a>, code: Code, grace: Grace, why: &Event) -> Stopping<'a> {
         let deadline = match grace {
             Grace::Lost => {
                 Deadline::Fixed(leading.schedule.kill_at(leading.won.lease.state().expires))
@@ -79,6 +84,7 @@ impl<'a> Stopping<'a> {
             step: Step::Starting,
             cut: None,
             gone,
+            trust_proof: !matches!(why, Event::WaitFailed),
         }
     }
 

@@ -77,7 +77,8 @@ impl<'a> Leading<'a> {
             .once_per
             .map(|window| crate::etcd::requests::whole_seconds(window).unsigned_abs());
         let run = record::Run::new(&holder, leadership.token, window);
-        let child = match Child::spawn(&config.program, &config.command, &env, &won.guard) {
+        let spawned = Child::spawn(&config.program, &config.command, &env, &mut won.guard);
+        let child = match spawned {
             Ok(child) => child,
             Err(error) => {
                 let exit = crate::exit::exit_of(&error);
@@ -126,7 +127,9 @@ impl<'a> Leading<'a> {
             happened = self.child.event() => match happened {
                 ChildEvent::Exited(Ok(status)) => Event::CommandExited(Status::of(status)),
                 ChildEvent::Exited(Err(err)) => {
-                    tracing::info!("waiting for the command: {err}");
+                    // Exits 125, which comes with its line.
+                    let line = format!("error: waiting for the command: {err}");
+                    crate::logging::say(crate::logging::Level::Error, &line);
                     Event::WaitFailed
                 }
                 ChildEvent::Stopped(signal) => Event::CommandStopped(signal),
