@@ -6,6 +6,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::etcd::kv::Kv;
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Holder {
     pub host: String,
@@ -53,12 +55,12 @@ pub struct Behind {
 impl Behind {
     /// A candidate as read from its key; None for a value that is not a
     /// JSON object (another tool's).
-    pub fn read(key: &[u8], token: i64, lease: i64, value: &[u8]) -> Option<Behind> {
-        let value: serde_json::Value = serde_json::from_slice(value).ok()?;
+    pub fn read(kv: &Kv) -> Option<Behind> {
+        let value: serde_json::Value = serde_json::from_slice(&kv.value).ok()?;
         value.is_object().then(|| Behind {
-            key: String::from_utf8_lossy(key).into_owned(),
-            token,
-            lease,
+            key: String::from_utf8_lossy(&kv.key).into_owned(),
+            token: kv.create_revision,
+            lease: kv.lease,
             value,
         })
     }
@@ -259,7 +261,8 @@ mod tests {
     fn a_handover_passes_on_who_is_behind_and_keeps_the_value() {
         let holder = Holder::for_this_process(&["true".into()], false);
         let value: serde_json::Value = serde_json::from_str(&holder.encode()).unwrap();
-        let behind = Behind::read(b"jobs/a/2", 9, 2, holder.encode().as_bytes()).unwrap();
+        let behind =
+            Behind::read(&Kv::written("jobs/a/2", 9, 2, holder.encode().as_bytes())).unwrap();
         let handed = Holder::handed_over(&value, 7, std::slice::from_ref(&behind)).unwrap();
         assert_eq!(Holder::decode(&handed), holder, "the holder is kept");
         assert_eq!(
@@ -284,7 +287,7 @@ mod tests {
         // No handover: a waiter's own value, or another tool's.
         assert_eq!(Holder::handover(holder.encode().as_bytes()), None);
         assert_eq!(Holder::handover(b"etcdctl-value"), None);
-        assert!(Behind::read(b"jobs/a/3", 9, 3, b"etcdctl-value").is_none());
+        assert!(Behind::read(&Kv::written("jobs/a/3", 9, 3, b"etcdctl-value")).is_none());
     }
 
     #[test]

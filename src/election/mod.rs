@@ -43,9 +43,10 @@ pub use line::{read_leader, Line, Snapshot};
 pub use watch::{watch_for_loss, OwnKey};
 
 use anyhow::{Context, Result};
-use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, SortOrder, Txn, TxnOp, TxnResponse};
+use etcd_client::{Compare, CompareOp, PutOptions, SortOrder, Txn, TxnOp, TxnResponse};
 
 use crate::election::holder::{etcdctl_del, printable, Behind, Holder};
+use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
 use crate::exit::{CodedError, Exit};
@@ -127,14 +128,14 @@ pub struct Leader {
 }
 
 impl Leader {
-    fn from_kv(kv: &KeyValue) -> Self {
+    fn from_kv(kv: &Kv) -> Self {
         Leader {
             // Escaped, not lossy: keys of names that are not UTF-8 stay
             // apart (the same text as a lossy copy for UTF-8 keys).
-            key: name::escaped(kv.key()).into_owned(),
-            token: kv.create_revision(),
-            lease: kv.lease(),
-            holder: Holder::decode(kv.value()),
+            key: name::escaped(&kv.key).into_owned(),
+            token: kv.create_revision,
+            lease: kv.lease,
+            holder: Holder::decode(&kv.value),
         }
     }
 
@@ -247,13 +248,25 @@ impl std::fmt::Display for PlaceLost {
 
 /// What a key we hold has become, judged from its latest version (None:
 /// deleted): still ours, or lost and how.
-fn judge(kv: Option<&KeyValue>, token: i64, lease: i64) -> Option<KeyLoss> {
+fn judge(kv: Option<&Kv>, token: i64, lease: i64) -> Option<KeyLoss> {
     match kv {
         None => Some(KeyLoss::Deleted),
-        Some(kv) if kv.create_revision() != token => Some(KeyLoss::Replaced),
-        Some(kv) if kv.lease() != lease => Some(KeyLoss::Overwritten),
+        Some(kv) if kv.create_revision != token => Some(KeyLoss::Replaced),
+        Some(kv) if kv.lease != lease => Some(KeyLoss::Overwritten),
         Some(_) => None,
     }
+}
+
+/// Whether a read at one revision proves a turn: our key, as read, still
+/// ours (created at `token`, on `lease`), and among `runners`, the first
+/// --max-running in line as the same read found them.
+fn proves_turn(ours: Option<&Kv>, token: i64, lease: i64, runners: &[Leader]) -> bool {
+    judge(ours, token, lease).is_none() && runs(runners, token)
+}
+
+/// Whether the candidate created at `token` is among `runners`.
+fn runs(runners: &[Leader], token: i64) -> bool {
+    runners.iter().any(|runner| runner.token == token)
 }
 
 /// One election: where it lives, its name, and how many of its candidates
@@ -303,18 +316,17 @@ impl<'a> Election<'a> {
         let page = range_at(&response, 0);
         if response.succeeded() {
             let kv = page
-                .kvs
                 .first()
                 .context("etcd did not return the key it just wrote")?;
             return Ok(Attempt::Won(Leadership {
                 name: self.name.to_string(),
                 key,
                 lease,
-                token: kv.create_revision(),
+                token: kv.create_revision,
                 revision,
             }));
         }
-        let runners = self.runners(page, revision).await?;
+        let runners = self.runners(page).await?;
         if runners.len() == self.slots {
             return Ok(Attempt::Lost(runners.into_iter().next()));
         }
@@ -379,24 +391,23 @@ impl<'a> Election<'a> {
                 .or_else([TxnOp::get(key.as_str(), None), first_in_line(self.name)]);
             let response = self.connection.txn("joining the queue", txn).await?;
             let revision = revision_of(&response);
-            let ours = range_at(&response, 0).kvs.into_iter().next();
-            let runners = self.runners(range_at(&response, 1), revision).await;
+            let ours = range_at(&response, 0).first();
+            let runners = self.runners(range_at(&response, 1)).await;
             let Some(ours) = ours else {
                 // The leader we agreed with is gone: agree with the next.
                 leader = runners?.into_iter().next();
                 continue;
             };
             let runners = runners?;
-            let token = ours.create_revision();
-            let intact = judge(Some(&ours), token, lease).is_none();
-            let running = runners.iter().any(|runner| runner.token == token);
+            let token = ours.create_revision;
+            let proven = proves_turn(Some(&ours), token, lease, &runners);
             return Ok(Queued {
                 candidate: Candidate {
                     key,
                     revision: token,
                 },
                 runners,
-                proven_at: (intact && running).then_some(revision),
+                proven_at: proven.then_some(revision),
             });
         }
         anyhow::bail!("the leader of {} kept changing as we joined", self.name)
@@ -404,7 +415,7 @@ impl<'a> Election<'a> {
 
     /// Whoever leads the election now, read in line order.
     async fn leader(&self) -> Result<Option<Leader>> {
-        let response = self
+        let page = self
             .connection
             .get(
                 "joining the queue",
@@ -412,18 +423,15 @@ impl<'a> Election<'a> {
                 Some(line::in_line(SortOrder::Ascend, line::FIRST_PAGE)),
             )
             .await?;
-        let revision = response.header().map_or(0, |header| header.revision());
-        let first = self
-            .first_candidates(response.into(), revision, SortOrder::Ascend, 1)
-            .await?;
+        let first = self.first_candidates(page, SortOrder::Ascend, 1).await?;
         Ok(first.first().map(Leader::from_kv))
     }
 
-    /// The first --max-running candidates in line, from a read at
-    /// `revision`; an error if the leader runs with another --max-running.
-    async fn runners(&self, page: Range, revision: i64) -> Result<Vec<Leader>> {
+    /// The first --max-running candidates in line, from a read in line
+    /// order; an error if the leader runs with another --max-running.
+    async fn runners(&self, page: Range) -> Result<Vec<Leader>> {
         let first = self
-            .first_candidates(page, revision, SortOrder::Ascend, self.slots)
+            .first_candidates(page, SortOrder::Ascend, self.slots)
             .await?;
         let runners: Vec<Leader> = first.iter().map(Leader::from_kv).collect();
         self.agree(&runners)?;
@@ -488,11 +496,8 @@ impl<'a> Election<'a> {
             return Ok(None);
         }
         let revision = revision_of(&response);
-        let runners = self.runners(range_at(&response, 0), revision).await?;
-        if !runners
-            .iter()
-            .any(|runner| runner.token == candidate.revision)
-        {
+        let runners = self.runners(range_at(&response, 0)).await?;
+        if !runs(&runners, candidate.revision) {
             return Ok(None);
         }
         Ok(Some(Leadership {
@@ -550,19 +555,18 @@ impl<'a> Election<'a> {
         let behind = line::in_line(SortOrder::Ascend, line::FIRST_PAGE)
             .with_min_create_revision(leadership.token + 1)
             .with_serializable();
-        let response = self
+        let page = self
             .connection
             .get("reading the queue", name::prefix(self.name), Some(behind))
             .await?;
-        let revision = response.header().map_or(0, |header| header.revision());
         let next = self
-            .first_candidates(response.into(), revision, SortOrder::Ascend, 1 + PASSED_ON)
+            .first_candidates(page, SortOrder::Ascend, 1 + PASSED_ON)
             .await?;
         // Only leaderruns of one runner, up to the first that is not.
         let line = next
             .iter()
-            .take_while(|kv| Holder::decode(kv.value()).max_running == 1)
-            .map_while(|kv| Behind::read(kv.key(), kv.create_revision(), kv.lease(), kv.value()))
+            .take_while(|kv| Holder::decode(&kv.value).max_running == 1)
+            .map_while(Behind::read)
             .collect();
         Ok(Successor::first_of(line, leadership.token))
     }
@@ -616,7 +620,71 @@ mod tests {
 
     fn behind(key: &str, token: i64, command: &str) -> Behind {
         let value = serde_json::json!({"host": "h", "pid": 1, "started": "s", "command": command});
-        Behind::read(key.as_bytes(), token, token, value.to_string().as_bytes()).unwrap()
+        Behind::read(&Kv::written(
+            key,
+            token,
+            token,
+            value.to_string().as_bytes(),
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_key_stays_ours_only_with_our_create_revision_and_lease() {
+        let ours = Kv::written("j/1f", 10, 0x1f, b"{}");
+        assert_eq!(judge(Some(&ours), 10, 0x1f), None);
+        // Rewritten by us (a handover, a "since"): still ours.
+        assert_eq!(judge(Some(&ours.rewritten(12, 0x1f, b"x")), 10, 0x1f), None);
+        assert_eq!(judge(None, 10, 0x1f), Some(KeyLoss::Deleted));
+        // Deleted and created again (by another lease's holder, or ours).
+        let again = Kv::written("j/1f", 14, 0x1f, b"{}");
+        assert_eq!(judge(Some(&again), 10, 0x1f), Some(KeyLoss::Replaced));
+        // A plain put keeps the create revision and drops the lease.
+        let put = ours.rewritten(13, 0, b"by hand");
+        assert_eq!(judge(Some(&put), 10, 0x1f), Some(KeyLoss::Overwritten));
+    }
+
+    fn runner(key: &str, token: i64) -> Leader {
+        Leader::from_kv(&Kv::written(key, token, token, b"{}"))
+    }
+
+    #[test]
+    fn a_turn_is_proven_by_our_key_intact_among_the_runners() {
+        let ours = Kv::written("j/2", 12, 2, b"{}");
+        let runners = [runner("j/1", 11), runner("j/2", 12)];
+        assert!(proves_turn(Some(&ours), 12, 2, &runners));
+        assert!(
+            !proves_turn(Some(&ours), 12, 2, &runners[..1]),
+            "not running"
+        );
+        assert!(!proves_turn(None, 12, 2, &runners), "gone");
+        let overwritten = ours.rewritten(13, 0, b"");
+        assert!(!proves_turn(Some(&overwritten), 12, 2, &runners));
+        // Another key of the same name, created later, is not ours.
+        assert!(!proves_turn(Some(&ours), 11, 2, &runners[1..]));
+    }
+
+    #[test]
+    fn a_leader_is_read_from_its_key_whatever_wrote_it() {
+        let holder = Holder::decode(br#"{"host":"web-2","pid":42,"started":"s","command":"c"}"#);
+        let leader = Leader::from_kv(&Kv::written("j/2a", 7, 0x2a, holder.encode().as_bytes()));
+        assert_eq!(
+            (leader.key.as_str(), leader.token, leader.lease),
+            ("j/2a", 7, 0x2a)
+        );
+        assert_eq!(leader.holder, holder);
+        assert_eq!(leader.holder.max_running, 1, "left out when 1");
+        assert!(!leader.stale());
+        assert_eq!(leader.describe(), "pid 42 on web-2 since s (token 7)");
+        // `etcdctl elect`'s value, and a key with no lease.
+        let foreign = Leader::from_kv(&Kv::written(&b"odd/\xfe/1"[..], 8, 0, b"proposal"));
+        assert_eq!(foreign.key, "odd/\\xfe/1");
+        assert_eq!(
+            (foreign.holder.command.as_str(), foreign.holder.max_running),
+            ("proposal", 0)
+        );
+        assert!(foreign.stale());
+        assert!(foreign.describe().starts_with("a stale key with no lease"));
     }
 
     #[test]

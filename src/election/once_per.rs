@@ -11,7 +11,7 @@
 //! `<name>/`, where etcd's election protocol (and `etcdctl elect`) would
 //! count it as a candidate.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 use etcd_client::{Compare, CompareOp, PutOptions, TxnOp};
@@ -124,8 +124,9 @@ pub async fn claim(
     // On an error the caller gives the window lease back with the rest.
     let response = response?;
     if response.succeeded() {
-        let last = range_at(&response, 0).kvs.into_iter().next();
-        let Some(last) = last.and_then(|kv| opened_within(kv.value(), window)) else {
+        let last = range_at(&response, 0).first();
+        let Some(last) = last.and_then(|kv| opened_within(&kv.value, window, SystemTime::now()))
+        else {
             return Ok(Claim::Ours);
         };
         // The caller gives our window lease back, with the marker.
@@ -142,12 +143,12 @@ pub async fn claim(
             ),
         ));
     }
-    let marker = range_at(&response, 0).kvs.into_iter().next();
+    let marker = range_at(&response, 0).first();
     // A put that went through, but whose answer was lost and the request
     // retried on another endpoint, finds our own marker.
     if marker
         .as_ref()
-        .is_some_and(|kv| kv.lease() == window_lease_id)
+        .is_some_and(|kv| kv.lease == window_lease_id)
     {
         return Ok(Claim::Ours);
     }
@@ -157,7 +158,7 @@ pub async fn claim(
     let Some(marker) = marker else {
         return Ok(Claim::LeadershipLost);
     };
-    let marker = read_marker(connection, marker.value(), marker.lease()).await;
+    let marker = read_marker(connection, &marker.value, marker.lease).await;
     agreed(marker, &leadership.name, seconds).map(Claim::Taken)
 }
 
@@ -170,14 +171,13 @@ pub async fn claim(
 /// --once-per opened no window and counts for none. This compares wall
 /// clocks (the record's writer's and ours), which the marker's lease does
 /// not: README's --once-per asks for a window longer than the clocks' skew.
-fn opened_within(value: &[u8], window: Duration) -> Option<LastRun> {
+/// `now` is our clock's time.
+fn opened_within(value: &[u8], window: Duration, now: SystemTime) -> Option<LastRun> {
     let last = record::decode(value).filter(|last| last.outcome != record::Outcome::NotStarted)?;
     let ours = whole_seconds(window).unsigned_abs();
     let theirs = last.once_per_s.filter(|theirs| *theirs != ours)?;
     let began = humantime::parse_rfc3339(&last.started).ok()?;
-    let age = std::time::SystemTime::now()
-        .duration_since(began)
-        .unwrap_or_default();
+    let age = now.duration_since(began).unwrap_or_default();
     if age >= window {
         return None;
     }
@@ -223,8 +223,8 @@ pub async fn current(
     let response = connection
         .get("reading the --once-per marker", key, None)
         .await?;
-    match response.kvs().first() {
-        Some(kv) => Ok(Some(read_marker(connection, kv.value(), kv.lease()).await)),
+    match response.kvs.first() {
+        Some(kv) => Ok(Some(read_marker(connection, &kv.value, kv.lease).await)),
         None => Ok(None),
     }
 }
@@ -240,4 +240,75 @@ async fn read_marker(connection: &Connection, value: &[u8], lease: i64) -> Marke
         _ => connection.time_left(lease).await.ok().flatten(),
     };
     Marker { last, left, lease }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::election::record::{Outcome, Record};
+
+    fn record(started: &str, once_per_s: Option<u64>, outcome: Outcome) -> Vec<u8> {
+        let record = Record {
+            host: "web-2".into(),
+            pid: 42,
+            token: 7,
+            command: "true".into(),
+            started: started.into(),
+            finished: None,
+            duration_s: None,
+            exit_code: None,
+            outcome,
+            once_per_s,
+        };
+        serde_json::to_vec(&record).unwrap()
+    }
+
+    #[test]
+    fn a_shorter_window_opened_within_ours_is_found() {
+        let now = humantime::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
+        let hour = Duration::from_secs(3600);
+        let ten_minutes_ago = "2026-11-29T11:50:00Z";
+        let found = opened_within(
+            &record(ten_minutes_ago, Some(60), Outcome::Succeeded),
+            hour,
+            now,
+        )
+        .expect("a 60 s window, opened 10 minutes ago, within our hour");
+        assert_eq!((found.token, found.window_s), (7, Some(60)));
+        assert_eq!(found.holder.host, "web-2");
+        // The same window as ours: the marker says all there is.
+        let same = record(ten_minutes_ago, Some(3600), Outcome::Succeeded);
+        assert!(opened_within(&same, hour, now).is_none());
+        // Before our window began, no window, a run that never started, or
+        // not a record: nothing.
+        let before = record("2026-11-29T10:59:59Z", Some(60), Outcome::Succeeded);
+        assert!(opened_within(&before, hour, now).is_none());
+        let none = record(ten_minutes_ago, None, Outcome::Succeeded);
+        assert!(opened_within(&none, hour, now).is_none());
+        let not_started = record(ten_minutes_ago, Some(60), Outcome::NotStarted);
+        assert!(opened_within(&not_started, hour, now).is_none());
+        assert!(opened_within(b"garbage", hour, now).is_none());
+    }
+
+    #[test]
+    fn a_marker_of_another_length_is_refused() {
+        let marker = |window_s| Marker {
+            last: LastRun {
+                holder: Holder::decode(b"x"),
+                token: 3,
+                window_s,
+            },
+            left: None,
+            lease: 1,
+        };
+        assert!(agreed(marker(Some(60)), "j", 60).is_ok());
+        assert!(agreed(marker(None), "j", 60).is_ok(), "a 0.1.0 marker");
+        assert!(agreed(marker(Some(61)), "j", 60).is_err());
+        // A marker written by hand reads as a holder value.
+        let last: LastRun = serde_json::from_slice(
+            br#"{"host":"h","pid":1,"started":"s","command":"c","token":4}"#,
+        )
+        .unwrap();
+        assert_eq!((last.token, last.window_s), (4, None));
+    }
 }

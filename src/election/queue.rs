@@ -3,12 +3,13 @@
 //! until it is our turn, or our place is lost.
 
 use anyhow::Result;
-use etcd_client::{GetOptions, KeyValue, SortOrder, Txn, TxnOp, TxnResponse};
+use etcd_client::{GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
 use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
+use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of};
 use crate::exit;
 use crate::lease::LeaseState;
@@ -104,7 +105,7 @@ impl Election<'_> {
                         from,
                     );
                     match watch.await {
-                        Some(watch) => opened.insert(watch).woken(self.connection, &mut from).await,
+                        Some(watch) => opened.insert(watch).woken(&mut from).await,
                         None => false,
                     }
                 } => Woken::Ahead(moved),
@@ -204,36 +205,46 @@ impl Election<'_> {
             None => self.read_ahead(candidate, Read::Linearizable).await?,
         };
         let revision = revision_of(&response);
-        let ours = range_at(&response, 0).kvs.into_iter().next();
+        let ours = range_at(&response, 0).first();
         if let Some(loss) = judge(ours.as_ref(), candidate.revision, lease_id) {
             return Ok(Ahead::Lost(loss));
         }
         let line = range_at(&response, 1);
         let ahead = self
-            .first_candidates(line, revision, SortOrder::Descend, self.slots + 1)
+            .first_candidates(line, SortOrder::Descend, self.slots + 1)
             .await?;
         // Whether the leader agrees on --max-running is asked at the join
         // and at the proof of our turn, not of the keys just ahead: a
         // disagreeing one there is refused at its own turn.
-        let Some(nearest) = ahead.first() else {
-            return Ok(Ahead::Nobody(revision, ours));
-        };
-        let first_waiter = ahead.len() == self.slots;
-        let watch = match (ahead.len() < self.slots, first_waiter && self.slots > 1) {
-            (true, _) => return Ok(Ahead::Nobody(revision, ours)),
-            (false, true) => Watch {
-                key: name::prefix(self.name).into_bytes(),
-                watched: Watched::Prefix,
-                wake_on_put: false,
-            },
-            (false, false) => Watch {
-                key: nearest.key().to_vec(),
-                watched: Watched::Key,
-                wake_on_put: self.slots > 1,
-            },
-        };
-        Ok(Ahead::Watch(watch, revision))
+        Ok(match to_watch(self.name, self.slots, &ahead) {
+            Some(watch) => Ahead::Watch(watch, revision),
+            None => Ahead::Nobody(revision, ours),
+        })
     }
+}
+
+/// What a waiter of election `name` with `slots` runners watches, given
+/// `ahead`, the candidates just ahead of its key (nearest first, up to
+/// `slots + 1` of them): None if fewer than `slots` are ahead, which makes
+/// it our turn. See [`Election::look_ahead`] for why.
+fn to_watch(name: &str, slots: usize, ahead: &[Kv]) -> Option<Watch> {
+    let nearest = ahead.first()?;
+    if ahead.len() < slots {
+        return None;
+    }
+    let first_waiter = ahead.len() == slots;
+    Some(match first_waiter && slots > 1 {
+        true => Watch {
+            key: name::prefix(name).into_bytes(),
+            watched: Watched::Prefix,
+            wake_on_put: false,
+        },
+        false => Watch {
+            key: nearest.key.clone(),
+            watched: Watched::Key,
+            wake_on_put: slots > 1,
+        },
+    })
 }
 
 /// How a read of the queue is served.
@@ -300,12 +311,13 @@ enum Ahead {
     Lost(KeyLoss),
     /// Fewer than --max-running, with our key ours, at this revision: our
     /// turn, and the proof of it; with our key as read.
-    Nobody(i64, Option<KeyValue>),
+    Nobody(i64, Option<Kv>),
     /// What to watch, as read at this revision.
     Watch(Watch, i64),
 }
 
 /// The one thing a waiter watches, and which events wake it.
+#[derive(Debug, PartialEq, Eq)]
 struct Watch {
     key: Vec<u8>,
     watched: Watched,
@@ -324,5 +336,39 @@ async fn lease_gone(lease: &mut watch::Receiver<LeaseState>) {
             // The keeper ended without saying why: treat the lease as lost.
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `count` candidates ahead, nearest first.
+    fn ahead(count: i64) -> Vec<Kv> {
+        (1..=count)
+            .map(|at| Kv::written(format!("j/{at:x}"), 20 - at, at, b"{}"))
+            .collect()
+    }
+
+    #[test]
+    fn one_runner_waits_on_the_key_just_ahead() {
+        assert_eq!(to_watch("j", 1, &ahead(0)), None, "our turn");
+        let watch = to_watch("j", 1, &ahead(2)).unwrap();
+        assert_eq!(watch.key, b"j/1");
+        assert_eq!((watch.watched, watch.wake_on_put), (Watched::Key, false));
+        assert_eq!(to_watch("j", 1, &ahead(1)), Some(watch));
+    }
+
+    #[test]
+    fn with_more_runners_only_the_first_waiter_watches_the_prefix() {
+        assert_eq!(to_watch("j", 3, &ahead(2)), None, "a slot is free");
+        let first = to_watch("j", 3, &ahead(3)).unwrap();
+        assert_eq!(first.key, b"j/");
+        assert_eq!((first.watched, first.wake_on_put), (Watched::Prefix, false));
+        // Further back: the key just ahead, and its rewrite (the waiter
+        // ahead proving its win) wakes too.
+        let later = to_watch("j", 3, &ahead(4)).unwrap();
+        assert_eq!(later.key, b"j/1");
+        assert_eq!((later.watched, later.wake_on_put), (Watched::Key, true));
     }
 }

@@ -50,7 +50,8 @@ use tokio::task::JoinHandle;
 use crate::clock;
 use crate::election::holder::Holder;
 use crate::election::{ours, Leadership};
-use crate::etcd::requests::{ranges, revision_of};
+use crate::etcd::kv::Kv;
+use crate::etcd::requests::{range_at, ranges, revision_of};
 use crate::etcd::Connection;
 use crate::retry::CLEANUP;
 
@@ -198,19 +199,15 @@ async fn replace_started(
         let read = Txn::new().and_then([TxnOp::get(started.as_str(), None)]);
         let read = connection.txn("reading the run records", read).await?;
         let store = revision_of(&read);
-        let found = ranges(&read)
-            .into_iter()
-            .next()
-            .and_then(|range| range.kvs.into_iter().next());
-        let theirs = found.as_ref().and_then(|kv| token_of(kv.value()));
-        if theirs.is_some_and(|theirs| theirs > record.token && theirs <= store) {
+        let found = range_at(&read, 0).first();
+        if started_later(found.as_ref(), record.token, store) {
             tracing::debug!("a later run's start record is there: left alone");
             return Ok(None);
         }
         let mut when = entitled.map_or_else(Vec::new, |ours_then| {
             ours(&ours_then.key, ours_then.token, ours_then.lease).to_vec()
         });
-        let seen = found.map_or(0, |kv| kv.mod_revision());
+        let seen = found.map_or(0, |kv| kv.mod_revision);
         when.push(Compare::mod_revision(
             started.as_str(),
             CompareOp::Equal,
@@ -226,6 +223,15 @@ async fn replace_started(
         }
     }
     Ok(None)
+}
+
+/// Whether `found`, the `last-started` record read at store revision
+/// `store`, is of a run that started after ours (created at `token`): one
+/// with a larger token, no larger than the store's revision (a larger one
+/// belongs to no run of this cluster).
+fn started_later(found: Option<&Kv>, token: i64, store: i64) -> bool {
+    let theirs = found.and_then(|kv| token_of(&kv.value));
+    theirs.is_some_and(|theirs| theirs > token && theirs <= store)
 }
 
 /// The token of a stored record, read on its own: a record that is not
@@ -263,7 +269,7 @@ pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result
     let response = connection.txn("reading the run records", txn).await?;
     let mut found = ranges(&response)
         .into_iter()
-        .map(|range| range.kvs.first().and_then(|kv| decode(kv.value())));
+        .map(|range| range.first().and_then(|kv| decode(&kv.value)));
     Ok(Records {
         last_started: found.next().flatten(),
         last_finished: found.next().flatten(),
@@ -271,11 +277,11 @@ pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result
     })
 }
 
-/// How long ago a record's run finished, by this machine's clock; None
-/// if it has no (readable) end time.
-pub fn age(record: &Record) -> Option<Age> {
+/// How long before `now` (this machine's clock) a record's run finished;
+/// None if it has no (readable) end time.
+pub fn age(record: &Record, now: SystemTime) -> Option<Age> {
     let finished = humantime::parse_rfc3339(record.finished.as_deref()?).ok()?;
-    Some(match SystemTime::now().duration_since(finished) {
+    Some(match now.duration_since(finished) {
         Ok(ago) => Age::Ago(ago),
         Err(ahead) => Age::Ahead(ahead.duration()),
     })
@@ -470,3 +476,58 @@ pub const WRITE_BOUND: Duration = Duration::from_secs(5);
 
 /// How long a command runs before its start is recorded.
 const START_DELAY: Duration = Duration::from_secs(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn started(token: i64) -> Kv {
+        let value = serde_json::json!({"token": token, "outcome": "some_newer_outcome"});
+        Kv::written("j.last-started", 5, 0, value.to_string().as_bytes())
+    }
+
+    #[test]
+    fn only_a_later_start_of_this_cluster_is_left_alone() {
+        // Ours is token 10; the store is at revision 100.
+        assert!(started_later(Some(&started(20)), 10, 100), "a later run");
+        assert!(!started_later(Some(&started(10)), 10, 100), "our own");
+        assert!(!started_later(Some(&started(5)), 10, 100), "an earlier run");
+        // A token above the store's revision is another cluster's.
+        assert!(!started_later(Some(&started(101)), 10, 100));
+        assert!(!started_later(None, 10, 100), "nothing there");
+        let garbled = Kv::written("j.last-started", 5, 0, b"not a record");
+        assert!(!started_later(Some(&garbled), 10, 100));
+    }
+
+    #[test]
+    fn ages_count_from_now_and_say_when_a_clock_is_ahead() {
+        let now = humantime::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
+        let holder = Holder::decode(b"x");
+        let mut record = Run::new(&holder, 1, None).started();
+        assert_eq!(age(&record, now), None, "not finished");
+        record.finished = Some("2026-11-29T11:00:00Z".into());
+        assert_eq!(age(&record, now), Some(Age::Ago(Duration::from_secs(3600))));
+        record.finished = Some("2026-11-29T12:00:05Z".into());
+        assert_eq!(age(&record, now), Some(Age::Ahead(Duration::from_secs(5))));
+        record.finished = Some("yesterday".into());
+        assert_eq!(age(&record, now), None);
+    }
+
+    #[test]
+    fn a_runs_end_goes_to_last_succeeded_only_if_it_succeeded() {
+        let holder = Holder::decode(b"x");
+        let run = Run::new(&holder, 7, Some(60));
+        let keys = |outcome| end_keys("j", &run.ended(outcome, Some(0)));
+        assert_eq!(
+            keys(Outcome::Succeeded),
+            ["j.last-finished", "j.last-succeeded"]
+        );
+        assert_eq!(keys(Outcome::Failed), ["j.last-finished"]);
+        assert_eq!(keys(Outcome::Lost), ["j.last-finished"]);
+        let ended = run.ended(Outcome::Succeeded, Some(0));
+        assert_eq!(decode(encode(&ended).as_bytes()).unwrap().token, 7);
+        // A record of a newer version is still ordered by its token.
+        assert_eq!(token_of(br#"{"token": 9, "outcome": "new"}"#), Some(9));
+        assert!(decode(br#"{"token": 9, "outcome": "new"}"#).is_none());
+    }
+}

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 use etcd_client::{
-    GetOptions, GetResponse, KeyValue, LeaseTimeToLiveOptions, Txn, TxnOpResponse, TxnResponse,
-    WatchOptions, WatchStream,
+    GetOptions, GetResponse, LeaseTimeToLiveOptions, Txn, TxnOpResponse, TxnResponse, WatchOptions,
+    WatchStream,
 };
 
 use crate::clock;
 use crate::etcd::connection::Endpoint;
+use crate::etcd::kv::Kv;
 use crate::etcd::Connection;
 
 /// A granted lease: its id and the TTL etcd granted, which may be longer
@@ -31,29 +32,44 @@ pub fn whole_seconds(length: Duration) -> i64 {
     i64::try_from(seconds).unwrap_or(i64::MAX)
 }
 
-/// One range read's answer: its keys, and whether the range holds more.
-#[derive(Default)]
+/// One range read's answer: its keys, whether the range holds more, and
+/// the store revision it was read at.
+#[derive(Debug, Default)]
 pub struct Range {
-    pub kvs: Vec<KeyValue>,
+    pub kvs: Vec<Kv>,
     pub more: bool,
+    pub revision: i64,
 }
 
 impl From<GetResponse> for Range {
     fn from(mut response: GetResponse) -> Range {
         Range {
             more: response.more(),
-            kvs: response.take_kvs(),
+            revision: response.header().map_or(0, |header| header.revision()),
+            kvs: response.take_kvs().into_iter().map(Kv::from).collect(),
         }
     }
 }
 
-/// The answers of a transaction's range reads, in order.
+impl Range {
+    /// The first key of the answer, if any: the key, for a read of one.
+    pub fn first(self) -> Option<Kv> {
+        self.kvs.into_iter().next()
+    }
+}
+
+/// The answers of a transaction's range reads, in order, each at the
+/// transaction's revision.
 pub fn ranges(response: &TxnResponse) -> Vec<Range> {
+    let revision = revision_of(response);
     response
         .op_responses()
         .into_iter()
         .filter_map(|op| match op {
-            TxnOpResponse::Get(get) => Some(Range::from(get)),
+            TxnOpResponse::Get(get) => Some(Range {
+                revision,
+                ..Range::from(get)
+            }),
             _ => None,
         })
         .collect()
@@ -63,6 +79,76 @@ pub fn ranges(response: &TxnResponse) -> Vec<Range> {
 /// one.
 pub fn range_at(response: &TxnResponse, index: usize) -> Range {
     ranges(response).into_iter().nth(index).unwrap_or_default()
+}
+
+/// The keys from `start` up to `end` (every key from `start` on, without
+/// one) in key order, keys only, read page by page all at the revision of
+/// the first page: so that memory holds a page, not the range.
+pub struct Pages<'a> {
+    connection: &'a Connection,
+    what: &'static str,
+    start: Vec<u8>,
+    end: Option<Vec<u8>>,
+    limit: i64,
+    /// The revision every page is read at, once the first is read.
+    revision: i64,
+    done: bool,
+}
+
+impl<'a> Pages<'a> {
+    pub fn new(
+        connection: &'a Connection,
+        what: &'static str,
+        start: Vec<u8>,
+        end: Option<Vec<u8>>,
+        limit: i64,
+    ) -> Self {
+        Pages {
+            connection,
+            what,
+            start,
+            end,
+            limit,
+            revision: 0,
+            done: false,
+        }
+    }
+
+    /// The revision the pages are read at (0 before the first).
+    pub fn revision(&self) -> i64 {
+        self.revision
+    }
+
+    /// The next page, or None after the last.
+    pub async fn next(&mut self) -> Result<Option<Vec<Kv>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut options = GetOptions::new().with_keys_only().with_limit(self.limit);
+        options = match &self.end {
+            Some(end) => options.with_range(end.clone()),
+            None => options.with_from_key(),
+        };
+        if self.revision > 0 {
+            options = options.with_revision(self.revision);
+        }
+        let page = self
+            .connection
+            .get(self.what, self.start.clone(), Some(options))
+            .await?;
+        if self.revision == 0 {
+            self.revision = page.revision;
+        }
+        match page.kvs.last() {
+            Some(last) if page.more => {
+                // The next key after the last one read.
+                self.start = last.key.clone();
+                self.start.push(0);
+            }
+            _ => self.done = true,
+        }
+        Ok(Some(page.kvs))
+    }
 }
 
 /// The store revision a response was read at.
@@ -94,14 +180,16 @@ impl Connection {
         what: &str,
         key: impl Into<Vec<u8>>,
         options: Option<GetOptions>,
-    ) -> Result<GetResponse> {
+    ) -> Result<Range> {
         let key = key.into();
-        self.call(what, |client| {
-            let (key, options) = (key.clone(), options.clone());
-            let mut kv = client.kv_client().max_decoding_message_size(MESSAGE_LIMIT);
-            async move { kv.get(key, options).await }
-        })
-        .await
+        let response = self
+            .call(what, |client| {
+                let (key, options) = (key.clone(), options.clone());
+                let mut kv = client.kv_client().max_decoding_message_size(MESSAGE_LIMIT);
+                async move { kv.get(key, options).await }
+            })
+            .await?;
+        Ok(response.into())
     }
 
     /// Grants a lease of `length`, rounded up to whole seconds.

@@ -17,12 +17,12 @@ use std::fmt::Write as _;
 use std::time::SystemTime;
 
 use anyhow::Result;
-use etcd_client::GetOptions;
 
 use super::{render, write_out, Report, StartState};
 use crate::cli::Format;
 use crate::election::holder::printable;
 use crate::election::name;
+use crate::etcd::requests::Pages;
 use crate::etcd::Connection;
 use crate::exit::Exit;
 
@@ -73,40 +73,18 @@ pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Resul
 /// candidate (`<name>/<lease hex>`) or a key leaderrun keeps beside one.
 async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Vec<u8>>> {
     let mut names = BTreeSet::new();
-    let mut start = prefix.as_bytes().to_vec();
+    let start = prefix.as_bytes().to_vec();
     let end = range_end(prefix);
-    let mut revision = 0;
-    loop {
-        let mut options = GetOptions::new().with_keys_only().with_limit(PAGE);
-        options = match &end {
-            Some(end) => options.with_range(end.clone()),
-            None => options.with_from_key(),
-        };
-        if revision > 0 {
-            options = options.with_revision(revision);
-        }
-        let mut response = connection
-            .get("listing the elections", start.clone(), Some(options))
-            .await?;
-        if revision == 0 {
-            revision = response.header().map_or(0, |header| header.revision());
-        }
-        let more = response.more();
-        let kvs = response.take_kvs();
-        for kv in &kvs {
-            let found = election_of(kv.key()).filter(|name| name.starts_with(prefix.as_bytes()));
+    let mut pages = Pages::new(connection, "listing the elections", start, end, PAGE);
+    while let Some(page) = pages.next().await? {
+        for kv in &page {
+            let found = election_of(&kv.key).filter(|name| name.starts_with(prefix.as_bytes()));
             if let Some(name) = found {
                 names.insert(name.to_vec());
             }
         }
-        match kvs.last() {
-            Some(last) if more => {
-                start = last.key().to_vec();
-                start.push(0);
-            }
-            _ => return Ok(names),
-        }
     }
+    Ok(names)
 }
 
 /// The election a key belongs to, if it is one of leaderrun's.

@@ -213,8 +213,12 @@ async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Re
         .last_succeeded
         .as_ref()
         .filter(|last| last.outcome == record::Outcome::Succeeded)
-        .map(|last| (last, freshness(record::age(last), max_age)))
-    {
+        .map(|last| {
+            (
+                last,
+                freshness(record::age(last, std::time::SystemTime::now()), max_age),
+            )
+        }) {
         Some((last, Freshness::Fresh)) => (
             format!(
                 "{election}: fresh: last success: {} (within {within})",
