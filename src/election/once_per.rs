@@ -7,9 +7,9 @@
 //! and only while it still leads, attached to a lease of the window's length
 //! that nobody renews: the marker expires by itself, whoever crashed.
 //!
-//! The marker sits beside the election (`<name>.once-per`), not under
-//! `<name>/`, where etcd's election protocol (and `etcdctl elect`) would
-//! count it as a candidate.
+//! The marker sits beside the election (`<name>.once-per`, [`Beside`]),
+//! not under `<name>/`, where etcd's election protocol (and `etcdctl
+//! elect`) would count it as a candidate.
 
 use std::time::{Duration, SystemTime};
 
@@ -18,6 +18,7 @@ use etcd_client::{Compare, CompareOp, PutOptions, TxnOp};
 use serde::{Deserialize, Serialize};
 
 use crate::election::holder::{printable, Holder};
+use crate::election::name::Beside;
 use crate::election::record;
 use crate::election::Leadership;
 use crate::etcd::requests::{range_at, whole_seconds};
@@ -25,12 +26,9 @@ use crate::etcd::Connection;
 use crate::exit::{CodedError, Exit};
 use crate::retry::CLEANUP;
 
-/// What an election's name is followed by in its marker's key.
-const MARKER_SUFFIX: &str = ".once-per";
-
 /// The key of an election's marker.
 pub fn marker_key(election: &str) -> String {
-    format!("{election}{MARKER_SUFFIX}")
+    Beside::OncePer.key(election)
 }
 
 /// What the marker holds: who started the window's run, and its token.
@@ -117,7 +115,7 @@ pub async fn claim(
                 value,
                 Some(PutOptions::new().with_lease(window_lease_id)),
             ),
-            TxnOp::get(record::started_key(&leadership.name), None),
+            TxnOp::get(Beside::LastStarted.key(&leadership.name), None),
         ])
         .or_else([TxnOp::get(key.as_str(), None)]);
     let response = connection.txn("claiming the --once-per window", txn).await;
@@ -219,7 +217,7 @@ pub async fn current(
     connection: &Connection,
     election: impl AsRef<[u8]>,
 ) -> Result<Option<Marker>> {
-    let key = [election.as_ref(), MARKER_SUFFIX.as_bytes()].concat();
+    let key = Beside::OncePer.raw_key(election.as_ref());
     let response = connection
         .get("reading the --once-per marker", key, None)
         .await?;

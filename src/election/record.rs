@@ -2,8 +2,8 @@
 //! every replica and `status` can read it ("did last night's batch run,
 //! where, and did it succeed?").
 //!
-//! Three keys beside the election, never under `<name>/` (where they would
-//! count as candidates), so nothing grows without bound:
+//! Three keys beside the election ([`Beside`]), never under `<name>/`
+//! (where they would count as candidates), so nothing grows without bound:
 //! - `<name>.last-started`: the latest run, written as it starts (outcome
 //!   `running`) and again as it ends;
 //! - `<name>.last-finished`: the latest run that ended;
@@ -49,6 +49,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock;
 use crate::election::holder::Holder;
+use crate::election::name::Beside;
 use crate::election::{ours, Leadership};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, ranges, revision_of};
@@ -95,14 +96,6 @@ pub struct Records {
     pub last_finished: Option<Record>,
     pub last_succeeded: Option<Record>,
 }
-
-pub fn key(election: &str, which: &str) -> String {
-    format!("{election}.{which}")
-}
-
-const STARTED: &str = "last-started";
-const FINISHED: &str = "last-finished";
-const SUCCEEDED: &str = "last-succeeded";
 
 /// A run in progress: what its records say, and when it started.
 pub struct Run {
@@ -152,9 +145,9 @@ impl Run {
 /// The keys a run's end is written under, beside `last-started` (which
 /// has a rule of its own).
 fn end_keys(election: &str, record: &Record) -> Vec<String> {
-    let mut keys = vec![key(election, FINISHED)];
+    let mut keys = vec![Beside::LastFinished.key(election)];
     if record.outcome == Outcome::Succeeded {
-        keys.push(key(election, SUCCEEDED));
+        keys.push(Beside::LastSucceeded.key(election));
     }
     keys
 }
@@ -193,7 +186,7 @@ async fn replace_started(
     record: &Record,
     entitled: Option<&Leadership>,
 ) -> Result<Option<i64>> {
-    let started = key(election, STARTED);
+    let started = Beside::LastStarted.key(election);
     let value = encode(record);
     for _ in 0..3 {
         let read = Txn::new().and_then([TxnOp::get(started.as_str(), None)]);
@@ -247,11 +240,6 @@ fn token_of(value: &[u8]) -> Option<i64> {
         .map(|found| found.token)
 }
 
-/// The key of an election's `last-started` record.
-pub fn started_key(election: &str) -> String {
-    key(election, STARTED)
-}
-
 pub fn decode(value: &[u8]) -> Option<Record> {
     serde_json::from_slice(value).ok()
 }
@@ -260,12 +248,15 @@ pub fn decode(value: &[u8]) -> Option<Record> {
 /// none. The name is bytes, as etcd's keys are (`status --all` finds names
 /// that are not UTF-8).
 pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Records> {
-    let raw_key = |which: &str| [election.as_ref(), b".", which.as_bytes()].concat();
-    let txn = Txn::new().and_then([
-        TxnOp::get(raw_key(STARTED), None),
-        TxnOp::get(raw_key(FINISHED), None),
-        TxnOp::get(raw_key(SUCCEEDED), None),
-    ]);
+    let election = election.as_ref();
+    let txn = Txn::new().and_then(
+        [
+            Beside::LastStarted,
+            Beside::LastFinished,
+            Beside::LastSucceeded,
+        ]
+        .map(|which| TxnOp::get(which.raw_key(election), None)),
+    );
     let response = connection.txn("reading the run records", txn).await?;
     let mut found = ranges(&response)
         .into_iter()
@@ -394,7 +385,7 @@ impl Ended {
     /// left to [`Ended::write_started`], which reads it first.
     pub fn writes(&self, election: &str) -> Vec<TxnOp> {
         let value = encode(&self.record);
-        let started = key(election, STARTED);
+        let started = Beside::LastStarted.key(election);
         let proof = not_written_since(&started, self.proven_at);
         let mut writes = vec![match self.started_at {
             // Our own start record, or one no newer than our proof.

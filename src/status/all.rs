@@ -29,14 +29,6 @@ use crate::exit::Exit;
 /// Keys per page when looking for elections.
 const PAGE: i64 = 1000;
 
-/// The suffixes of the keys leaderrun keeps beside an election.
-const BESIDE: [&str; 4] = [
-    ".once-per",
-    ".last-started",
-    ".last-finished",
-    ".last-succeeded",
-];
-
 pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Result<i32> {
     let names = elections(connection, prefix).await?;
     match format {
@@ -78,26 +70,14 @@ async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Vec
     let mut pages = Pages::new(connection, "listing the elections", start, end, PAGE);
     while let Some(page) = pages.next().await? {
         for kv in &page {
-            let found = election_of(&kv.key).filter(|name| name.starts_with(prefix.as_bytes()));
+            let found =
+                name::election_of(&kv.key).filter(|name| name.starts_with(prefix.as_bytes()));
             if let Some(name) = found {
                 names.insert(name.to_vec());
             }
         }
     }
     Ok(names)
-}
-
-/// The election a key belongs to, if it is one of leaderrun's.
-fn election_of(key: &[u8]) -> Option<&[u8]> {
-    let beside = BESIDE
-        .iter()
-        .find_map(|suffix| key.strip_suffix(suffix.as_bytes()));
-    if let Some(name) = beside {
-        return Some(name).filter(|name| !name.is_empty());
-    }
-    let slash = key.iter().rposition(|&byte| byte == b'/')?;
-    let name = &key[..slash];
-    (!name.is_empty() && name::is_candidate(name, key)).then_some(name)
 }
 
 /// The end of the range of keys that start with `prefix`; None for every
@@ -250,16 +230,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_name_their_elections() {
-        let of = |key: &'static [u8]| election_of(key);
-        assert_eq!(of(b"jobs/a/694d9a5bc1f21a0b"), Some(&b"jobs/a"[..]));
-        assert_eq!(of(b"jobs/a.last-finished"), Some(&b"jobs/a"[..]));
-        assert_eq!(of(b"jobs/a.once-per"), Some(&b"jobs/a"[..]));
-        assert_eq!(of(b"jobs/a/sweep"), None);
-        assert_eq!(of(b"unrelated"), None);
-        // Names that are not UTF-8 are found, each under its own bytes.
-        assert_eq!(of(b"odd/\xfe/694d9a5bc1f21a0b"), Some(&b"odd/\xfe"[..]));
-        assert_eq!(of(b"odd/\xff.last-started"), Some(&b"odd/\xff"[..]));
+    fn prefixes_end_and_labels_are_escaped() {
         assert_eq!(range_end("jobs/"), Some(b"jobs0".to_vec()));
         assert_eq!(range_end(""), None);
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
