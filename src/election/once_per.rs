@@ -14,13 +14,14 @@
 use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
-use etcd_client::{Compare, CompareOp, PutOptions, TxnOp};
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use serde::{Deserialize, Serialize};
 
 use crate::election::holder::{printable, Holder};
 use crate::election::name::Beside;
 use crate::election::record;
 use crate::election::Leadership;
+use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, whole_seconds};
 use crate::etcd::Connection;
 use crate::exit::{CodedError, Exit};
@@ -90,7 +91,6 @@ pub async fn claim(
     holder: &Holder,
     window_lease: &mut Option<i64>,
 ) -> Result<Claim> {
-    let key = marker_key(&leadership.name);
     let seconds = whole_seconds(window);
     let granted = connection
         .grant("granting the --once-per lease", window)
@@ -98,26 +98,7 @@ pub async fn claim(
         .id;
     *window_lease = Some(granted);
     let window_lease_id = granted;
-    let value = serde_json::to_string(&LastRun {
-        holder: holder.clone(),
-        token: leadership.token,
-        window_s: u64::try_from(seconds).ok(),
-    })
-    .expect("a struct of strings and numbers serializes");
-    let txn = etcd_client::Txn::new()
-        .when([
-            Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
-            Compare::create_revision(leadership.key.as_str(), CompareOp::Equal, leadership.token),
-        ])
-        .and_then([
-            TxnOp::put(
-                key.as_str(),
-                value,
-                Some(PutOptions::new().with_lease(window_lease_id)),
-            ),
-            TxnOp::get(Beside::LastStarted.key(&leadership.name), None),
-        ])
-        .or_else([TxnOp::get(key.as_str(), None)]);
+    let txn = claim_txn(leadership, holder, seconds, window_lease_id);
     let response = connection.txn("claiming the --once-per window", txn).await;
     // On an error the caller gives the window lease back with the rest.
     let response = response?;
@@ -142,6 +123,55 @@ pub async fn claim(
         ));
     }
     let marker = range_at(&response, 0).first();
+    taken(
+        connection,
+        marker,
+        leadership,
+        seconds,
+        (window_lease_id, window_lease),
+    )
+    .await
+}
+
+/// The transaction that claims the window: our marker, on the window's
+/// lease, written only if none exists and only while our key is still
+/// ours, and then the last run's start record read; otherwise the marker
+/// there read.
+fn claim_txn(leadership: &Leadership, holder: &Holder, seconds: i64, lease: i64) -> Txn {
+    let key = marker_key(&leadership.name);
+    let value = serde_json::to_string(&LastRun {
+        holder: holder.clone(),
+        token: leadership.token,
+        window_s: u64::try_from(seconds).ok(),
+    })
+    .expect("a struct of strings and numbers serializes");
+    Txn::new()
+        .when([
+            Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
+            Compare::create_revision(leadership.key.as_str(), CompareOp::Equal, leadership.token),
+        ])
+        .and_then([
+            TxnOp::put(
+                key.as_str(),
+                value,
+                Some(PutOptions::new().with_lease(lease)),
+            ),
+            TxnOp::get(Beside::LastStarted.key(&leadership.name), None),
+        ])
+        .or_else([TxnOp::get(key.as_str(), None)])
+}
+
+/// What a claim that did not write makes of `marker`, the marker it
+/// found (or none: then our key was not ours): our window lease (its id,
+/// and the caller's copy) is given back unless the marker is ours after
+/// all.
+async fn taken(
+    connection: &Connection,
+    marker: Option<Kv>,
+    leadership: &Leadership,
+    seconds: i64,
+    (window_lease_id, window_lease): (i64, &mut Option<i64>),
+) -> Result<Claim> {
     // A put that went through, but whose answer was lost and the request
     // retried on another endpoint, finds our own marker.
     if marker

@@ -2,6 +2,8 @@
 //! no polling), and our own key (a handover, or the loss of our place),
 //! until it is our turn, or our place is lost.
 
+use std::ops::ControlFlow;
+
 use anyhow::Result;
 use etcd_client::{GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
@@ -40,39 +42,13 @@ impl Election<'_> {
             if lease.borrow().gone {
                 return Turn::Lost(PlaceLost::LeaseGone);
             }
-            // Woken by what is ahead, the read races the news of our own
-            // key: a leader's handover at the revision that woke us is most
-            // often on its way, and is taken as it comes, the read dropped.
-            let read = self.look_ahead(candidate, lease_id, seen);
-            tokio::pin!(read);
-            let mut racing = seen.is_some();
-            let looked = loop {
-                tokio::select! {
-                    biased;
-                    news = self.own_news(own), if racing => match turn_from(news) {
-                        Some(turn) => return turn,
-                        // The watch broke: the read decides.
-                        None => racing = false,
-                    },
-                    looked = &mut read => break looked,
-                }
+            let looked = match self.look_racing(candidate, lease_id, seen, own).await {
+                ControlFlow::Continue(looked) => looked,
+                ControlFlow::Break(turn) => return turn,
             };
             let (ahead, revision) = match looked {
                 Ok(Ahead::Lost(loss)) => return Turn::Lost(PlaceLost::Key(loss)),
-                Ok(Ahead::Nobody(revision, ours)) => {
-                    // The read may have beaten the watch to a handover:
-                    // what it passes on is taken all the same.
-                    let handover = ours.and_then(|ours| own.handed_over_in(&ours));
-                    if let Some(at) =
-                        handover.filter(|at| self.matters(&OwnKeyNews::HandedOver(*at)))
-                    {
-                        tracing::debug!(
-                            revision = at,
-                            "our turn: handed over by the leader (the read came first)"
-                        );
-                    }
-                    return Turn::Ours(revision);
-                }
+                Ok(Ahead::Nobody(revision, ours)) => return self.nobody_ahead(own, revision, ours),
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
                 Err(err) if exit::is_final(&err) => return Turn::Failed(err),
                 Err(err) => {
@@ -86,48 +62,10 @@ impl Election<'_> {
                 }
             };
             backoff.reset();
-            // Our key was ours at `revision`: what came before says nothing.
-            own.skip_to(revision + 1);
-            let watched = String::from_utf8_lossy(&ahead.key).into_owned();
-            tracing::debug!(%watched, "queued; watching");
-            let mut from = revision + 1;
-            // The watch lives here, outside the race, to be kept open.
-            let mut opened = None;
-            let woken = tokio::select! {
-                biased;
-                news = self.own_news(own) => Woken::Own(news),
-                moved = async {
-                    let watch = WatchAhead::open(
-                        self.connection,
-                        &ahead.key,
-                        ahead.watched,
-                        ahead.wake_on_put,
-                        from,
-                    );
-                    match watch.await {
-                        Some(watch) => opened.insert(watch).woken(&mut from).await,
-                        None => false,
-                    }
-                } => Woken::Ahead(moved),
-                _ = lease_gone(lease) => Woken::Ahead(true),
+            let (moved, from) = match self.wait_ahead(&ahead, revision, lease, own).await {
+                ControlFlow::Continue(woken) => woken,
+                ControlFlow::Break(turn) => return turn,
             };
-            if let Some(watch) = opened {
-                own.keep_ahead(watch);
-            }
-            let moved = match woken {
-                Woken::Own(news) => match turn_from(news) {
-                    Some(turn) => return turn,
-                    None => false,
-                },
-                Woken::Ahead(moved) => moved,
-            };
-            // The key ahead changed. If that was the leader resigning to us,
-            // its handover is most often here already: etcd tells the two
-            // watches of one revision in no set order, each on its own
-            // stream. Then no read; and no wait for the network either.
-            if let Some(turn) = self.own_news_arrived(own).await.and_then(turn_from) {
-                return turn;
-            }
             seen = (from > revision + 1).then_some(from - 1);
             tracing::trace!(?seen, "woke");
             if moved {
@@ -136,6 +74,103 @@ impl Election<'_> {
                 broken_watches.wait().await;
             }
         }
+    }
+
+    /// Reads what is ahead ([`Election::look_ahead`]). Woken by what is
+    /// ahead (`seen`), the read races the news of our own key: a leader's
+    /// handover at the revision that woke us is most often on its way, and
+    /// is taken as it comes, the read dropped (Break).
+    async fn look_racing(
+        &self,
+        candidate: &Candidate,
+        lease_id: i64,
+        seen: Option<i64>,
+        own: &mut OwnKey,
+    ) -> ControlFlow<Turn, Result<Ahead>> {
+        let read = self.look_ahead(candidate, lease_id, seen);
+        tokio::pin!(read);
+        let mut racing = seen.is_some();
+        loop {
+            tokio::select! {
+                biased;
+                news = self.own_news(own), if racing => match turn_from(news) {
+                    Some(turn) => return ControlFlow::Break(turn),
+                    // The watch broke: the read decides.
+                    None => racing = false,
+                },
+                looked = &mut read => return ControlFlow::Continue(looked),
+            }
+        }
+    }
+
+    /// Our turn, proven at `revision` by a read that found nobody ahead
+    /// and our key as `ours`. The read may have beaten the watch to a
+    /// handover: what it passes on is taken all the same.
+    fn nobody_ahead(&self, own: &mut OwnKey, revision: i64, ours: Option<Kv>) -> Turn {
+        let handover = ours.and_then(|ours| own.handed_over_in(&ours));
+        if let Some(at) = handover.filter(|at| self.matters(&OwnKeyNews::HandedOver(*at))) {
+            tracing::debug!(
+                revision = at,
+                "our turn: handed over by the leader (the read came first)"
+            );
+        }
+        Turn::Ours(revision)
+    }
+
+    /// Watches `ahead`, as read at `revision`, and our own key, until one
+    /// of them moves or the lease is gone. Break: news of our own key that
+    /// decides the turn. Otherwise, whether what is ahead moved (false: its
+    /// watch broke), and the revision it was watched up to (exclusive).
+    async fn wait_ahead(
+        &self,
+        ahead: &Watch,
+        revision: i64,
+        lease: &mut watch::Receiver<LeaseState>,
+        own: &mut OwnKey,
+    ) -> ControlFlow<Turn, (bool, i64)> {
+        // Our key was ours at `revision`: what came before says nothing.
+        own.skip_to(revision + 1);
+        let watched = String::from_utf8_lossy(&ahead.key).into_owned();
+        tracing::debug!(%watched, "queued; watching");
+        let mut from = revision + 1;
+        // The watch lives here, outside the race, to be kept open.
+        let mut opened = None;
+        let woken = tokio::select! {
+            biased;
+            news = self.own_news(own) => Woken::Own(news),
+            moved = async {
+                let watch = WatchAhead::open(
+                    self.connection,
+                    &ahead.key,
+                    ahead.watched,
+                    ahead.wake_on_put,
+                    from,
+                );
+                match watch.await {
+                    Some(watch) => opened.insert(watch).woken(&mut from).await,
+                    None => false,
+                }
+            } => Woken::Ahead(moved),
+            _ = lease_gone(lease) => Woken::Ahead(true),
+        };
+        if let Some(watch) = opened {
+            own.keep_ahead(watch);
+        }
+        let moved = match woken {
+            Woken::Own(news) => match turn_from(news) {
+                Some(turn) => return ControlFlow::Break(turn),
+                None => false,
+            },
+            Woken::Ahead(moved) => moved,
+        };
+        // The key ahead changed. If that was the leader resigning to us,
+        // its handover is most often here already: etcd tells the two
+        // watches of one revision in no set order, each on its own
+        // stream. Then no read; and no wait for the network either.
+        if let Some(turn) = self.own_news_arrived(own).await.and_then(turn_from) {
+            return ControlFlow::Break(turn);
+        }
+        ControlFlow::Continue((moved, from))
     }
 
     /// Whether news of our own key matters to a waiter: a handover proves

@@ -123,81 +123,83 @@ fn line(report: &Report) -> String {
 /// A metric family: its name, its help, and its value for an election.
 type Family = (&'static str, &'static str, fn(&Report) -> Option<f64>);
 
+/// The metrics of an election, family by family.
+const FAMILIES: [Family; 8] = [
+    (
+        "leaderrun_leader_present",
+        "Whether the election has a leader (1) or not (0).",
+        |r| Some(f64::from(u8::from(r.leader.is_some()))),
+    ),
+    (
+        "leaderrun_waiters",
+        "Candidates queued behind the runners.",
+        |r| Some(r.waiters as f64),
+    ),
+    (
+        "leaderrun_last_success_timestamp_seconds",
+        "When the last successful run finished, in seconds since the epoch.",
+        |r| {
+            r.records
+                .last_succeeded
+                .as_ref()
+                .and_then(|run| timestamp(run.finished.as_deref()))
+        },
+    ),
+    (
+        "leaderrun_last_run_finished_timestamp_seconds",
+        "When the last run finished, in seconds since the epoch.",
+        |r| {
+            r.records
+                .last_finished
+                .as_ref()
+                .and_then(|run| timestamp(run.finished.as_deref()))
+        },
+    ),
+    (
+        "leaderrun_last_run_duration_seconds",
+        "How long the last finished run took.",
+        |r| {
+            r.records
+                .last_finished
+                .as_ref()
+                .and_then(|run| run.duration_s)
+        },
+    ),
+    (
+        "leaderrun_last_run_exit_code",
+        "The exit code of the last finished run.",
+        |r| {
+            r.records
+                .last_finished
+                .as_ref()
+                .and_then(|run| run.exit_code)
+                .map(f64::from)
+        },
+    ),
+    (
+        "leaderrun_last_start_timestamp_seconds",
+        "When the last recorded run started, in seconds since the epoch.",
+        |r| {
+            r.last_start()
+                .and_then(|(run, _)| timestamp(Some(&run.started)))
+        },
+    ),
+    (
+        "leaderrun_last_start_leader_gone",
+        "Whether the last started run has no end recorded and its leader is gone (1) or not (0).",
+        |r| {
+            let gone = r
+                .last_start()
+                .is_some_and(|(_, state)| state == StartState::LeaderGone);
+            Some(f64::from(u8::from(gone)))
+        },
+    ),
+];
+
 /// The text exposition format: a family a block, a sample per election.
 pub fn prometheus(reports: &[Report]) -> String {
-    let families: [Family; 8] = [
-        (
-            "leaderrun_leader_present",
-            "Whether the election has a leader (1) or not (0).",
-            |r| Some(f64::from(u8::from(r.leader.is_some()))),
-        ),
-        (
-            "leaderrun_waiters",
-            "Candidates queued behind the runners.",
-            |r| Some(r.waiters as f64),
-        ),
-        (
-            "leaderrun_last_success_timestamp_seconds",
-            "When the last successful run finished, in seconds since the epoch.",
-            |r| {
-                r.records
-                    .last_succeeded
-                    .as_ref()
-                    .and_then(|run| timestamp(run.finished.as_deref()))
-            },
-        ),
-        (
-            "leaderrun_last_run_finished_timestamp_seconds",
-            "When the last run finished, in seconds since the epoch.",
-            |r| {
-                r.records
-                    .last_finished
-                    .as_ref()
-                    .and_then(|run| timestamp(run.finished.as_deref()))
-            },
-        ),
-        (
-            "leaderrun_last_run_duration_seconds",
-            "How long the last finished run took.",
-            |r| {
-                r.records
-                    .last_finished
-                    .as_ref()
-                    .and_then(|run| run.duration_s)
-            },
-        ),
-        (
-            "leaderrun_last_run_exit_code",
-            "The exit code of the last finished run.",
-            |r| {
-                r.records
-                    .last_finished
-                    .as_ref()
-                    .and_then(|run| run.exit_code)
-                    .map(f64::from)
-            },
-        ),
-        (
-            "leaderrun_last_start_timestamp_seconds",
-            "When the last recorded run started, in seconds since the epoch.",
-            |r| {
-                r.last_start()
-                    .and_then(|(run, _)| timestamp(Some(&run.started)))
-            },
-        ),
-        (
-            "leaderrun_last_start_leader_gone",
-            "Whether the last started run has no end recorded and its leader is gone (1) or not (0).",
-            |r| {
-                let gone = r
-                    .last_start()
-                    .is_some_and(|(_, state)| state == StartState::LeaderGone);
-                Some(f64::from(u8::from(gone)))
-            },
-        ),
-    ];
     let mut out = String::new();
-    for (metric, help, value) in families {
+    for (metric, help, value) in FAMILIES {
         let _ = writeln!(out, "# HELP {metric} {help}");
         let _ = writeln!(out, "# TYPE {metric} gauge");
         for report in reports {

@@ -17,19 +17,30 @@ pub fn json(report: &Report) -> String {
 
 /// A report as one JSON object.
 pub fn json_value(report: &Report) -> serde_json::Value {
-    let last_run = report.marker.as_ref().map(|marker| {
-        let last = &marker.last;
-        json!({
-            "host": last.holder.host,
-            "pid": last.holder.pid,
-            "started": last.holder.started,
-            "command": last.holder.command,
-            "token": last.token,
-            "window_left": marker.left.map(|left| left.as_secs()),
-        })
-    });
+    let mut object = leader_json(report);
+    // Only for a name that is not UTF-8, whose "name" is then escaped
+    // text (and could be a UTF-8 name's too): its exact bytes.
+    if std::str::from_utf8(&report.election).is_err() {
+        object["name_base64"] = base64(&report.election).into();
+    }
+    object["last_run"] = report
+        .marker
+        .as_ref()
+        .map(last_run_json)
+        .unwrap_or_default();
+    records_json(report, &mut object);
+    if report.max_running > 1 {
+        let holders: Vec<_> = report.runners.iter().map(runner_json).collect();
+        object["holders"] = holders.into();
+        object["max_running"] = report.max_running.into();
+    }
+    object
+}
+
+/// The report's name, leader and waiters.
+fn leader_json(report: &Report) -> serde_json::Value {
     let election = name::escaped(&report.election);
-    let mut object = match &report.leader {
+    match &report.leader {
         Some(leader) => json!({
             "name": election,
             "key": leader.key,
@@ -48,13 +59,25 @@ pub fn json_value(report: &Report) -> serde_json::Value {
             "name": election, "key": null, "token": null, "lease": null,
             "ttl": null, "holder": null, "waiters": report.waiters,
         }),
-    };
-    // Only for a name that is not UTF-8, whose "name" is then escaped
-    // text (and could be a UTF-8 name's too): its exact bytes.
-    if std::str::from_utf8(&report.election).is_err() {
-        object["name_base64"] = base64(&report.election).into();
     }
-    object["last_run"] = last_run.unwrap_or_default();
+}
+
+/// The run that opened the `--once-per` window, and what it has left.
+fn last_run_json(marker: &Marker) -> serde_json::Value {
+    let last = &marker.last;
+    json!({
+        "host": last.holder.host,
+        "pid": last.holder.pid,
+        "started": last.holder.started,
+        "command": last.holder.command,
+        "token": last.token,
+        "window_left": marker.left.map(|left| left.as_secs()),
+    })
+}
+
+/// Adds the run records to `object`: the last start with where it
+/// stands, the last run that finished, the last that succeeded.
+fn records_json(report: &Report, object: &mut serde_json::Value) {
     let records = &report.records;
     object["last_started"] = report
         .last_start()
@@ -74,12 +97,6 @@ pub fn json_value(report: &Report) -> serde_json::Value {
         .as_ref()
         .map(record_json)
         .unwrap_or_default();
-    if report.max_running > 1 {
-        let holders: Vec<_> = report.runners.iter().map(runner_json).collect();
-        object["holders"] = holders.into();
-        object["max_running"] = report.max_running.into();
-    }
-    object
 }
 
 /// A run record in JSON: exactly these names, which scripts read.
