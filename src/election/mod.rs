@@ -23,8 +23,11 @@
 //! rewrites our key, to wake the waiter behind. The layout ([`Election`]):
 //! this file writes, proves and gives up our key, `queue.rs` waits for our
 //! turn, `watch.rs` watches our key from the queue to the end of the run,
-//! and `line.rs` reads the candidates in order. Nothing here runs processes
-//! or keeps the lease alive.
+//! and `line.rs` reads the candidates in order. Beside them, `name.rs`
+//! names the election and lays out every key leaderrun writes,
+//! `holder.rs` is the value under a candidate's key, `record.rs` the run
+//! records and `once_per.rs` the --once-per window. Nothing here runs
+//! processes or keeps the lease alive.
 //!
 //! Only keys `<name>/<lease hex>` are candidates ([`name::is_candidate`]).
 //! The keys of an election whose name extends ours (`<name>/sub/<lease>`)
@@ -52,8 +55,9 @@ use crate::etcd::Connection;
 use crate::exit::{CodedError, Exit};
 use line::first_in_line;
 
-/// Proof that we lead: our key existed, first in line, with this create
-/// revision, at `revision`.
+/// Proof that we run: our key existed, among the first --max-running in
+/// line, with this create
+/// revision, at `proven_at`.
 #[derive(Debug, Clone)]
 pub struct Leadership {
     pub name: String,
@@ -63,7 +67,7 @@ pub struct Leadership {
     /// The key's create revision: the fencing token.
     pub token: i64,
     /// The store revision at which ownership was proven; watch from after it.
-    pub revision: i64,
+    pub proven_at: i64,
 }
 
 /// The candidate just behind a leader, and the value that hands over to it.
@@ -160,8 +164,9 @@ impl Leader {
 
 pub enum Attempt {
     Won(Leadership),
-    /// Someone else leads; None if they left between our two reads.
-    Lost(Option<Leader>),
+    /// Someone else holds the election (every slot, with --max-running);
+    /// the leader, or None if they left between our two reads.
+    Held(Option<Leader>),
     /// Our key vanished between joining the queue and proving the win.
     Vanished,
 }
@@ -169,7 +174,8 @@ pub enum Attempt {
 /// A place in the queue.
 pub struct Candidate {
     pub key: String,
-    pub revision: i64,
+    /// Our key's create revision: the run's token, if it wins.
+    pub token: i64,
 }
 
 pub enum Turn {
@@ -177,7 +183,7 @@ pub enum Turn {
     /// this revision: the proof a win needs.
     Ours(i64),
     /// Our place is gone while we queued: start again.
-    Lost(PlaceLost),
+    Gone(PlaceLost),
     /// An error no wait will change (a refusal, a disagreement on
     /// --max-running).
     Failed(anyhow::Error),
@@ -323,12 +329,12 @@ impl<'a> Election<'a> {
                 key,
                 lease,
                 token: kv.create_revision,
-                revision,
+                proven_at: revision,
             }));
         }
         let runners = self.runners(page).await?;
         if runners.len() == self.slots {
-            return Ok(Attempt::Lost(runners.into_iter().next()));
+            return Ok(Attempt::Held(runners.into_iter().next()));
         }
         // A slot is free, or only keys of elections nested in ours are under
         // our prefix: "fewer than N candidates" cannot be asked of etcd in
@@ -341,7 +347,7 @@ impl<'a> Election<'a> {
             .enqueue(lease, holder, Some(runners.first().cloned()))
             .await?;
         if !runners.iter().any(|runner| runner.key == candidate.key) {
-            return Ok(Attempt::Lost(runners.into_iter().next()));
+            return Ok(Attempt::Held(runners.into_iter().next()));
         }
         Ok(match self.prove(&candidate, lease, holder).await? {
             Some(leadership) => Attempt::Won(leadership),
@@ -402,10 +408,7 @@ impl<'a> Election<'a> {
             let token = ours.create_revision;
             let proven = proves_turn(Some(&ours), token, lease, &runners);
             return Ok(Queued {
-                candidate: Candidate {
-                    key,
-                    revision: token,
-                },
+                candidate: Candidate { key, token },
                 runners,
                 proven_at: proven.then_some(revision),
             });
@@ -489,7 +492,7 @@ impl<'a> Election<'a> {
     ) -> Result<Option<Leadership>> {
         let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
-            .when(ours(&key, candidate.revision, lease))
+            .when(ours(&key, candidate.token, lease))
             .and_then([put, first_in_line(self.name)]);
         let response = self.connection.txn("proving leadership", txn).await?;
         if !response.succeeded() {
@@ -497,15 +500,15 @@ impl<'a> Election<'a> {
         }
         let revision = revision_of(&response);
         let runners = self.runners(range_at(&response, 0)).await?;
-        if !runs(&runners, candidate.revision) {
+        if !runs(&runners, candidate.token) {
             return Ok(None);
         }
         Ok(Some(Leadership {
             name: self.name.to_string(),
             key: candidate.key.clone(),
             lease,
-            token: candidate.revision,
-            revision,
+            token: candidate.token,
+            proven_at: revision,
         }))
     }
     /// Gives up our key, if it is still ours: in one transaction, deletes

@@ -40,14 +40,14 @@ impl Election<'_> {
         let mut seen = None;
         loop {
             if lease.borrow().gone {
-                return Turn::Lost(PlaceLost::LeaseGone);
+                return Turn::Gone(PlaceLost::LeaseGone);
             }
             let looked = match self.look_racing(candidate, lease_id, seen, own).await {
                 ControlFlow::Continue(looked) => looked,
                 ControlFlow::Break(turn) => return turn,
             };
             let (ahead, revision) = match looked {
-                Ok(Ahead::Lost(loss)) => return Turn::Lost(PlaceLost::Key(loss)),
+                Ok(Ahead::Lost(loss)) => return Turn::Gone(PlaceLost::Key(loss)),
                 Ok(Ahead::Nobody(revision, ours)) => return self.nobody_ahead(own, revision, ours),
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
                 Err(err) if exit::is_final(&err) => return Turn::Failed(err),
@@ -241,7 +241,7 @@ impl Election<'_> {
         };
         let revision = revision_of(&response);
         let ours = range_at(&response, 0).first();
-        if let Some(loss) = judge(ours.as_ref(), candidate.revision, lease_id) {
+        if let Some(loss) = judge(ours.as_ref(), candidate.token, lease_id) {
             return Ok(Ahead::Lost(loss));
         }
         let line = range_at(&response, 1);
@@ -305,8 +305,8 @@ impl Election<'_> {
     /// lease's local deadline look after, as they do after any proof. An
     /// answer older than the watch's news is the caller's to refuse.
     async fn read_ahead(&self, candidate: &Candidate, read: Read) -> Result<TxnResponse> {
-        let mut ahead = in_line(SortOrder::Descend, FIRST_PAGE)
-            .with_max_create_revision(candidate.revision - 1);
+        let mut ahead =
+            in_line(SortOrder::Descend, FIRST_PAGE).with_max_create_revision(candidate.token - 1);
         let mut ours = GetOptions::new();
         if read == Read::MemberLocal {
             ahead = ahead.with_serializable();
@@ -328,7 +328,7 @@ fn turn_from(news: OwnKeyNews) -> Option<Turn> {
             tracing::debug!(revision = at, "our turn: handed over by the leader");
             Some(Turn::Ours(at))
         }
-        OwnKeyNews::Lost(loss) => Some(Turn::Lost(PlaceLost::Key(loss))),
+        OwnKeyNews::Lost(loss) => Some(Turn::Gone(PlaceLost::Key(loss))),
         OwnKeyNews::Broke => None,
     }
 }

@@ -28,7 +28,7 @@ pub async fn watch_for_loss(
 ) -> KeyLoss {
     let (token, lease) = (leadership.token, leadership.lease);
     // What happened up to the proof, the proof has seen.
-    own.skip_to(leadership.revision + 1);
+    own.skip_to(leadership.proven_at + 1);
     let mut backoff = Backoff::new(retry::KEEPING);
     loop {
         match own.next(connection).await {

@@ -497,7 +497,7 @@ impl<'a> Campaign<'a> {
         let election = self.election();
         match election.try_acquire(lease, holder).await {
             Ok(Attempt::Won(leadership)) => Ok(leadership),
-            Ok(Attempt::Lost(leader)) => Err(Step::Done(Outcome::Held(leader))),
+            Ok(Attempt::Held(leader)) => Err(Step::Done(Outcome::Held(leader))),
             Ok(Attempt::Vanished) => Err(key_gone()),
             Err(err) => Err(err.into()),
         }
@@ -522,7 +522,7 @@ impl<'a> Campaign<'a> {
         self.phase.set(Phase::Waiting);
         let own = self
             .own
-            .insert(OwnKey::new(&candidate.key, candidate.revision, lease.id, 0));
+            .insert(OwnKey::new(&candidate.key, candidate.token, lease.id, 0));
         let proven_at = match proven_at {
             Some(revision) => revision,
             None => {
@@ -534,7 +534,7 @@ impl<'a> Campaign<'a> {
                         tracing::trace!(revision, "proven");
                         revision
                     }
-                    Turn::Lost(lost) => return Err(Step::Event(Event::PlaceLost(lost), None)),
+                    Turn::Gone(lost) => return Err(Step::Event(Event::PlaceLost(lost), None)),
                     Turn::Failed(err) => return Err(err.into()),
                 }
             }
@@ -550,8 +550,8 @@ impl<'a> Campaign<'a> {
                 name: self.config.election.clone(),
                 key: candidate.key,
                 lease: lease.id,
-                token: candidate.revision,
-                revision: proven_at,
+                token: candidate.token,
+                proven_at,
             });
         }
         let holder = Holder {

@@ -86,7 +86,7 @@ impl Supervision<'_> {
                 *ended = Some(record::Ended::new(
                     not_started,
                     None,
-                    self.leadership.revision,
+                    self.leadership.proven_at,
                 ));
                 return Err(err);
             }
@@ -181,7 +181,7 @@ impl Supervision<'_> {
         *ended = Some(record::Ended::new(
             run.ended(outcome, Some(code)),
             Some(start),
-            self.leadership.revision,
+            self.leadership.proven_at,
         ));
         Ok(code)
     }
