@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::etcd::ids::{LeaseId, Token};
 use crate::etcd::kv::Kv;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -46,8 +47,8 @@ const NEXT_BY: &str = "next_by";
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Behind {
     pub key: String,
-    pub token: i64,
-    pub lease: i64,
+    pub token: Token,
+    pub lease: LeaseId,
     /// Its value, as read: what the handover to it rewrites.
     pub value: serde_json::Value,
 }
@@ -59,7 +60,7 @@ impl Behind {
         let value: serde_json::Value = serde_json::from_slice(&kv.value).ok()?;
         value.is_object().then(|| Behind {
             key: String::from_utf8_lossy(&kv.key).into_owned(),
-            token: kv.create_revision,
+            token: Token::created_at(kv.create_revision),
             lease: kv.lease,
             value,
         })
@@ -124,15 +125,15 @@ impl Holder {
     /// `handed_over_by` set to the leader's token, and `next`, the
     /// candidates behind it, if any are passed on. None for a value that is
     /// not a JSON object (another tool's candidate: no handover to it).
-    pub fn handed_over(value: &serde_json::Value, by: i64, next: &[Behind]) -> Option<Vec<u8>> {
+    pub fn handed_over(value: &serde_json::Value, by: Token, next: &[Behind]) -> Option<Vec<u8>> {
         let mut value = value.clone();
         let fields = value.as_object_mut()?;
-        fields.insert(HANDED_OVER_BY.into(), serde_json::Value::from(by));
+        fields.insert(HANDED_OVER_BY.into(), serde_json::Value::from(by.0));
         fields.remove(NEXT);
         fields.remove(NEXT_BY);
         if !next.is_empty() {
             fields.insert(NEXT.into(), serde_json::to_value(next).ok()?);
-            fields.insert(NEXT_BY.into(), serde_json::Value::from(by));
+            fields.insert(NEXT_BY.into(), serde_json::Value::from(by.0));
         }
         serde_json::to_vec(&value).ok()
     }
@@ -263,7 +264,7 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&holder.encode()).unwrap();
         let behind =
             Behind::read(&Kv::written("jobs/a/2", 9, 2, holder.encode().as_bytes())).unwrap();
-        let handed = Holder::handed_over(&value, 7, std::slice::from_ref(&behind)).unwrap();
+        let handed = Holder::handed_over(&value, Token(7), std::slice::from_ref(&behind)).unwrap();
         assert_eq!(Holder::decode(&handed), holder, "the holder is kept");
         assert_eq!(
             Holder::handover(&handed).unwrap(),
@@ -271,12 +272,12 @@ mod tests {
         );
         // Handed over on in turn, what was passed on before is not kept.
         let again: serde_json::Value = serde_json::from_slice(&handed).unwrap();
-        let handed = Holder::handed_over(&again, 8, &[]).unwrap();
+        let handed = Holder::handed_over(&again, Token(8), &[]).unwrap();
         assert_eq!(Holder::handover(&handed), Some(Vec::new()));
         // Handed over on by a leader that keeps fields it does not know
         // (an older version), the list is not that handover's.
         let mut kept: serde_json::Value = serde_json::from_slice(
-            &Holder::handed_over(&value, 7, std::slice::from_ref(&behind)).unwrap(),
+            &Holder::handed_over(&value, Token(7), std::slice::from_ref(&behind)).unwrap(),
         )
         .unwrap();
         kept["handed_over_by"] = serde_json::Value::from(8);

@@ -11,6 +11,7 @@ use etcd_client::{GetOptions, SortOrder, SortTarget, Txn, TxnOp, WatchOptions};
 use super::name;
 use super::{Election, Leader};
 use crate::etcd::connection::Refused;
+use crate::etcd::ids::{Revision, Token};
 use crate::etcd::kv::{Kv, WatchEvent};
 use crate::etcd::requests::{ranges, Pages, Range};
 use crate::etcd::watch::{Received, Watch};
@@ -75,11 +76,11 @@ impl Election<'_> {
                 limit = limit.saturating_mul(2);
             }
             let options = in_line(order, limit)
-                .with_revision(revision)
+                .with_revision(revision.0)
                 .with_keys_only();
             let options = match order {
-                SortOrder::Descend => options.with_max_create_revision(from),
-                _ => options.with_min_create_revision(from),
+                SortOrder::Descend => options.with_max_create_revision(from.0),
+                _ => options.with_min_create_revision(from.0),
             };
             page = self
                 .connection
@@ -101,7 +102,7 @@ struct LineScan<'a> {
     wanted: usize,
     found: Vec<Kv>,
     /// The create revision of the last key seen.
-    boundary: Option<i64>,
+    boundary: Option<Revision>,
     /// The keys seen with that create revision.
     seen_at_boundary: HashSet<Vec<u8>>,
 }
@@ -144,7 +145,7 @@ impl<'a> LineScan<'a> {
 
     /// The create revision to read on from (inclusive), if the range holds
     /// `more` and fewer candidates than wanted were found.
-    fn read_on(&self, more: bool) -> Option<i64> {
+    fn read_on(&self, more: bool) -> Option<Revision> {
         self.boundary
             .filter(|_| more && self.found.len() < self.wanted)
     }
@@ -157,13 +158,13 @@ const VALUES_PER_TXN: usize = 64;
 /// `kvs`, read keys only at `revision`, with their values: fetched by key
 /// at that revision, in the same order. A key that is gone (compacted
 /// past) is an error, as any read at a compacted revision is.
-async fn with_values(connection: &Connection, kvs: Vec<Kv>, revision: i64) -> Result<Vec<Kv>> {
+async fn with_values(connection: &Connection, kvs: Vec<Kv>, revision: Revision) -> Result<Vec<Kv>> {
     let mut valued = Vec::with_capacity(kvs.len());
     for chunk in kvs.chunks(VALUES_PER_TXN) {
         let gets = chunk.iter().map(|kv| {
             TxnOp::get(
                 kv.key.as_slice(),
-                Some(GetOptions::new().with_revision(revision)),
+                Some(GetOptions::new().with_revision(revision.0)),
             )
         });
         let txn = Txn::new().and_then(gets.collect::<Vec<_>>());
@@ -212,16 +213,16 @@ pub struct Line {
     /// The name as bytes: a lossy copy would read another election.
     election: Vec<u8>,
     /// Candidates by (create revision, key): the first one leads.
-    in_order: BTreeMap<(i64, Vec<u8>), Leader>,
+    in_order: BTreeMap<(Revision, Vec<u8>), Leader>,
     /// Each candidate's create revision, by key.
-    created: HashMap<Vec<u8>, i64>,
+    created: HashMap<Vec<u8>, Revision>,
     /// The revision the line is up to date with.
-    revision: i64,
+    revision: Revision,
 }
 
 /// Who leads, as far as a change of leader goes: the key, its create
 /// revision, and whether it has gone stale.
-type LeaderIdentity = Option<(String, i64, bool)>;
+type LeaderIdentity = Option<(String, Token, bool)>;
 
 impl Line {
     /// Reads the whole line, page by page, at one revision.
@@ -240,10 +241,10 @@ impl Line {
             election: election.to_vec(),
             in_order: BTreeMap::new(),
             created: HashMap::new(),
-            revision: 0,
+            revision: Revision::default(),
         };
         while let Some(page) = pages.next().await? {
-            line.revision = pages.revision();
+            line.revision = pages.revision().unwrap_or_default();
             let candidates = page
                 .into_iter()
                 .filter(|kv| name::is_candidate(election, &kv.key))
@@ -330,7 +331,7 @@ impl Line {
     ) -> Result<Followed> {
         let options = WatchOptions::new()
             .with_prefix()
-            .with_start_revision(self.revision + 1);
+            .with_start_revision(self.revision.next().0);
         let prefix = name::raw_prefix(&self.election);
         let watched = name::escaped(&self.election).into_owned();
         let Some(mut watch) = Watch::open(connection, &prefix, options).await else {
@@ -437,7 +438,11 @@ mod tests {
         assert_eq!(scan.read_on(true), None, "all wanted were found");
         let mut scan = LineScan::new(b"j", 3);
         scan.take(page);
-        assert_eq!(scan.read_on(true), Some(6), "on from the last one seen");
+        assert_eq!(
+            scan.read_on(true),
+            Some(Revision(6)),
+            "on from the last one seen"
+        );
         assert_eq!(scan.read_on(false), None, "the range is read whole");
     }
 
@@ -446,7 +451,7 @@ mod tests {
         // Three keys written by one transaction, at revision 5.
         let mut scan = LineScan::new(b"j", 2);
         assert!(scan.take(vec![key("j/a", 4), key("j/job/1", 5), key("j/job/2", 5)]));
-        assert_eq!(scan.read_on(true), Some(5));
+        assert_eq!(scan.read_on(true), Some(Revision(5)));
         // The next page starts at 5 again: what was seen is skipped.
         assert!(
             !scan.take(vec![key("j/job/1", 5), key("j/job/2", 5)]),
@@ -463,7 +468,7 @@ mod tests {
             election: b"j".to_vec(),
             in_order: BTreeMap::new(),
             created: HashMap::new(),
-            revision: 4,
+            revision: Revision(4),
         };
         line.put(&key("j/1", 5));
         let mut reports = Vec::new();
@@ -477,18 +482,18 @@ mod tests {
         let events = [
             WatchEvent::Put(behind.clone()),
             WatchEvent::Delete(Kv {
-                mod_revision: 7,
+                mod_revision: Revision(7),
                 ..key("j/1", 0)
             }),
             WatchEvent::Put(behind.rewritten(7, 1, b"{}")),
             WatchEvent::Put(key("j/sub/3", 8)),
             WatchEvent::Delete(Kv {
-                mod_revision: 9,
+                mod_revision: Revision(9),
                 ..key("j/2", 0)
             }),
         ];
         assert!(line.apply(&events, &mut report).unwrap() == Applied::All);
-        assert_eq!(reports, [Some(6), None]);
-        assert_eq!(line.revision, 9);
+        assert_eq!(reports, [Some(Token(6)), None]);
+        assert_eq!(line.revision, Revision(9));
     }
 }

@@ -49,6 +49,7 @@ use anyhow::{Context, Result};
 use etcd_client::{Compare, CompareOp, PutOptions, SortOrder, Txn, TxnOp, TxnResponse};
 
 use crate::election::holder::{etcdctl_del, printable, Behind, Holder};
+use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
@@ -56,26 +57,25 @@ use crate::exit::{CodedError, Exit};
 use line::first_in_line;
 
 /// Proof that we run: our key existed, among the first --max-running in
-/// line, with this create
-/// revision, at `proven_at`.
+/// line, with this create revision, at `proven_at`.
 #[derive(Debug, Clone)]
 pub struct Leadership {
     pub name: String,
     pub key: String,
     /// The lease our key is attached to.
-    pub lease: i64,
+    pub lease: LeaseId,
     /// The key's create revision: the fencing token.
-    pub token: i64,
+    pub token: Token,
     /// The store revision at which ownership was proven; watch from after it.
-    pub proven_at: i64,
+    pub proven_at: Revision,
 }
 
 /// The candidate just behind a leader, and the value that hands over to it.
 #[derive(Debug, Clone)]
 pub struct Successor {
     pub key: String,
-    pub token: i64,
-    pub lease: i64,
+    pub token: Token,
+    pub lease: LeaseId,
     /// Its value, saying who handed over to it, and passing on who is
     /// behind it.
     pub value: Vec<u8>,
@@ -99,7 +99,7 @@ impl Successor {
     /// line order), handed over to with the rest passed on, as many as
     /// [`PASSED_ON`] and [`PASSED_ON_BYTES`] allow. None if `line` is
     /// empty.
-    pub fn first_of(mut line: Vec<Behind>, token: i64) -> Option<Successor> {
+    pub fn first_of(mut line: Vec<Behind>, token: Token) -> Option<Successor> {
         if line.is_empty() {
             return None;
         }
@@ -126,8 +126,8 @@ impl Successor {
 #[derive(Debug, Clone)]
 pub struct Leader {
     pub key: String,
-    pub token: i64,
-    pub lease: i64,
+    pub token: Token,
+    pub lease: LeaseId,
     pub holder: Holder,
 }
 
@@ -137,7 +137,7 @@ impl Leader {
             // Escaped, not lossy: keys of names that are not UTF-8 stay
             // apart (the same text as a lossy copy for UTF-8 keys).
             key: name::escaped(&kv.key).into_owned(),
-            token: kv.create_revision,
+            token: Token::created_at(kv.create_revision),
             lease: kv.lease,
             holder: Holder::decode(&kv.value),
         }
@@ -158,7 +158,7 @@ impl Leader {
     /// A key with no lease (written by hand, or overwritten by a plain
     /// `put`): nothing will ever remove it, and it blocks the election.
     pub fn stale(&self) -> bool {
-        self.lease == 0
+        self.lease == LeaseId::NONE
     }
 }
 
@@ -175,13 +175,13 @@ pub enum Attempt {
 pub struct Candidate {
     pub key: String,
     /// Our key's create revision: the run's token, if it wins.
-    pub token: i64,
+    pub token: Token,
 }
 
 pub enum Turn {
     /// Our key, ours and among the first --max-running in line, read at
     /// this revision: the proof a win needs.
-    Ours(i64),
+    Ours(Revision),
     /// Our place is gone while we queued: start again.
     Gone(PlaceLost),
     /// An error no wait will change (a refusal, a disagreement on
@@ -196,7 +196,7 @@ pub struct Queued {
     pub runners: Vec<Leader>,
     /// The revision at which our key, intact, was among the runners (a
     /// proof of the win, as `Turn::Ours` is), if it was.
-    pub proven_at: Option<i64>,
+    pub proven_at: Option<Revision>,
 }
 
 /// Why a place in the queue is gone.
@@ -254,10 +254,10 @@ impl std::fmt::Display for PlaceLost {
 
 /// What a key we hold has become, judged from its latest version (None:
 /// deleted): still ours, or lost and how.
-fn judge(kv: Option<&Kv>, token: i64, lease: i64) -> Option<KeyLoss> {
+fn judge(kv: Option<&Kv>, token: Token, lease: LeaseId) -> Option<KeyLoss> {
     match kv {
         None => Some(KeyLoss::Deleted),
-        Some(kv) if kv.create_revision != token => Some(KeyLoss::Replaced),
+        Some(kv) if kv.create_revision != token.revision() => Some(KeyLoss::Replaced),
         Some(kv) if kv.lease != lease => Some(KeyLoss::Overwritten),
         Some(_) => None,
     }
@@ -266,12 +266,12 @@ fn judge(kv: Option<&Kv>, token: i64, lease: i64) -> Option<KeyLoss> {
 /// Whether a read at one revision proves a turn: our key, as read, still
 /// ours (created at `token`, on `lease`), and among `runners`, the first
 /// --max-running in line as the same read found them.
-fn proves_turn(ours: Option<&Kv>, token: i64, lease: i64, runners: &[Leader]) -> bool {
+fn proves_turn(ours: Option<&Kv>, token: Token, lease: LeaseId, runners: &[Leader]) -> bool {
     judge(ours, token, lease).is_none() && runs(runners, token)
 }
 
 /// Whether the candidate created at `token` is among `runners`.
-fn runs(runners: &[Leader], token: i64) -> bool {
+fn runs(runners: &[Leader], token: Token) -> bool {
     runners.iter().any(|runner| runner.token == token)
 }
 
@@ -296,9 +296,9 @@ impl<'a> Election<'a> {
 
     /// Our candidate key, and the put that writes it (with `holder` as its
     /// value) attached to our lease.
-    fn our_key(&self, lease: i64, holder: &Holder) -> (String, TxnOp) {
+    fn our_key(&self, lease: LeaseId, holder: &Holder) -> (String, TxnOp) {
         let key = name::candidate_key(self.name, lease);
-        let options = etcd_client::PutOptions::new().with_lease(lease);
+        let options = etcd_client::PutOptions::new().with_lease(lease.0);
         let put = TxnOp::put(key.as_str(), holder.encode(), Some(options));
         (key, put)
     }
@@ -308,7 +308,7 @@ impl<'a> Election<'a> {
     /// election, and losers write nothing. Otherwise the runners are read,
     /// and with fewer than --max-running of them we join the line and run
     /// only if our key is among the first --max-running.
-    pub async fn try_acquire(&self, lease: i64, holder: &Holder) -> Result<Attempt> {
+    pub async fn try_acquire(&self, lease: LeaseId, holder: &Holder) -> Result<Attempt> {
         let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
             .when([
@@ -328,7 +328,7 @@ impl<'a> Election<'a> {
                 name: self.name.to_string(),
                 key,
                 lease,
-                token: kv.create_revision,
+                token: Token::created_at(kv.create_revision),
                 proven_at: revision,
             }));
         }
@@ -368,7 +368,7 @@ impl<'a> Election<'a> {
     /// refuses, from the same transaction's read, and revokes.
     pub async fn enqueue(
         &self,
-        lease: i64,
+        lease: LeaseId,
         holder: &Holder,
         seen: Option<Option<Leader>>,
     ) -> Result<Queued> {
@@ -384,7 +384,7 @@ impl<'a> Election<'a> {
                 when.push(Compare::create_revision(
                     leader.key.as_str(),
                     CompareOp::Equal,
-                    leader.token,
+                    leader.token.0,
                 ));
             }
             let txn = Txn::new()
@@ -405,7 +405,7 @@ impl<'a> Election<'a> {
                 continue;
             };
             let runners = runners?;
-            let token = ours.create_revision;
+            let token = Token::created_at(ours.create_revision);
             let proven = proves_turn(Some(&ours), token, lease, &runners);
             return Ok(Queued {
                 candidate: Candidate { key, token },
@@ -487,7 +487,7 @@ impl<'a> Election<'a> {
     pub async fn prove(
         &self,
         candidate: &Candidate,
-        lease: i64,
+        lease: LeaseId,
         holder: &Holder,
     ) -> Result<Option<Leadership>> {
         let (key, put) = self.our_key(lease, holder);
@@ -529,7 +529,7 @@ impl<'a> Election<'a> {
     /// between.
     pub async fn resign_with(
         &self,
-        leadership: (&str, i64, i64),
+        leadership: (&str, Token, LeaseId),
         then: Vec<TxnOp>,
         successor: Option<&Successor>,
     ) -> Result<Option<TxnResponse>> {
@@ -538,7 +538,7 @@ impl<'a> Election<'a> {
         let mut ops = vec![TxnOp::delete(key, None)];
         ops.extend(then);
         if let Some(next) = successor {
-            let options = PutOptions::new().with_lease(next.lease);
+            let options = PutOptions::new().with_lease(next.lease.0);
             let put = TxnOp::put(next.key.as_str(), next.value.clone(), Some(options));
             let hand_over = Txn::new()
                 .when(ours(&next.key, next.token, next.lease))
@@ -556,7 +556,7 @@ impl<'a> Election<'a> {
     /// watches only the key ahead of it).
     pub async fn successor(&self, leadership: &Leadership) -> Result<Option<Successor>> {
         let behind = line::in_line(SortOrder::Ascend, line::FIRST_PAGE)
-            .with_min_create_revision(leadership.token + 1)
+            .with_min_create_revision(leadership.token.revision().next().0)
             .with_serializable();
         let page = self
             .connection
@@ -597,16 +597,16 @@ impl<'a> Election<'a> {
 
 /// The comparisons that hold while `key` is ours: created at `token`,
 /// attached to our lease.
-pub(crate) fn ours(key: &str, token: i64, lease: i64) -> [Compare; 2] {
+pub(crate) fn ours(key: &str, token: Token, lease: LeaseId) -> [Compare; 2] {
     [
-        Compare::create_revision(key, CompareOp::Equal, token),
-        Compare::lease(key, CompareOp::Equal, lease),
+        Compare::create_revision(key, CompareOp::Equal, token.0),
+        Compare::lease(key, CompareOp::Equal, lease.0),
     ]
 }
 
 /// The start of `line` that names candidates of election `name`, each
 /// created after the one before it, the first after `token`.
-fn in_line_after(name: &str, token: i64, line: Vec<Behind>) -> Vec<Behind> {
+fn in_line_after(name: &str, token: Token, line: Vec<Behind>) -> Vec<Behind> {
     let mut last = token;
     line.into_iter()
         .take_while(|behind| {
@@ -635,16 +635,32 @@ mod tests {
     #[test]
     fn a_key_stays_ours_only_with_our_create_revision_and_lease() {
         let ours = Kv::written("j/1f", 10, 0x1f, b"{}");
-        assert_eq!(judge(Some(&ours), 10, 0x1f), None);
+        assert_eq!(judge(Some(&ours), Token(10), LeaseId(0x1f)), None);
         // Rewritten by us (a handover, a "since"): still ours.
-        assert_eq!(judge(Some(&ours.rewritten(12, 0x1f, b"x")), 10, 0x1f), None);
-        assert_eq!(judge(None, 10, 0x1f), Some(KeyLoss::Deleted));
+        assert_eq!(
+            judge(
+                Some(&ours.rewritten(12, 0x1f, b"x")),
+                Token(10),
+                LeaseId(0x1f)
+            ),
+            None
+        );
+        assert_eq!(
+            judge(None, Token(10), LeaseId(0x1f)),
+            Some(KeyLoss::Deleted)
+        );
         // Deleted and created again (by another lease's holder, or ours).
         let again = Kv::written("j/1f", 14, 0x1f, b"{}");
-        assert_eq!(judge(Some(&again), 10, 0x1f), Some(KeyLoss::Replaced));
+        assert_eq!(
+            judge(Some(&again), Token(10), LeaseId(0x1f)),
+            Some(KeyLoss::Replaced)
+        );
         // A plain put keeps the create revision and drops the lease.
         let put = ours.rewritten(13, 0, b"by hand");
-        assert_eq!(judge(Some(&put), 10, 0x1f), Some(KeyLoss::Overwritten));
+        assert_eq!(
+            judge(Some(&put), Token(10), LeaseId(0x1f)),
+            Some(KeyLoss::Overwritten)
+        );
     }
 
     fn runner(key: &str, token: i64) -> Leader {
@@ -655,16 +671,26 @@ mod tests {
     fn a_turn_is_proven_by_our_key_intact_among_the_runners() {
         let ours = Kv::written("j/2", 12, 2, b"{}");
         let runners = [runner("j/1", 11), runner("j/2", 12)];
-        assert!(proves_turn(Some(&ours), 12, 2, &runners));
+        assert!(proves_turn(Some(&ours), Token(12), LeaseId(2), &runners));
         assert!(
-            !proves_turn(Some(&ours), 12, 2, &runners[..1]),
+            !proves_turn(Some(&ours), Token(12), LeaseId(2), &runners[..1]),
             "not running"
         );
-        assert!(!proves_turn(None, 12, 2, &runners), "gone");
+        assert!(!proves_turn(None, Token(12), LeaseId(2), &runners), "gone");
         let overwritten = ours.rewritten(13, 0, b"");
-        assert!(!proves_turn(Some(&overwritten), 12, 2, &runners));
+        assert!(!proves_turn(
+            Some(&overwritten),
+            Token(12),
+            LeaseId(2),
+            &runners
+        ));
         // Another key of the same name, created later, is not ours.
-        assert!(!proves_turn(Some(&ours), 11, 2, &runners[1..]));
+        assert!(!proves_turn(
+            Some(&ours),
+            Token(11),
+            LeaseId(2),
+            &runners[1..]
+        ));
     }
 
     #[test]
@@ -673,7 +699,7 @@ mod tests {
         let leader = Leader::from_kv(&Kv::written("j/2a", 7, 0x2a, holder.encode().as_bytes()));
         assert_eq!(
             (leader.key.as_str(), leader.token, leader.lease),
-            ("j/2a", 7, 0x2a)
+            ("j/2a", Token(7), LeaseId(0x2a))
         );
         assert_eq!(leader.holder, holder);
         assert_eq!(leader.holder.max_running, 1, "left out when 1");
@@ -695,15 +721,15 @@ mod tests {
         let line: Vec<Behind> = (1..=6)
             .map(|at| behind(&format!("j/{at}"), 10 + at, "true"))
             .collect();
-        let next = Successor::first_of(line.clone(), 10).unwrap();
-        assert_eq!((next.key.as_str(), next.token), ("j/1", 11));
+        let next = Successor::first_of(line.clone(), Token(10)).unwrap();
+        assert_eq!((next.key.as_str(), next.token), ("j/1", Token(11)));
         assert_eq!(Holder::handover(&next.value).unwrap(), line[1..=PASSED_ON]);
         // A long command line stops what is passed on, in order.
         let mut long = line.clone();
         long[2] = behind("j/3", 13, &"x".repeat(PASSED_ON_BYTES));
-        let next = Successor::first_of(long, 10).unwrap();
+        let next = Successor::first_of(long, Token(10)).unwrap();
         assert_eq!(Holder::handover(&next.value).unwrap(), line[1..2]);
-        assert!(Successor::first_of(Vec::new(), 10).is_none());
+        assert!(Successor::first_of(Vec::new(), Token(10)).is_none());
     }
 
     #[test]
@@ -714,14 +740,17 @@ mod tests {
             behind("other/3", 13, "c"),
         ];
         assert_eq!(
-            in_line_after("j", 10, line.clone()).len(),
+            in_line_after("j", Token(10), line.clone()).len(),
             2,
             "another election's key ends it"
         );
-        assert!(in_line_after("j", 11, line).is_empty(), "not behind us");
+        assert!(
+            in_line_after("j", Token(11), line).is_empty(),
+            "not behind us"
+        );
         let backwards = vec![behind("j/1", 12, "a"), behind("j/2", 11, "b")];
         assert_eq!(
-            in_line_after("j", 10, backwards).len(),
+            in_line_after("j", Token(10), backwards).len(),
             1,
             "out of order ends it"
         );

@@ -18,6 +18,8 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use crate::etcd::ids::LeaseId;
+
 /// `leaderrun/<program basename>-<8 hex digits of a hash of the whole argv>`.
 /// The hash is FNV-1a, spelled out here so it never changes between builds or
 /// Rust versions: a changed name would split an election across an upgrade.
@@ -58,7 +60,7 @@ pub fn prefix(name: &str) -> String {
 
 /// A candidate's key: `<name>/<lease id in lower-case hex>`, as etcd's
 /// election API (and so `etcdctl elect`) writes it.
-pub fn candidate_key(name: &str, lease: i64) -> String {
+pub fn candidate_key(name: &str, lease: LeaseId) -> String {
     format!("{name}/{lease:x}")
 }
 
@@ -200,7 +202,7 @@ mod tests {
     #[test]
     fn keys_match_etcd_election_layout() {
         assert_eq!(
-            candidate_key("jobs/x", 0x694d_9a5b_c1f2_1a0b),
+            candidate_key("jobs/x", LeaseId(0x694d_9a5b_c1f2_1a0b)),
             "jobs/x/694d9a5bc1f21a0b"
         );
     }
@@ -235,10 +237,13 @@ mod tests {
     fn only_a_lease_id_after_the_prefix_makes_a_candidate() {
         assert!(is_candidate("pfx/a", b"pfx/a/694d9a5bc1f21a0b"));
         assert!(is_candidate("pfx/a", b"pfx/a/1f"));
-        assert!(is_candidate("pfx/a", candidate_key("pfx/a", 1).as_bytes()));
         assert!(is_candidate(
             "pfx/a",
-            candidate_key("pfx/a", i64::MAX).as_bytes()
+            candidate_key("pfx/a", LeaseId(1)).as_bytes()
+        ));
+        assert!(is_candidate(
+            "pfx/a",
+            candidate_key("pfx/a", LeaseId(i64::MAX)).as_bytes()
         ));
         // Another election's candidate, under ours.
         assert!(!is_candidate("pfx/a", b"pfx/a/b/694d9a5bc1f21a0b"));

@@ -21,6 +21,7 @@ use crate::election::holder::{printable, Holder};
 use crate::election::name::Beside;
 use crate::election::record;
 use crate::election::Leadership;
+use crate::etcd::ids::{LeaseId, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, whole_seconds};
 use crate::etcd::Connection;
@@ -37,7 +38,7 @@ pub fn marker_key(election: &str) -> String {
 pub struct LastRun {
     #[serde(flatten)]
     pub holder: Holder,
-    pub token: i64,
+    pub token: Token,
     /// The window's length in seconds, as the run that opened it asked.
     /// Absent from markers of leaderrun 0.1.0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,9 +65,9 @@ impl LastRun {
 pub struct Marker {
     pub last: LastRun,
     pub left: Option<Duration>,
-    /// The marker's lease; 0 for a marker written by hand, which never
+    /// The marker's lease; [`LeaseId::NONE`] for a marker written by hand, which never
     /// expires.
-    pub lease: i64,
+    pub lease: LeaseId,
 }
 
 pub enum Claim {
@@ -89,7 +90,7 @@ pub async fn claim(
     leadership: &Leadership,
     window: Duration,
     holder: &Holder,
-    window_lease: &mut Option<i64>,
+    window_lease: &mut Option<LeaseId>,
 ) -> Result<Claim> {
     let seconds = whole_seconds(window);
     let granted = connection
@@ -137,7 +138,7 @@ pub async fn claim(
 /// lease, written only if none exists and only while our key is still
 /// ours, and then the last run's start record read; otherwise the marker
 /// there read.
-fn claim_txn(leadership: &Leadership, holder: &Holder, seconds: i64, lease: i64) -> Txn {
+fn claim_txn(leadership: &Leadership, holder: &Holder, seconds: i64, lease: LeaseId) -> Txn {
     let key = marker_key(&leadership.name);
     let value = serde_json::to_string(&LastRun {
         holder: holder.clone(),
@@ -148,13 +149,17 @@ fn claim_txn(leadership: &Leadership, holder: &Holder, seconds: i64, lease: i64)
     Txn::new()
         .when([
             Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
-            Compare::create_revision(leadership.key.as_str(), CompareOp::Equal, leadership.token),
+            Compare::create_revision(
+                leadership.key.as_str(),
+                CompareOp::Equal,
+                leadership.token.0,
+            ),
         ])
         .and_then([
             TxnOp::put(
                 key.as_str(),
                 value,
-                Some(PutOptions::new().with_lease(lease)),
+                Some(PutOptions::new().with_lease(lease.0)),
             ),
             TxnOp::get(Beside::LastStarted.key(&leadership.name), None),
         ])
@@ -170,7 +175,7 @@ async fn taken(
     marker: Option<Kv>,
     leadership: &Leadership,
     seconds: i64,
-    (window_lease_id, window_lease): (i64, &mut Option<i64>),
+    (window_lease_id, window_lease): (LeaseId, &mut Option<LeaseId>),
 ) -> Result<Claim> {
     // A put that went through, but whose answer was lost and the request
     // retried on another endpoint, finds our own marker.
@@ -257,14 +262,14 @@ pub async fn current(
     }
 }
 
-async fn read_marker(connection: &Connection, value: &[u8], lease: i64) -> Marker {
+async fn read_marker(connection: &Connection, value: &[u8], lease: LeaseId) -> Marker {
     let last = serde_json::from_slice(value).unwrap_or_else(|_| LastRun {
         holder: Holder::decode(value),
-        token: 0,
+        token: Token::default(),
         window_s: None,
     });
     let left = match lease {
-        0 => None,
+        LeaseId::NONE => None,
         _ => connection.time_left(lease).await.ok().flatten(),
     };
     Marker { last, left, lease }
@@ -279,7 +284,7 @@ mod tests {
         let record = Record {
             host: "web-2".into(),
             pid: 42,
-            token: 7,
+            token: Token(7),
             command: "true".into(),
             started: started.into(),
             finished: None,
@@ -302,7 +307,7 @@ mod tests {
             now,
         )
         .expect("a 60 s window, opened 10 minutes ago, within our hour");
-        assert_eq!((found.token, found.window_s), (7, Some(60)));
+        assert_eq!((found.token, found.window_s), (Token(7), Some(60)));
         assert_eq!(found.holder.host, "web-2");
         // The same window as ours: the marker says all there is.
         let same = record(ten_minutes_ago, Some(3600), Outcome::Succeeded);
@@ -323,11 +328,11 @@ mod tests {
         let marker = |window_s| Marker {
             last: LastRun {
                 holder: Holder::decode(b"x"),
-                token: 3,
+                token: Token(3),
                 window_s,
             },
             left: None,
-            lease: 1,
+            lease: LeaseId(1),
         };
         assert!(agreed(marker(Some(60)), "j", 60).is_ok());
         assert!(agreed(marker(None), "j", 60).is_ok(), "a 0.1.0 marker");
@@ -337,6 +342,6 @@ mod tests {
             br#"{"host":"h","pid":1,"started":"s","command":"c","token":4}"#,
         )
         .unwrap();
-        assert_eq!((last.token, last.window_s), (4, None));
+        assert_eq!((last.token, last.window_s), (Token(4), None));
     }
 }

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use super::line::{in_line, FIRST_PAGE};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
 use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
+use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of};
 use crate::exit;
@@ -30,7 +31,7 @@ impl Election<'_> {
     pub async fn wait_for_turn(
         &self,
         candidate: &Candidate,
-        lease_id: i64,
+        lease_id: LeaseId,
         lease: &mut watch::Receiver<LeaseState>,
         own: &mut OwnKey,
     ) -> Turn {
@@ -66,7 +67,8 @@ impl Election<'_> {
                 ControlFlow::Continue(woken) => woken,
                 ControlFlow::Break(turn) => return turn,
             };
-            seen = (from > revision + 1).then_some(from - 1);
+            // The last revision the watch showed, if it showed any.
+            seen = (from > revision.next()).then_some(Revision(from.0 - 1));
             tracing::trace!(?seen, "woke");
             if moved {
                 broken_watches.reset();
@@ -83,8 +85,8 @@ impl Election<'_> {
     async fn look_racing(
         &self,
         candidate: &Candidate,
-        lease_id: i64,
-        seen: Option<i64>,
+        lease_id: LeaseId,
+        seen: Option<Revision>,
         own: &mut OwnKey,
     ) -> ControlFlow<Turn, Result<Ahead>> {
         let read = self.look_ahead(candidate, lease_id, seen);
@@ -106,11 +108,11 @@ impl Election<'_> {
     /// Our turn, proven at `revision` by a read that found nobody ahead
     /// and our key as `ours`. The read may have beaten the watch to a
     /// handover: what it passes on is taken all the same.
-    fn nobody_ahead(&self, own: &mut OwnKey, revision: i64, ours: Option<Kv>) -> Turn {
+    fn nobody_ahead(&self, own: &mut OwnKey, revision: Revision, ours: Option<Kv>) -> Turn {
         let handover = ours.and_then(|ours| own.handed_over_in(&ours));
         if let Some(at) = handover.filter(|at| self.matters(&OwnKeyNews::HandedOver(*at))) {
             tracing::debug!(
-                revision = at,
+                revision = at.0,
                 "our turn: handed over by the leader (the read came first)"
             );
         }
@@ -124,15 +126,15 @@ impl Election<'_> {
     async fn wait_ahead(
         &self,
         ahead: &Watch,
-        revision: i64,
+        revision: Revision,
         lease: &mut watch::Receiver<LeaseState>,
         own: &mut OwnKey,
-    ) -> ControlFlow<Turn, (bool, i64)> {
+    ) -> ControlFlow<Turn, (bool, Revision)> {
         // Our key was ours at `revision`: what came before says nothing.
-        own.skip_to(revision + 1);
+        own.skip_to(revision.next());
         let watched = String::from_utf8_lossy(&ahead.key).into_owned();
         tracing::debug!(%watched, "queued; watching");
-        let mut from = revision + 1;
+        let mut from = revision.next();
         // The watch lives here, outside the race, to be kept open.
         let mut opened = None;
         let woken = tokio::select! {
@@ -222,8 +224,8 @@ impl Election<'_> {
     async fn look_ahead(
         &self,
         candidate: &Candidate,
-        lease_id: i64,
-        seen: Option<i64>,
+        lease_id: LeaseId,
+        seen: Option<Revision>,
     ) -> Result<Ahead> {
         let mut response = None;
         if let Some(seen) = seen {
@@ -306,7 +308,7 @@ impl Election<'_> {
     /// answer older than the watch's news is the caller's to refuse.
     async fn read_ahead(&self, candidate: &Candidate, read: Read) -> Result<TxnResponse> {
         let mut ahead =
-            in_line(SortOrder::Descend, FIRST_PAGE).with_max_create_revision(candidate.token - 1);
+            in_line(SortOrder::Descend, FIRST_PAGE).with_max_create_revision(candidate.token.0 - 1);
         let mut ours = GetOptions::new();
         if read == Read::MemberLocal {
             ahead = ahead.with_serializable();
@@ -325,7 +327,7 @@ impl Election<'_> {
 fn turn_from(news: OwnKeyNews) -> Option<Turn> {
     match news {
         OwnKeyNews::HandedOver(at) => {
-            tracing::debug!(revision = at, "our turn: handed over by the leader");
+            tracing::debug!(revision = at.0, "our turn: handed over by the leader");
             Some(Turn::Ours(at))
         }
         OwnKeyNews::Lost(loss) => Some(Turn::Gone(PlaceLost::Key(loss))),
@@ -346,9 +348,9 @@ enum Ahead {
     Lost(KeyLoss),
     /// Fewer than --max-running, with our key ours, at this revision: our
     /// turn, and the proof of it; with our key as read.
-    Nobody(i64, Option<Kv>),
+    Nobody(Revision, Option<Kv>),
     /// What to watch, as read at this revision.
-    Watch(Watch, i64),
+    Watch(Watch, Revision),
 }
 
 /// The one thing a waiter watches, and which events wake it.

@@ -51,6 +51,7 @@ use crate::clock;
 use crate::election::holder::Holder;
 use crate::election::name::Beside;
 use crate::election::{ours, Leadership};
+use crate::etcd::ids::{Revision, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, ranges, revision_of};
 use crate::etcd::Connection;
@@ -74,7 +75,7 @@ pub enum Outcome {
 pub struct Record {
     pub host: String,
     pub pid: u32,
-    pub token: i64,
+    pub token: Token,
     pub command: String,
     /// RFC 3339, UTC.
     pub started: String,
@@ -106,7 +107,7 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn new(holder: &Holder, token: i64, once_per_s: Option<u64>) -> Run {
+    pub fn new(holder: &Holder, token: Token, once_per_s: Option<u64>) -> Run {
         Run {
             record: Record {
                 host: holder.host.clone(),
@@ -157,8 +158,8 @@ fn encode(record: &Record) -> String {
 }
 
 /// Holds if `key` was not written after `revision` (or does not exist).
-fn not_written_since(key: &str, revision: i64) -> Compare {
-    Compare::mod_revision(key, CompareOp::Less, revision.saturating_add(1))
+fn not_written_since(key: &str, revision: Revision) -> Compare {
+    Compare::mod_revision(key, CompareOp::Less, revision.0.saturating_add(1))
 }
 
 /// A put of `value` under `key` that happens only if `when` holds: a
@@ -185,7 +186,7 @@ async fn replace_started(
     election: &str,
     record: &Record,
     entitled: Option<&Leadership>,
-) -> Result<Option<i64>> {
+) -> Result<Option<Revision>> {
     let started = Beside::LastStarted.key(election);
     let value = encode(record);
     for _ in 0..3 {
@@ -200,11 +201,11 @@ async fn replace_started(
         let mut when = entitled.map_or_else(Vec::new, |ours_then| {
             ours(&ours_then.key, ours_then.token, ours_then.lease).to_vec()
         });
-        let seen = found.map_or(0, |kv| kv.mod_revision);
+        let seen = found.map_or(Revision::default(), |kv| kv.mod_revision);
         when.push(Compare::mod_revision(
             started.as_str(),
             CompareOp::Equal,
-            seen,
+            seen.0,
         ));
         let swap =
             Txn::new()
@@ -222,20 +223,20 @@ async fn replace_started(
 /// `store`, is of a run that started after ours (created at `token`): one
 /// with a larger token, no larger than the store's revision (a larger one
 /// belongs to no run of this cluster).
-fn started_later(found: Option<&Kv>, token: i64, store: i64) -> bool {
+fn started_later(found: Option<&Kv>, token: Token, store: Revision) -> bool {
     let theirs = found.and_then(|kv| token_of(&kv.value));
-    theirs.is_some_and(|theirs| theirs > token && theirs <= store)
+    theirs.is_some_and(|theirs| theirs > token && theirs.revision() <= store)
 }
 
 /// The token of a stored record, read on its own: a record that is not
 /// whole to this version (a newer version's outcome, a field it lacks) is
 /// still ordered by its token.
-fn token_of(value: &[u8]) -> Option<i64> {
+fn token_of(value: &[u8]) -> Option<Token> {
     #[derive(Deserialize)]
-    struct Token {
-        token: i64,
+    struct Only {
+        token: Token,
     }
-    serde_json::from_slice::<Token>(value)
+    serde_json::from_slice::<Only>(value)
         .ok()
         .map(|found| found.token)
 }
@@ -300,7 +301,7 @@ pub fn start(
     leadership: &Leadership,
     record: Record,
     also: impl std::future::Future<Output = ()> + Send + 'static,
-) -> JoinHandle<Option<i64>> {
+) -> JoinHandle<Option<Revision>> {
     let (connection, leadership) = (connection.clone(), leadership.clone());
     tokio::spawn(async move {
         clock::sleep(START_DELAY).await;
@@ -334,15 +335,19 @@ fn log_failure<T>(result: Result<T>) -> Option<T> {
 /// revoke, or after it, so that the next leader does not wait for them.
 pub struct Ended {
     pub record: Record,
-    start: Option<JoinHandle<Option<i64>>>,
+    start: Option<JoinHandle<Option<Revision>>>,
     /// The revision at which the run's win was proven.
-    proven_at: i64,
+    proven_at: Revision,
     /// The revision this run's start record was written at, if it was.
-    started_at: Option<i64>,
+    started_at: Option<Revision>,
 }
 
 impl Ended {
-    pub fn new(record: Record, start: Option<JoinHandle<Option<i64>>>, proven_at: i64) -> Ended {
+    pub fn new(
+        record: Record,
+        start: Option<JoinHandle<Option<Revision>>>,
+        proven_at: Revision,
+    ) -> Ended {
         Ended {
             record,
             start,
@@ -352,7 +357,7 @@ impl Ended {
     }
 
     /// The revision at which the run's win was proven.
-    pub fn proven_at(&self) -> i64 {
+    pub fn proven_at(&self) -> Revision {
         self.proven_at
     }
 
@@ -399,7 +404,7 @@ impl Ended {
                         vec![Compare::mod_revision(
                             started.as_str(),
                             CompareOp::Equal,
-                            ours,
+                            ours.0,
                         )],
                     )]),
             ),
@@ -480,21 +485,37 @@ mod tests {
     #[test]
     fn only_a_later_start_of_this_cluster_is_left_alone() {
         // Ours is token 10; the store is at revision 100.
-        assert!(started_later(Some(&started(20)), 10, 100), "a later run");
-        assert!(!started_later(Some(&started(10)), 10, 100), "our own");
-        assert!(!started_later(Some(&started(5)), 10, 100), "an earlier run");
+        assert!(
+            started_later(Some(&started(20)), Token(10), Revision(100)),
+            "a later run"
+        );
+        assert!(
+            !started_later(Some(&started(10)), Token(10), Revision(100)),
+            "our own"
+        );
+        assert!(
+            !started_later(Some(&started(5)), Token(10), Revision(100)),
+            "an earlier run"
+        );
         // A token above the store's revision is another cluster's.
-        assert!(!started_later(Some(&started(101)), 10, 100));
-        assert!(!started_later(None, 10, 100), "nothing there");
+        assert!(!started_later(
+            Some(&started(101)),
+            Token(10),
+            Revision(100)
+        ));
+        assert!(
+            !started_later(None, Token(10), Revision(100)),
+            "nothing there"
+        );
         let garbled = Kv::written("j.last-started", 5, 0, b"not a record");
-        assert!(!started_later(Some(&garbled), 10, 100));
+        assert!(!started_later(Some(&garbled), Token(10), Revision(100)));
     }
 
     #[test]
     fn ages_count_from_now_and_say_when_a_clock_is_ahead() {
         let now = humantime::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
         let holder = Holder::decode(b"x");
-        let mut record = Run::new(&holder, 1, None).started();
+        let mut record = Run::new(&holder, Token(1), None).started();
         assert_eq!(age(&record, now), None, "not finished");
         record.finished = Some("2026-11-29T11:00:00Z".into());
         assert_eq!(age(&record, now), Some(Age::Ago(Duration::from_secs(3600))));
@@ -507,7 +528,7 @@ mod tests {
     #[test]
     fn a_runs_end_goes_to_last_succeeded_only_if_it_succeeded() {
         let holder = Holder::decode(b"x");
-        let run = Run::new(&holder, 7, Some(60));
+        let run = Run::new(&holder, Token(7), Some(60));
         let keys = |outcome| end_keys("j", &run.ended(outcome, Some(0)));
         assert_eq!(
             keys(Outcome::Succeeded),
@@ -516,9 +537,12 @@ mod tests {
         assert_eq!(keys(Outcome::Failed), ["j.last-finished"]);
         assert_eq!(keys(Outcome::Lost), ["j.last-finished"]);
         let ended = run.ended(Outcome::Succeeded, Some(0));
-        assert_eq!(decode(encode(&ended).as_bytes()).unwrap().token, 7);
+        assert_eq!(decode(encode(&ended).as_bytes()).unwrap().token, Token(7));
         // A record of a newer version is still ordered by its token.
-        assert_eq!(token_of(br#"{"token": 9, "outcome": "new"}"#), Some(9));
+        assert_eq!(
+            token_of(br#"{"token": 9, "outcome": "new"}"#),
+            Some(Token(9))
+        );
         assert!(decode(br#"{"token": 9, "outcome": "new"}"#).is_none());
     }
 }

@@ -11,6 +11,7 @@ use etcd_client::{WatchFilterType, WatchOptions};
 
 use super::holder::{Behind, Holder};
 use super::{judge, KeyLoss, Leadership};
+use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::{Kv, WatchEvent};
 use crate::etcd::watch::{Received, Watch};
 use crate::etcd::Connection;
@@ -28,7 +29,7 @@ pub async fn watch_for_loss(
 ) -> KeyLoss {
     let (token, lease) = (leadership.token, leadership.lease);
     // What happened up to the proof, the proof has seen.
-    own.skip_to(leadership.proven_at + 1);
+    own.skip_to(leadership.proven_at.next());
     let mut backoff = Backoff::new(retry::KEEPING);
     loop {
         match own.next(connection).await {
@@ -45,8 +46,8 @@ pub async fn watch_for_loss(
                 if let Some(loss) = judge(read.kvs.first(), token, lease) {
                     return loss;
                 }
-                if read.revision > 0 {
-                    own.skip_to(read.revision + 1);
+                if read.revision > Revision::default() {
+                    own.skip_to(read.revision.next());
                 }
             }
             // Unreachable etcd is the lease deadline's business, not ours.
@@ -62,10 +63,10 @@ pub async fn watch_for_loss(
 /// nothing to open on the way to running.
 pub struct OwnKey {
     key: Vec<u8>,
-    token: i64,
-    lease: i64,
+    token: Token,
+    lease: LeaseId,
     /// Events before this revision are passed over.
-    from: i64,
+    from: Revision,
     /// The watch, once opened (and again after it broke).
     stream: Option<Watch>,
     /// Events received and not yet looked at: a response may hold several.
@@ -83,7 +84,7 @@ pub struct OwnKey {
 
 /// What an event on our key (created at `token`, on `lease`) makes of it:
 /// lost and how, or still ours.
-fn loss_in(event: &WatchEvent, token: i64, lease: i64) -> Option<KeyLoss> {
+fn loss_in(event: &WatchEvent, token: Token, lease: LeaseId) -> Option<KeyLoss> {
     match event {
         WatchEvent::Delete(_) => Some(KeyLoss::Deleted),
         WatchEvent::Put(kv) => judge(Some(kv), token, lease),
@@ -106,13 +107,13 @@ enum Front {
     /// Before `from`: passed over.
     Old,
     /// No news (a rewrite that keeps our key ours), at this revision.
-    Nothing(i64),
-    Lost(KeyLoss, i64),
+    Nothing(Revision),
+    Lost(KeyLoss, Revision),
     /// A handover to us at this revision, passing on these candidates.
-    HandedOver(Vec<Behind>, i64),
+    HandedOver(Vec<Behind>, Revision),
 }
 
-fn front(event: &WatchEvent, from: i64, token: i64, lease: i64) -> Front {
+fn front(event: &WatchEvent, from: Revision, token: Token, lease: LeaseId) -> Front {
     let revision = event.revision();
     if revision < from {
         return Front::Old;
@@ -128,7 +129,7 @@ fn front(event: &WatchEvent, from: i64, token: i64, lease: i64) -> Front {
 pub enum OwnKeyNews {
     Lost(KeyLoss),
     /// A resigning leader handed over to us, at this revision.
-    HandedOver(i64),
+    HandedOver(Revision),
     /// The watch broke (closed, cancelled, or etcd compacted past where it
     /// was); the next call opens it again from where it stopped.
     Broke,
@@ -137,7 +138,7 @@ pub enum OwnKeyNews {
 impl OwnKey {
     /// The watch of `key` (created at `token`, on `lease`), from revision
     /// `from`; opened on first use.
-    pub fn new(key: &str, token: i64, lease: i64, from: i64) -> OwnKey {
+    pub fn new(key: &str, token: Token, lease: LeaseId, from: Revision) -> OwnKey {
         OwnKey {
             key: key.as_bytes().to_vec(),
             token,
@@ -154,7 +155,12 @@ impl OwnKey {
     /// The watch of our key for the run of `leadership`, opened on first
     /// use: for a run that did not queue.
     pub fn of(leadership: &Leadership) -> OwnKey {
-        OwnKey::new(&leadership.key, leadership.token, leadership.lease, 0)
+        OwnKey::new(
+            &leadership.key,
+            leadership.token,
+            leadership.lease,
+            Revision::default(),
+        )
     }
 
     /// The candidates behind us that the leader who handed over to us
@@ -168,9 +174,9 @@ impl OwnKey {
     /// Taken as that news would be, so that what the leader passed on is
     /// not lost (the new leader would read the line again), and the watch
     /// passes over it.
-    pub fn handed_over_in(&mut self, ours: &Kv) -> Option<i64> {
+    pub fn handed_over_in(&mut self, ours: &Kv) -> Option<Revision> {
         self.passed_on = Holder::handover(&ours.value)?;
-        self.skip_to(ours.mod_revision + 1);
+        self.skip_to(ours.mod_revision.next());
         Some(ours.mod_revision)
     }
 
@@ -226,7 +232,7 @@ impl OwnKey {
     }
 
     /// Passes over everything before `revision`.
-    pub fn skip_to(&mut self, revision: i64) {
+    pub fn skip_to(&mut self, revision: Revision) {
         self.from = self.from.max(revision);
     }
 
@@ -238,7 +244,7 @@ impl OwnKey {
                 return news;
             }
             if self.stream.is_none() {
-                let options = WatchOptions::new().with_start_revision(self.from);
+                let options = WatchOptions::new().with_start_revision(self.from.0);
                 match Watch::open(connection, &self.key, options).await {
                     Some(stream) => self.stream = Some(stream),
                     None => return OwnKeyNews::Broke,
@@ -287,13 +293,13 @@ impl OwnKey {
             self.pending.pop_front();
             match front {
                 Front::Old => continue,
-                Front::Nothing(revision) => self.from = revision + 1,
+                Front::Nothing(revision) => self.from = revision.next(),
                 Front::Lost(loss, revision) => {
-                    self.from = revision + 1;
+                    self.from = revision.next();
                     return Some(OwnKeyNews::Lost(loss));
                 }
                 Front::HandedOver(passed_on, revision) => {
-                    self.from = revision + 1;
+                    self.from = revision.next();
                     self.passed_on = passed_on;
                     return Some(match self.later_loss() {
                         Some(loss) => OwnKeyNews::Lost(loss),
@@ -333,9 +339,9 @@ impl WatchAhead {
         key: &[u8],
         watched: Watched,
         wake_on_put: bool,
-        from: i64,
+        from: Revision,
     ) -> Option<WatchAhead> {
-        let mut options = WatchOptions::new().with_start_revision(from);
+        let mut options = WatchOptions::new().with_start_revision(from.0);
         if watched == Watched::Prefix {
             options = options.with_prefix();
         }
@@ -354,7 +360,7 @@ impl WatchAhead {
     /// advancing `from` past each event seen: true then, false when the
     /// watch broke (error, end, compaction, endpoint change), and the
     /// caller re-reads and retries. Cancel safe.
-    pub(super) async fn woken(&mut self, from: &mut i64) -> bool {
+    pub(super) async fn woken(&mut self, from: &mut Revision) -> bool {
         loop {
             let Some(events) = self.stream.next().await.events() else {
                 self.stream.failed();
@@ -370,9 +376,9 @@ impl WatchAhead {
 /// Whether `events` wake a waiter that watches what is ahead of it (a
 /// deletion does; a rewrite only `wake_on_put`), advancing `from` past
 /// each event up to the one that wakes it.
-fn wakes(events: &[WatchEvent], wake_on_put: bool, from: &mut i64) -> bool {
+fn wakes(events: &[WatchEvent], wake_on_put: bool, from: &mut Revision) -> bool {
     events.iter().any(|event| {
-        *from = (*from).max(event.revision() + 1);
+        *from = (*from).max(event.revision().next());
         wake_on_put || matches!(event, WatchEvent::Delete(_))
     })
 }
@@ -394,37 +400,53 @@ mod tests {
     /// Our key as a resigning leader (token 9) rewrites it at `revision`.
     fn handed_over(revision: i64) -> WatchEvent {
         let value: serde_json::Value = serde_json::from_slice(&ours().value).unwrap();
-        let value = Holder::handed_over(&value, 9, &[]).unwrap();
+        let value = Holder::handed_over(&value, Token(9), &[]).unwrap();
         WatchEvent::Put(ours().rewritten(revision, 0x1f, &value))
     }
 
     fn deleted(revision: i64) -> WatchEvent {
         WatchEvent::Delete(Kv {
-            mod_revision: revision,
+            mod_revision: Revision(revision),
             ..Kv::default()
         })
     }
 
     #[test]
     fn each_event_on_our_key_is_judged() {
-        let front = |event: &WatchEvent| front(event, 11, 10, 0x1f);
-        assert_eq!(front(&deleted(12)), Front::Lost(KeyLoss::Deleted, 12));
+        let front = |event: &WatchEvent| front(event, Revision(11), Token(10), LeaseId(0x1f));
+        assert_eq!(
+            front(&deleted(12)),
+            Front::Lost(KeyLoss::Deleted, Revision(12))
+        );
         assert_eq!(front(&deleted(10)), Front::Old, "before `from`");
         let since = WatchEvent::Put(ours().rewritten(12, 0x1f, b"{}"));
-        assert_eq!(front(&since), Front::Nothing(12), "our own rewrite");
-        assert_eq!(front(&handed_over(13)), Front::HandedOver(Vec::new(), 13));
+        assert_eq!(
+            front(&since),
+            Front::Nothing(Revision(12)),
+            "our own rewrite"
+        );
+        assert_eq!(
+            front(&handed_over(13)),
+            Front::HandedOver(Vec::new(), Revision(13))
+        );
         let replaced = WatchEvent::Put(Kv::written("j/1f", 14, 0x1f, b"{}"));
-        assert_eq!(front(&replaced), Front::Lost(KeyLoss::Replaced, 14));
+        assert_eq!(
+            front(&replaced),
+            Front::Lost(KeyLoss::Replaced, Revision(14))
+        );
         // A handover's value on a key that is no longer ours is a loss.
         let WatchEvent::Put(handover) = handed_over(15) else {
             unreachable!()
         };
         let overwritten = WatchEvent::Put(handover.rewritten(15, 0, &handover.value));
-        assert_eq!(front(&overwritten), Front::Lost(KeyLoss::Overwritten, 15));
+        assert_eq!(
+            front(&overwritten),
+            Front::Lost(KeyLoss::Overwritten, Revision(15))
+        );
     }
 
     fn with_pending(events: Vec<WatchEvent>) -> OwnKey {
-        let mut own = OwnKey::new("j/1f", 10, 0x1f, 11);
+        let mut own = OwnKey::new("j/1f", Token(10), LeaseId(0x1f), Revision(11));
         own.pending.extend(events);
         own
     }
@@ -439,9 +461,9 @@ mod tests {
         let mut own = with_pending(vec![handed_over(12)]);
         assert!(matches!(
             own.news_received().await,
-            Some(OwnKeyNews::HandedOver(12))
+            Some(OwnKeyNews::HandedOver(Revision(12)))
         ));
-        assert_eq!(own.from, 13);
+        assert_eq!(own.from, Revision(13));
         assert!(own.news_received().await.is_none());
     }
 
@@ -449,13 +471,13 @@ mod tests {
     async fn old_events_and_our_own_rewrites_are_no_news() {
         let rewrite = WatchEvent::Put(ours().rewritten(12, 0x1f, b"{}"));
         let mut own = with_pending(vec![deleted(5), rewrite, handed_over(14)]);
-        own.skip_to(6);
+        own.skip_to(Revision(6));
         assert!(matches!(
             own.news_received().await,
-            Some(OwnKeyNews::HandedOver(14))
+            Some(OwnKeyNews::HandedOver(Revision(14)))
         ));
         let mut own = with_pending(vec![handed_over(12)]);
-        own.skip_to(13);
+        own.skip_to(Revision(13));
         assert!(own.news_received().await.is_none(), "seen by a proof");
         assert!(own.pending.is_empty());
     }
@@ -463,18 +485,18 @@ mod tests {
     #[test]
     fn a_waiter_wakes_on_a_deletion_and_on_a_rewrite_only_if_asked() {
         let rewrite = WatchEvent::Put(ours().rewritten(12, 0x1f, b"{}"));
-        let mut from = 11;
+        let mut from = Revision(11);
         assert!(!wakes(std::slice::from_ref(&rewrite), false, &mut from));
-        assert_eq!(from, 13, "passed over, as seen");
+        assert_eq!(from, Revision(13), "passed over, as seen");
         assert!(wakes(
             &[rewrite.clone(), deleted(14), deleted(15)],
             false,
             &mut from
         ));
-        assert_eq!(from, 15, "up to the event that woke it");
-        let mut from = 11;
+        assert_eq!(from, Revision(15), "up to the event that woke it");
+        let mut from = Revision(11);
         assert!(wakes(&[rewrite], true, &mut from));
-        assert_eq!(from, 13);
+        assert_eq!(from, Revision(13));
         assert!(!wakes(&[], true, &mut from), "a progress notification");
     }
 }

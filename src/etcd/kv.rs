@@ -3,25 +3,30 @@
 //! a key or an event means (the election's decisions) can be judged, and
 //! tested, without a server.
 
+use crate::etcd::ids::{LeaseId, Revision};
+
 /// One key as etcd returned it, at the revision it was read at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Kv {
     pub key: Vec<u8>,
     /// The revision that created the key: the same for every later
     /// rewrite, until it is deleted.
-    pub create_revision: i64,
+    pub create_revision: Revision,
     /// The revision of its last write (of its deletion, in a delete event).
-    pub mod_revision: i64,
-    /// The lease it is attached to; 0 for none.
-    pub lease: i64,
+    pub mod_revision: Revision,
+    /// The lease it is attached to, or [`LeaseId::NONE`].
+    pub lease: LeaseId,
     /// Empty in a keys-only read, and in a delete event.
     pub value: Vec<u8>,
 }
 
 impl From<etcd_client::KeyValue> for Kv {
     fn from(kv: etcd_client::KeyValue) -> Kv {
-        let (create_revision, mod_revision, lease) =
-            (kv.create_revision(), kv.mod_revision(), kv.lease());
+        let (create_revision, mod_revision, lease) = (
+            Revision(kv.create_revision()),
+            Revision(kv.mod_revision()),
+            LeaseId(kv.lease()),
+        );
         let (key, value) = kv.into_key_value();
         Kv {
             key,
@@ -37,9 +42,9 @@ impl From<&etcd_client::KeyValue> for Kv {
     fn from(kv: &etcd_client::KeyValue) -> Kv {
         Kv {
             key: kv.key().to_vec(),
-            create_revision: kv.create_revision(),
-            mod_revision: kv.mod_revision(),
-            lease: kv.lease(),
+            create_revision: Revision(kv.create_revision()),
+            mod_revision: Revision(kv.mod_revision()),
+            lease: LeaseId(kv.lease()),
             value: kv.value().to_vec(),
         }
     }
@@ -51,9 +56,9 @@ impl Kv {
     pub fn written(key: impl Into<Vec<u8>>, created: i64, lease: i64, value: &[u8]) -> Kv {
         Kv {
             key: key.into(),
-            create_revision: created,
-            mod_revision: created,
-            lease,
+            create_revision: Revision(created),
+            mod_revision: Revision(created),
+            lease: LeaseId(lease),
             value: value.to_vec(),
         }
     }
@@ -62,8 +67,8 @@ impl Kv {
     /// revision unchanged), on `lease`.
     pub fn rewritten(&self, revision: i64, lease: i64, value: &[u8]) -> Kv {
         Kv {
-            mod_revision: revision,
-            lease,
+            mod_revision: Revision(revision),
+            lease: LeaseId(lease),
             value: value.to_vec(),
             ..self.clone()
         }
@@ -88,7 +93,7 @@ impl WatchEvent {
     }
 
     /// The revision of the change.
-    pub fn revision(&self) -> i64 {
+    pub fn revision(&self) -> Revision {
         self.kv().mod_revision
     }
 

@@ -14,13 +14,14 @@ use etcd_client::{
 
 use crate::clock;
 use crate::etcd::connection::Endpoint;
+use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::kv::Kv;
 use crate::etcd::Connection;
 
 /// A granted lease: its id and the TTL etcd granted, which may be longer
 /// than the one asked for (etcd raises TTLs below its minimum).
 pub struct Granted {
-    pub id: i64,
+    pub id: LeaseId,
     pub ttl: Duration,
 }
 
@@ -38,14 +39,14 @@ pub fn whole_seconds(length: Duration) -> i64 {
 pub struct Range {
     pub kvs: Vec<Kv>,
     pub more: bool,
-    pub revision: i64,
+    pub revision: Revision,
 }
 
 impl From<GetResponse> for Range {
     fn from(mut response: GetResponse) -> Range {
         Range {
             more: response.more(),
-            revision: response.header().map_or(0, |header| header.revision()),
+            revision: Revision(response.header().map_or(0, |header| header.revision())),
             kvs: response.take_kvs().into_iter().map(Kv::from).collect(),
         }
     }
@@ -91,7 +92,7 @@ pub struct Pages<'a> {
     end: Option<Vec<u8>>,
     limit: i64,
     /// The revision every page is read at, once the first is read.
-    revision: i64,
+    revision: Option<Revision>,
     done: bool,
 }
 
@@ -109,13 +110,13 @@ impl<'a> Pages<'a> {
             start,
             end,
             limit,
-            revision: 0,
+            revision: None,
             done: false,
         }
     }
 
-    /// The revision the pages are read at (0 before the first).
-    pub fn revision(&self) -> i64 {
+    /// The revision the pages are read at (None before the first).
+    pub fn revision(&self) -> Option<Revision> {
         self.revision
     }
 
@@ -129,16 +130,14 @@ impl<'a> Pages<'a> {
             Some(end) => options.with_range(end.clone()),
             None => options.with_from_key(),
         };
-        if self.revision > 0 {
-            options = options.with_revision(self.revision);
+        if let Some(revision) = self.revision {
+            options = options.with_revision(revision.0);
         }
         let page = self
             .connection
             .get(self.what, self.start.clone(), Some(options))
             .await?;
-        if self.revision == 0 {
-            self.revision = page.revision;
-        }
+        self.revision.get_or_insert(page.revision);
         match page.kvs.last() {
             Some(last) if page.more => {
                 // The next key after the last one read.
@@ -152,8 +151,8 @@ impl<'a> Pages<'a> {
 }
 
 /// The store revision a response was read at.
-pub fn revision_of(response: &TxnResponse) -> i64 {
-    response.header().map_or(0, |header| header.revision())
+pub fn revision_of(response: &TxnResponse) -> Revision {
+    Revision(response.header().map_or(0, |header| header.revision()))
 }
 
 /// The largest answer leaderrun reads in one message, for key-value reads
@@ -201,7 +200,7 @@ impl Connection {
             })
             .await?;
         Ok(Granted {
-            id: granted.id(),
+            id: LeaseId(granted.id()),
             ttl: Duration::from_secs(granted.ttl().max(1) as u64),
         })
     }
@@ -209,9 +208,9 @@ impl Connection {
     /// Revokes a lease, which deletes every key attached to it. Best effort
     /// and bounded by `limit`: a lease that is not revoked expires by itself
     /// within its TTL, so failure only costs that wait, and is logged.
-    pub async fn revoke(&self, id: i64, limit: Duration) {
+    pub async fn revoke(&self, id: LeaseId, limit: Duration) {
         let revoke = self.call("revoking a lease", |mut client| async move {
-            client.lease_revoke(id).await
+            client.lease_revoke(id.0).await
         });
         match clock::timeout(limit, revoke).await {
             Some(Ok(_)) => tracing::debug!(lease = format!("{id:x}"), "lease revoked"),
@@ -224,10 +223,10 @@ impl Connection {
     }
 
     /// What a lease has left on the server, or None if it is gone.
-    pub async fn time_left(&self, id: i64) -> Result<Option<Duration>> {
+    pub async fn time_left(&self, id: LeaseId) -> Result<Option<Duration>> {
         let response = self
             .call("reading a lease", |mut client| async move {
-                client.lease_time_to_live(id, None).await
+                client.lease_time_to_live(id.0, None).await
             })
             .await?;
         // etcd answers -1 for a lease that has expired or never was.
@@ -235,11 +234,11 @@ impl Connection {
     }
 
     /// The keys attached to a lease, or None if the lease is gone.
-    pub async fn lease_keys(&self, id: i64) -> Result<Option<Vec<Vec<u8>>>> {
+    pub async fn lease_keys(&self, id: LeaseId) -> Result<Option<Vec<Vec<u8>>>> {
         let response = self
             .call("reading a lease", |mut client| async move {
                 let options = LeaseTimeToLiveOptions::new().with_keys();
-                client.lease_time_to_live(id, Some(options)).await
+                client.lease_time_to_live(id.0, Some(options)).await
             })
             .await?;
         Ok((response.ttl() >= 0).then(|| response.keys().to_vec()))
@@ -308,7 +307,7 @@ mod tests {
             ),
             (
                 "lease_keys",
-                std::mem::size_of_val(&connection.lease_keys(1)),
+                std::mem::size_of_val(&connection.lease_keys(LeaseId(1))),
             ),
             (
                 "watch",

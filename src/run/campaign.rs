@@ -40,6 +40,7 @@ use crate::election::{
     Attempt, Election, KeyLoss, Leader, Leadership, OwnKey, PlaceLost, Queued, Successor, Turn,
 };
 use crate::etcd::connection::{Connection, NoSpace};
+use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::requests::revision_of;
 use crate::exit;
 use crate::lease::Lease;
@@ -52,7 +53,7 @@ pub struct Session {
     connection: Connection,
     lease: Option<Lease>,
     /// A claimed `--once-per` window whose command has not started.
-    window: Option<i64>,
+    window: Option<LeaseId>,
     /// Who is behind us, looked up while the command runs
     /// ([`look_behind`]), for the resignation to hand over to.
     successor: Option<JoinHandle<Option<Successor>>>,
@@ -283,8 +284,8 @@ impl Session {
 /// go only forward: an etcd restored from a backup under a running replica
 /// numbers writes anew (and breaks the election itself: leases and keys go
 /// back to the backup's).
-fn nothing_attached_since(proven_at: i64, resigned: i64) -> bool {
-    proven_at > 0 && resigned == proven_at + 1
+fn nothing_attached_since(proven_at: Revision, resigned: Revision) -> bool {
+    proven_at > Revision::default() && resigned == proven_at.next()
 }
 
 /// How long a resignation waits at most for the look-up of who is behind
@@ -476,7 +477,7 @@ impl<'a> Campaign<'a> {
         };
         if config.once_per.is_some() {
             tracing::debug!(
-                token = leadership.token,
+                token = leadership.token.0,
                 "elected; claiming the --once-per window"
             );
         }
@@ -493,7 +494,7 @@ impl<'a> Campaign<'a> {
     }
 
     /// Without --wait: lead now, or learn who does.
-    async fn try_once(&self, lease: i64, holder: &Holder) -> Result<Leadership, Step> {
+    async fn try_once(&self, lease: LeaseId, holder: &Holder) -> Result<Leadership, Step> {
         let election = self.election();
         match election.try_acquire(lease, holder).await {
             Ok(Attempt::Won(leadership)) => Ok(leadership),
@@ -520,9 +521,12 @@ impl<'a> Campaign<'a> {
             self.looked.send_replace(true);
         }
         self.phase.set(Phase::Waiting);
-        let own = self
-            .own
-            .insert(OwnKey::new(&candidate.key, candidate.token, lease.id, 0));
+        let own = self.own.insert(OwnKey::new(
+            &candidate.key,
+            candidate.token,
+            lease.id,
+            Revision::default(),
+        ));
         let proven_at = match proven_at {
             Some(revision) => revision,
             None => {
@@ -531,7 +535,7 @@ impl<'a> Campaign<'a> {
                     .await;
                 match turn {
                     Turn::Ours(revision) => {
-                        tracing::trace!(revision, "proven");
+                        tracing::trace!(revision = revision.0, "proven");
                         revision
                     }
                     Turn::Gone(lost) => return Err(Step::Event(Event::PlaceLost(lost), None)),
@@ -600,7 +604,7 @@ impl<'a> Campaign<'a> {
         // proof refused above, or a replica refused by the window, must not
         // seem to have led.
         let Some(window) = self.config.once_per else {
-            tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+            tracing::info!(token = leadership.token.0, key = %leadership.key, "leader");
             return Step::Done(Outcome::Won(leadership, guard, self.own.take()));
         };
         let claim = once_per::claim(
@@ -613,7 +617,7 @@ impl<'a> Campaign<'a> {
         .await;
         match claim {
             Ok(Claim::Ours) => {
-                tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+                tracing::info!(token = leadership.token.0, key = %leadership.key, "leader");
                 tracing::info!(
                     "this run opens a --once-per {} window",
                     humantime::format_duration(window)

@@ -30,6 +30,7 @@ use crate::election::holder::Holder;
 use crate::election::name;
 use crate::election::once_per::Marker;
 use crate::election::{self, Election, Leader, OwnKey};
+use crate::etcd::ids::{LeaseId, Token};
 use crate::etcd::{self, Connection};
 use crate::exit;
 use crate::logging::{self, Level};
@@ -70,7 +71,7 @@ pub struct Config {
 impl Config {
     /// The command's environment over leaderrun's own: the election's
     /// variables and the ETCDCTL_* ones.
-    pub fn command_env(&self, token: i64, key: &str, lease: i64) -> env::Variables {
+    pub fn command_env(&self, token: Token, key: &str, lease: LeaseId) -> env::Variables {
         let mut variables = env::election(token, key, lease, &self.election);
         variables.extend(self.etcd_env.iter().cloned());
         variables
@@ -317,7 +318,7 @@ fn explain_window(config: &Config, marker: &Marker) {
         return;
     }
     let left = match (marker.lease, marker.left) {
-        (0, _) => format!(
+        (LeaseId::NONE, _) => format!(
             "; its marker has no lease, so the window never closes (remove it with: {})",
             crate::election::holder::etcdctl_del(&crate::election::once_per::marker_key(
                 &config.election

@@ -15,6 +15,7 @@ use crate::cli::{Format, StatusArgs};
 use crate::election::once_per::{self, Marker};
 use crate::election::record;
 use crate::election::{self, name, Leader};
+use crate::etcd::ids::Token;
 use crate::etcd::{self, Connection};
 use crate::exit::Exit;
 
@@ -135,7 +136,7 @@ impl Report {
         // A start record is "running" until the run's end is written. If
         // nobody holding the election holds its token, its leader is gone
         // without writing that end (killed, or etcd refused the write).
-        let holds = |token: i64| {
+        let holds = |token: Token| {
             self.leader
                 .as_ref()
                 .is_some_and(|leader| leader.token == token)

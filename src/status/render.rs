@@ -10,6 +10,7 @@ use crate::election::holder::{etcdctl_del, printable};
 use crate::election::name;
 use crate::election::once_per::{self, Marker};
 use crate::election::record::Record;
+use crate::etcd::ids::LeaseId;
 
 pub fn json(report: &Report) -> String {
     format!("{}\n", json_value(report))
@@ -204,7 +205,7 @@ pub fn text(report: &Report) -> String {
 /// The `--once-per` line: whose run opened the window, and when it closes.
 fn window(election: &str, marker: &Marker) -> String {
     let left = match (marker.lease, marker.left) {
-        (0, _) => format!(
+        (LeaseId::NONE, _) => format!(
             "never closes: the marker has no lease (remove it with: {})",
             etcdctl_del(&once_per::marker_key(election))
         ),
