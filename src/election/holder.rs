@@ -296,5 +296,18 @@ mod tests {
         let holder = Holder::for_this_process(&["sleep".into(), "1".into()], false);
         assert_eq!(Holder::decode(holder.encode().as_bytes()), holder);
         assert_eq!(Holder::decode(b"etcdctl-value").command, "etcdctl-value");
+        assert_eq!(Holder::decode(b"etcdctl-value").max_running, 0, "unknown");
+        // --max-running is written only when it is not 1, and fields of
+        // another version (a handover's) are passed over.
+        let many = Holder {
+            max_running: 3,
+            ..holder.clone()
+        };
+        assert!(!holder.encode().contains("max_running"));
+        assert_eq!(Holder::decode(many.encode().as_bytes()).max_running, 3);
+        let mut newer: serde_json::Value = serde_json::from_str(&holder.encode()).unwrap();
+        newer["handed_over_by"] = 7.into();
+        newer["from_the_future"] = "x".into();
+        assert_eq!(Holder::decode(newer.to_string().as_bytes()), holder);
     }
 }

@@ -1,5 +1,7 @@
-//! The requests leaderrun makes, each written once: transactions, reads,
-//! watches, and granting, revoking and reading leases. Each runs through
+//! The requests leaderrun makes, each written once: transactions, reads
+//! (one range, [`Range`], or a range page by page, [`Pages`]), opening
+//! watches (read through [`crate::etcd::watch`]), and granting, revoking
+//! and reading leases. Each runs through
 //! [`Connection::call`], so each gets failover, the attempt bound and the
 //! error wording that go with it. `what` names the request in errors
 //! ("etcd at URL refused claiming the --once-per window: ...").
