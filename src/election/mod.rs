@@ -184,8 +184,7 @@ pub enum Turn {
     Ours(Revision),
     /// Our place is gone while we queued: start again.
     Gone(PlaceLost),
-    /// An error no wait will change (a refusal, a disagreement on
-    /// --max-running).
+    /// A request failed: whether to retry is the run's table's to say.
     Failed(anyhow::Error),
 }
 
@@ -283,6 +282,9 @@ pub struct Election<'a> {
     pub connection: &'a Connection,
     pub name: &'a str,
     pub slots: usize,
+    /// A waiter takes a leader's handover of its key as the proof of its
+    /// turn (the handoff fast path); off, it reads the line on every wake.
+    pub handovers: bool,
 }
 
 impl<'a> Election<'a> {
@@ -291,6 +293,7 @@ impl<'a> Election<'a> {
             connection,
             name,
             slots,
+            handovers: true,
         }
     }
 

@@ -14,7 +14,6 @@ use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
 use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of};
-use crate::exit;
 use crate::lease::LeaseState;
 use crate::retry::{self, Backoff};
 
@@ -35,7 +34,6 @@ impl Election<'_> {
         lease: &mut watch::Receiver<LeaseState>,
         own: &mut OwnKey,
     ) -> Turn {
-        let mut backoff = Backoff::new(retry::KEEPING);
         let mut broken_watches = Backoff::new(retry::KEEPING);
         // The last revision the watch showed us, once it has shown one.
         let mut seen = None;
@@ -51,18 +49,11 @@ impl Election<'_> {
                 Ok(Ahead::Lost(loss)) => return Turn::Gone(PlaceLost::Key(loss)),
                 Ok(Ahead::Nobody(revision, ours)) => return self.nobody_ahead(own, revision, ours),
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
-                Err(err) if exit::is_final(&err) => return Turn::Failed(err),
-                Err(err) => {
-                    // Keep queueing through an outage: our lease decides
-                    // whether our place survives it.
-                    tracing::info!("{err:#}; retrying");
-                    tokio::select! {
-                        _ = backoff.wait() => continue,
-                        _ = lease_gone(lease) => continue,
-                    }
-                }
+                // Ridden out or not, as the run's table decides (a
+                // waiter rides an outage out: its lease decides whether its
+                // place survives it).
+                Err(err) => return Turn::Failed(err),
             };
-            backoff.reset();
             let (moved, from) = match self.wait_ahead(&ahead, revision, lease, own).await {
                 ControlFlow::Continue(woken) => woken,
                 ControlFlow::Break(turn) => return turn,
@@ -176,9 +167,9 @@ impl Election<'_> {
     }
 
     /// Whether news of our own key matters to a waiter: a handover proves
-    /// a turn only with one runner.
+    /// a turn only with one runner, and only on the handoff's fast path.
     fn matters(&self, news: &OwnKeyNews) -> bool {
-        self.slots == 1 || !matches!(news, OwnKeyNews::HandedOver(_))
+        (self.slots == 1 && self.handovers) || !matches!(news, OwnKeyNews::HandedOver(_))
     }
 
     /// The next news of our own key that matters to a waiter.

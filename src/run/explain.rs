@@ -1,0 +1,65 @@
+//! Why we did not run, said only when someone is watching (a terminal, or
+//! -v): cron mails whatever is printed.
+
+use super::campaign::Campaigning;
+use super::phase::Event;
+use super::Config;
+use crate::clock;
+use crate::election::once_per::Marker;
+use crate::election::{self, Leader};
+use crate::etcd::ids::LeaseId;
+use crate::logging::{self, Level};
+use crate::retry::CLEANUP;
+
+/// The line for a campaign that ends with the conflict code.
+pub async fn conflict(config: &Config, campaign: &Campaigning<'_>, event: &Event) {
+    if !config.explain {
+        return;
+    }
+    if let Some(marker) = &campaign.window_taken {
+        return window(config, marker);
+    }
+    if matches!(event, Event::WaitTimeout) {
+        let read = clock::timeout(
+            CLEANUP,
+            election::read_leader(campaign.connection(), &config.election),
+        );
+        let leader = read
+            .await
+            .and_then(Result::ok)
+            .and_then(|snapshot| snapshot.leader);
+        return held(config, leader.as_ref(), " after waiting");
+    }
+    held(config, campaign.held_by.as_ref(), "");
+}
+
+fn held(config: &Config, leader: Option<&Leader>, after: &str) {
+    let holder = leader.map_or_else(|| "another replica".to_string(), Leader::describe);
+    let line = format!(
+        "not running{after}: {} is held by {holder}",
+        config.election
+    );
+    logging::say(Level::Info, &line);
+}
+
+fn window(config: &Config, marker: &Marker) {
+    let left = match (marker.lease, marker.left) {
+        (LeaseId::NONE, _) => format!(
+            "; its marker has no lease, so the window never closes (remove it with: {})",
+            crate::election::holder::etcdctl_del(&crate::election::once_per::marker_key(
+                &config.election
+            ))
+        ),
+        (_, None) => String::new(),
+        (_, Some(left)) => format!(
+            "; the window closes in {}",
+            humantime::format_duration(left)
+        ),
+    };
+    let line = format!(
+        "not running: {} already started in this --once-per window, {}{left}",
+        config.election,
+        marker.last.describe()
+    );
+    logging::say(Level::Info, &line);
+}

@@ -1,0 +1,482 @@
+//! The run as one state machine: each state carries what it holds, each
+//! has its own source of events, [`decide`] answers every event in every
+//! phase, and one loop ([`drive`]) carries the answers out.
+//!
+//! | state         | holds                                                   | events from                                   |
+//! |---------------|---------------------------------------------------------|-----------------------------------------------|
+//! | `Campaigning` | the phase, our place, the proof, the guardian, our key's watch | the phase's work, signals, --wait-timeout |
+//! | `NotStarted`  | a proven win whose command could not be started          | the spawn's failure                          |
+//! | `Leading`     | the lease, the proof, our key's watch, the guardian, the job | leadership lost, the command, signals, --timeout |
+//! | `Stopping`    | a leading run, the exit code, the kill sequence          | the job gone, the grace over, signals, (kept) a loss |
+//!
+//! Every way out is an [`Ending`], carried out by [`finish`]: what is held
+//! in etcd given back (resigned with the run's records after a run), and
+//! the guardian released only once the job is known gone. A job not known
+//! gone (SIGKILL did not finish it within its bound) leaves the guardian
+//! armed: dropped, it kills what is left as leaderrun exits.
+
+use anyhow::Result;
+use tokio::sync::Notify;
+
+use super::campaign::{self, Campaigning, Won};
+use super::phase::{decide, retry_ceiling, Action, Code, Event, Phase, Policy, Trouble};
+use super::session::Session;
+use super::stopping::Stopping;
+use super::supervise::{Leading, NotStarted};
+use super::{explain, Config};
+use crate::child::guard::Guard;
+use crate::clock;
+use crate::election::record::{self, Ended};
+use crate::election::Election;
+use crate::etcd::Connection;
+use crate::logging;
+use crate::retry::{Backoff, CLEANUP};
+use crate::signals::Signals;
+
+/// What a run holds, by state.
+enum State<'a> {
+    Campaigning(Campaigning<'a>),
+    NotStarted(Box<NotStarted>),
+    Leading(Leading<'a>),
+    Stopping(Stopping<'a>),
+}
+
+impl State<'_> {
+    fn phase(&self) -> Phase {
+        match self {
+            State::Campaigning(campaign) => campaign.phase,
+            State::NotStarted(_) | State::Leading(_) => Phase::Running,
+            State::Stopping(_) => Phase::Stopping,
+        }
+    }
+}
+
+/// How a run ends.
+enum Ending {
+    /// Before the command: what is held given back, then exit.
+    Campaign {
+        code: Code,
+        guard: Option<Guard>,
+        error: Option<anyhow::Error>,
+    },
+    /// After a win: resign with the run's records, then exit.
+    Run {
+        code: Code,
+        ended: Ended,
+        guard: Guard,
+        /// The job is gone (or never was): the guardian may be released.
+        gone: bool,
+        error: Option<anyhow::Error>,
+    },
+}
+
+/// What carrying out an action leads to.
+enum Next<'a> {
+    State(State<'a>),
+    /// An event that carrying out the action made, decided next.
+    Event(State<'a>, Event),
+    End(Ending),
+}
+
+/// The loop: the current state's next event, the table's answer, carried
+/// out; until the run ends. Then the way out ([`finish`]).
+pub async fn drive(
+    config: &Config,
+    connection: &Connection,
+    signals: &mut Signals,
+    guardian: Option<Guard>,
+) -> Result<i32> {
+    let mut session = Session::new(connection.clone(), config.handoff);
+    let mut run = Run {
+        config,
+        connection,
+        policy: Policy {
+            wait: config.wait,
+            queued_before: false,
+            single: config.max_running == 1,
+        },
+        give_up_at: config
+            .wait_timeout
+            .map(|timeout| clock::Instant::now() + timeout),
+        backoff: None,
+        retry_at: None,
+        warned_full: false,
+    };
+    let mut state = State::Campaigning(Campaigning::new(config, connection, guardian));
+    let mut pending = None;
+    let ending = loop {
+        let event = match pending.take() {
+            Some(event) => event,
+            None => run.next_event(&mut state, &mut session, signals).await,
+        };
+        let phase = state.phase();
+        let action = decide(phase, &event, run.policy);
+        tracing::trace!(?phase, ?event, ?action, "decided");
+        match run.carry_out(state, action, event, &mut session).await {
+            Next::State(next) => state = next,
+            Next::Event(next, event) => (state, pending) = (next, Some(event)),
+            Next::End(ending) => break ending,
+        }
+    };
+    finish(config, connection, session, ending).await
+}
+
+/// What the loop keeps between events, beside the state.
+struct Run<'a> {
+    config: &'a Config,
+    connection: &'a Connection,
+    policy: Policy,
+    /// --wait-timeout's deadline.
+    give_up_at: Option<clock::Instant>,
+    /// The backoff of the phase that retries, while it does.
+    backoff: Option<(Phase, Backoff)>,
+    /// When a campaign that is backing off tries again.
+    retry_at: Option<clock::Instant>,
+    /// NOSPACE said once already.
+    warned_full: bool,
+}
+
+impl<'a> Run<'a> {
+    /// The state's next event, raced against what may interrupt it.
+    async fn next_event(
+        &mut self,
+        state: &mut State<'a>,
+        session: &mut Session,
+        signals: &mut Signals,
+    ) -> Event {
+        match state {
+            State::Campaigning(campaign) => {
+                // --wait-timeout ends the wait, but never before the first
+                // look at the queue: `--wait-timeout 0` tries once. Reaching
+                // etcd at all is bounded by --dial-timeout.
+                let looked = campaign.looked;
+                let give_up_at = self.give_up_at;
+                let timed_out = async move {
+                    if !looked {
+                        return std::future::pending().await;
+                    }
+                    clock::sleep_until_opt(give_up_at).await
+                };
+                let retry_at = self.retry_at.take();
+                let work = async {
+                    clock::sleep_until_opt(retry_at.or(Some(clock::Instant::now()))).await;
+                    campaign.work(session).await
+                };
+                let event = tokio::select! {
+                    biased;
+                    signal = signals.recv() => Event::Signal(signal),
+                    _ = timed_out => Event::WaitTimeout,
+                    event = work => event,
+                };
+                self.policy = campaign.policy();
+                event
+            }
+            State::NotStarted(not_started) => Event::SpawnFailed(not_started.exit),
+            State::Leading(leading) => leading.next_event(signals).await,
+            State::Stopping(stopping) => stopping.next_event(signals).await,
+        }
+    }
+
+    async fn carry_out(
+        &mut self,
+        state: State<'a>,
+        action: Action,
+        event: Event,
+        session: &mut Session,
+    ) -> Next<'a> {
+        match (state, action) {
+            (state, Action::Ignore) => Next::State(state),
+            (State::Campaigning(campaign), action) => {
+                self.campaign(campaign, action, event, session).await
+            }
+            (State::NotStarted(not_started), Action::NotStarted(exit)) => {
+                Next::End(not_started_ending(not_started, exit, session))
+            }
+            (State::Leading(mut leading), action) => match (action, event) {
+                (Action::Forward, Event::Signal(signal)) => {
+                    tracing::info!(?signal, "passing the signal on to the command");
+                    leading.child.signal_job(signal);
+                    Next::State(State::Leading(leading))
+                }
+                (Action::FollowStop, Event::CommandStopped(signal)) => {
+                    leading.follow_stop(signal);
+                    Next::State(State::Leading(leading))
+                }
+                (Action::Stop(code, grace), why) => {
+                    tracing::trace!("supervision ended");
+                    Next::State(State::Stopping(Stopping::new(leading, code, grace, &why)))
+                }
+                (action, event) => unexpected(State::Leading(leading), action, &event),
+            },
+            (State::Stopping(stopping), action) => stop(stopping, action, event, session),
+            (state, action) => unexpected(state, action, &event),
+        }
+    }
+
+    /// An action for a campaign.
+    async fn campaign(
+        &mut self,
+        mut campaign: Campaigning<'a>,
+        action: Action,
+        event: Event,
+        session: &mut Session,
+    ) -> Next<'a> {
+        match action {
+            Action::Enter(Phase::Running) => {
+                self.backoff = None;
+                match campaign.won(session) {
+                    Some(won) => self.start(won),
+                    None => {
+                        let error = anyhow::anyhow!("internal error: claimed without a proof");
+                        let guard = campaign.take_guard();
+                        Next::End(Ending::Campaign {
+                            code: Code::Own(crate::exit::Exit::Internal),
+                            guard,
+                            error: Some(error),
+                        })
+                    }
+                }
+            }
+            Action::Enter(phase @ (Phase::Stopping | Phase::Resigning | Phase::Dialling)) => {
+                unexpected(State::Campaigning(campaign), Action::Enter(phase), &event)
+            }
+            Action::Enter(phase) => {
+                self.backoff = None;
+                campaign.phase = phase;
+                Next::State(State::Campaigning(campaign))
+            }
+            Action::Retry => {
+                self.retry(&mut campaign, &event);
+                Next::State(State::Campaigning(campaign))
+            }
+            Action::CampaignAgain => {
+                let line = campaign::describe(&event, campaign.error.take().as_ref());
+                tracing::info!("{line}; campaigning again");
+                campaign.again();
+                Next::State(State::Campaigning(campaign))
+            }
+            Action::Exit(code) => Next::End(self.campaign_over(campaign, code, &event).await),
+            Action::Forward
+            | Action::FollowStop
+            | Action::Stop(..)
+            | Action::CutGrace
+            | Action::Kill
+            | Action::Resign
+            | Action::NotStarted(_)
+            | Action::Ignore => unexpected(State::Campaigning(campaign), action, &event),
+        }
+    }
+
+    /// The same work again after a backoff: in line still when waiting,
+    /// else with a new lease. A full etcd refuses until an operator acts: a
+    /// queued replica rides it out, but says so once, without -v, rather
+    /// than retrying in silence for hours.
+    fn retry(&mut self, campaign: &mut Campaigning<'a>, event: &Event) {
+        let phase = campaign.phase;
+        let line = campaign::describe(event, campaign.error.take().as_ref());
+        tracing::info!("{line}; retrying");
+        if matches!(event, Event::Etcd(Trouble::Full)) && !self.warned_full {
+            self.warned_full = true;
+            logging::say(
+                logging::Level::Warn,
+                "etcd's database is full (its NOSPACE alarm is raised): waiting until an operator frees space (compact, defragment, then etcdctl alarm disarm)",
+            );
+        }
+        let backoff = match &mut self.backoff {
+            Some((of, backoff)) if *of == phase => backoff,
+            slot => &mut slot.insert((phase, Backoff::new(retry_ceiling(phase)))).1,
+        };
+        self.retry_at = Some(clock::Instant::now() + backoff.next_delay());
+        if phase != Phase::Waiting {
+            campaign.again();
+        }
+    }
+
+    /// Spawns the command of a win; a spawn that fails is an event.
+    fn start(&mut self, won: Won) -> Next<'a> {
+        match Leading::start(self.config, self.connection, won) {
+            Ok(leading) => Next::State(State::Leading(leading)),
+            Err(not_started) => {
+                let exit = not_started.exit;
+                Next::Event(State::NotStarted(not_started), Event::SpawnFailed(exit))
+            }
+        }
+    }
+
+    /// A campaign that ends before the command: why, said if asked.
+    async fn campaign_over(
+        &self,
+        mut campaign: Campaigning<'a>,
+        code: Code,
+        event: &Event,
+    ) -> Ending {
+        match (code, event) {
+            (Code::Signalled(signal), _) => {
+                let phase = campaign.phase;
+                tracing::info!(?signal, ?phase, "signalled before the command ran");
+            }
+            (Code::Conflict, _) => explain::conflict(self.config, &campaign, event).await,
+            (Code::Command(_) | Code::Own(_), _) => {}
+        }
+        let error = match code {
+            Code::Own(_) => campaign.error.take(),
+            Code::Command(_) | Code::Conflict | Code::Signalled(_) => None,
+        };
+        Ending::Campaign {
+            code,
+            guard: campaign.take_guard(),
+            error,
+        }
+    }
+}
+
+/// An action while the job is being stopped.
+fn stop<'a>(
+    mut stopping: Stopping<'a>,
+    action: Action,
+    event: Event,
+    session: &mut Session,
+) -> Next<'a> {
+    match (action, event) {
+        (Action::Forward, Event::Signal(signal)) => stopping.leading.child.signal_job(signal),
+        (Action::CutGrace, Event::LeadershipLost(loss)) => stopping.cut_grace(&loss),
+        (Action::Kill, _) => stopping.kill(),
+        (Action::Resign, _) => return Next::End(run_ending(stopping, session)),
+        (action, event) => return unexpected(State::Stopping(stopping), action, &event),
+    }
+    Next::State(State::Stopping(stopping))
+}
+
+/// An action the table never gives in this state: said, and ignored.
+fn unexpected<'a>(state: State<'a>, action: Action, event: &Event) -> Next<'a> {
+    let phase = state.phase();
+    tracing::info!(
+        ?phase,
+        ?event,
+        ?action,
+        "internal error: an action this state cannot take; ignored"
+    );
+    Next::State(state)
+}
+
+/// A stopped run's way out: its lease, watches and look-up of who is
+/// behind back to the session, to resign with its records.
+fn run_ending(mut stopping: Stopping<'_>, session: &mut Session) -> Ending {
+    stopping.restore_terminal();
+    let (code, gone) = (stopping.code, stopping.gone);
+    let leading = stopping.leading;
+    let config = leading.config;
+    let won = leading.won;
+    let proven_at = won.leadership.proven_at;
+    session.after_run(won.lease, won.own, leading.behind, true);
+    let record = leading
+        .run
+        .ended(code.outcome(), Some(code.value(config.conflict_code)));
+    Ending::Run {
+        code,
+        ended: Ended::new(record, Some(leading.start), proven_at),
+        guard: won.guard,
+        gone,
+        error: None,
+    }
+}
+
+/// A win whose command could not be started: nothing ran, its window is
+/// given back, and its record says it did not start.
+fn not_started_ending(
+    not_started: Box<NotStarted>,
+    exit: crate::exit::Exit,
+    session: &mut Session,
+) -> Ending {
+    let NotStarted {
+        won, run, error, ..
+    } = *not_started;
+    let proven_at = won.leadership.proven_at;
+    session.after_run(won.lease, won.own, None, false);
+    let record = run.ended(record::Outcome::NotStarted, Some(exit.code()));
+    Ending::Run {
+        code: Code::Own(exit),
+        ended: Ended::new(record, None, proven_at),
+        guard: won.guard,
+        gone: true,
+        error: Some(error),
+    }
+}
+
+/// The way out, on every path: what is held given back (resigned with the
+/// run's records after a run), the guardian released beside it once the
+/// job is known gone. Signals are no longer listened to: what they would
+/// ask for, leaving, is under way (bounded by [`CLEANUP`]).
+async fn finish(
+    config: &Config,
+    connection: &Connection,
+    mut session: Session,
+    ending: Ending,
+) -> Result<i32> {
+    let (code, guard, ended, error) = match ending {
+        Ending::Campaign { code, guard, error } => (code, guard, None, error),
+        Ending::Run {
+            code,
+            ended,
+            guard,
+            gone,
+            error,
+        } => {
+            // Not known gone: not released but dropped, still armed, it
+            // kills the job's group as its pipe closes.
+            let guard = match gone {
+                true => Some(guard),
+                false => {
+                    tracing::info!(
+                        "the command's job may still be there: the guardian stays armed"
+                    );
+                    None
+                }
+            };
+            (code, guard, Some(ended), error)
+        }
+    };
+    tracing::trace!(phase = ?Phase::Resigning, "giving back");
+    let answered = Notify::new();
+    // Each request on the way out is bounded by CLEANUP, and so is the
+    // whole way: after a resignation etcd did not answer, the revocation
+    // and the records would each wait as long again, for an etcd that is
+    // frozen or gone. What is not given back by then expires by itself.
+    // On tokio's clock, not the boot-time one: this bound guards no lease,
+    // and arming it costs no system call on the next leader's path.
+    let resign = async {
+        let given_back = tokio::time::timeout(CLEANUP, async {
+            match ended {
+                Some(ended) => {
+                    let election = Election::new(connection, &config.election, config.max_running);
+                    session.resign(ended, &election, &answered).await;
+                }
+                None => session.give_back().await,
+            }
+        });
+        match given_back.await {
+            Ok(()) => tracing::trace!("given back"),
+            Err(_) => tracing::info!(
+                "giving back: not done within {CLEANUP:?}; what is left expires with its lease"
+            ),
+        }
+        answered.notify_one();
+    };
+    // The job is gone (or never was): the guardian is released and
+    // collected once the resignation's first request (the one the next
+    // leader waits on) is answered, beside the rest of it. Its exit takes a
+    // CPU for a while: released sooner, it would take it from etcd as etcd
+    // works on that request. With nobody known behind us, nobody waits on
+    // it: the guardian goes at once.
+    let release = async {
+        if let Some(guard) = guard {
+            answered.notified().await;
+            guard.release(CLEANUP).await;
+        }
+    };
+    tokio::join!(resign, release);
+    match error {
+        Some(error) => Err(error),
+        None => Ok(code.value(config.conflict_code)),
+    }
+}
