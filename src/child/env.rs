@@ -9,6 +9,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::etcd::ids::{LeaseId, Token};
+
 /// What the command finds in its environment, as `--help`, the man page
 /// and README describe it (README's table is checked against this).
 pub const GIVEN: [(&str, &str); 7] = [
@@ -25,7 +27,7 @@ pub const GIVEN: [(&str, &str); 7] = [
 pub type Variables = Vec<(&'static str, OsString)>;
 
 /// The election's variables.
-pub fn election(token: i64, key: &str, lease: i64, name: &str) -> Variables {
+pub fn election(token: Token, key: &str, lease: LeaseId, name: &str) -> Variables {
     vec![
         ("LEADERRUN_TOKEN", token.to_string().into()),
         ("LEADERRUN_KEY", key.into()),

@@ -6,6 +6,9 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::etcd::ids::{LeaseId, Token};
+use crate::etcd::kv::Kv;
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Holder {
     pub host: String,
@@ -44,8 +47,8 @@ const NEXT_BY: &str = "next_by";
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Behind {
     pub key: String,
-    pub token: i64,
-    pub lease: i64,
+    pub token: Token,
+    pub lease: LeaseId,
     /// Its value, as read: what the handover to it rewrites.
     pub value: serde_json::Value,
 }
@@ -53,12 +56,12 @@ pub struct Behind {
 impl Behind {
     /// A candidate as read from its key; None for a value that is not a
     /// JSON object (another tool's).
-    pub fn read(key: &[u8], token: i64, lease: i64, value: &[u8]) -> Option<Behind> {
-        let value: serde_json::Value = serde_json::from_slice(value).ok()?;
+    pub fn read(kv: &Kv) -> Option<Behind> {
+        let value: serde_json::Value = serde_json::from_slice(&kv.value).ok()?;
         value.is_object().then(|| Behind {
-            key: String::from_utf8_lossy(key).into_owned(),
-            token,
-            lease,
+            key: String::from_utf8_lossy(&kv.key).into_owned(),
+            token: Token::created_at(kv.create_revision),
+            lease: kv.lease,
             value,
         })
     }
@@ -122,15 +125,15 @@ impl Holder {
     /// `handed_over_by` set to the leader's token, and `next`, the
     /// candidates behind it, if any are passed on. None for a value that is
     /// not a JSON object (another tool's candidate: no handover to it).
-    pub fn handed_over(value: &serde_json::Value, by: i64, next: &[Behind]) -> Option<Vec<u8>> {
+    pub fn handed_over(value: &serde_json::Value, by: Token, next: &[Behind]) -> Option<Vec<u8>> {
         let mut value = value.clone();
         let fields = value.as_object_mut()?;
-        fields.insert(HANDED_OVER_BY.into(), serde_json::Value::from(by));
+        fields.insert(HANDED_OVER_BY.into(), serde_json::Value::from(by.0));
         fields.remove(NEXT);
         fields.remove(NEXT_BY);
         if !next.is_empty() {
             fields.insert(NEXT.into(), serde_json::to_value(next).ok()?);
-            fields.insert(NEXT_BY.into(), serde_json::Value::from(by));
+            fields.insert(NEXT_BY.into(), serde_json::Value::from(by.0));
         }
         serde_json::to_vec(&value).ok()
     }
@@ -259,8 +262,9 @@ mod tests {
     fn a_handover_passes_on_who_is_behind_and_keeps_the_value() {
         let holder = Holder::for_this_process(&["true".into()], false);
         let value: serde_json::Value = serde_json::from_str(&holder.encode()).unwrap();
-        let behind = Behind::read(b"jobs/a/2", 9, 2, holder.encode().as_bytes()).unwrap();
-        let handed = Holder::handed_over(&value, 7, std::slice::from_ref(&behind)).unwrap();
+        let behind =
+            Behind::read(&Kv::written("jobs/a/2", 9, 2, holder.encode().as_bytes())).unwrap();
+        let handed = Holder::handed_over(&value, Token(7), std::slice::from_ref(&behind)).unwrap();
         assert_eq!(Holder::decode(&handed), holder, "the holder is kept");
         assert_eq!(
             Holder::handover(&handed).unwrap(),
@@ -268,12 +272,12 @@ mod tests {
         );
         // Handed over on in turn, what was passed on before is not kept.
         let again: serde_json::Value = serde_json::from_slice(&handed).unwrap();
-        let handed = Holder::handed_over(&again, 8, &[]).unwrap();
+        let handed = Holder::handed_over(&again, Token(8), &[]).unwrap();
         assert_eq!(Holder::handover(&handed), Some(Vec::new()));
         // Handed over on by a leader that keeps fields it does not know
         // (an older version), the list is not that handover's.
         let mut kept: serde_json::Value = serde_json::from_slice(
-            &Holder::handed_over(&value, 7, std::slice::from_ref(&behind)).unwrap(),
+            &Holder::handed_over(&value, Token(7), std::slice::from_ref(&behind)).unwrap(),
         )
         .unwrap();
         kept["handed_over_by"] = serde_json::Value::from(8);
@@ -284,7 +288,7 @@ mod tests {
         // No handover: a waiter's own value, or another tool's.
         assert_eq!(Holder::handover(holder.encode().as_bytes()), None);
         assert_eq!(Holder::handover(b"etcdctl-value"), None);
-        assert!(Behind::read(b"jobs/a/3", 9, 3, b"etcdctl-value").is_none());
+        assert!(Behind::read(&Kv::written("jobs/a/3", 9, 3, b"etcdctl-value")).is_none());
     }
 
     #[test]
@@ -292,5 +296,18 @@ mod tests {
         let holder = Holder::for_this_process(&["sleep".into(), "1".into()], false);
         assert_eq!(Holder::decode(holder.encode().as_bytes()), holder);
         assert_eq!(Holder::decode(b"etcdctl-value").command, "etcdctl-value");
+        assert_eq!(Holder::decode(b"etcdctl-value").max_running, 0, "unknown");
+        // --max-running is written only when it is not 1, and fields of
+        // another version (a handover's) are passed over.
+        let many = Holder {
+            max_running: 3,
+            ..holder.clone()
+        };
+        assert!(!holder.encode().contains("max_running"));
+        assert_eq!(Holder::decode(many.encode().as_bytes()).max_running, 3);
+        let mut newer: serde_json::Value = serde_json::from_str(&holder.encode()).unwrap();
+        newer["handed_over_by"] = 7.into();
+        newer["from_the_future"] = "x".into();
+        assert_eq!(Holder::decode(newer.to_string().as_bytes()), holder);
     }
 }

@@ -6,14 +6,15 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use anyhow::{Context, Result};
-use etcd_client::{
-    EventType, GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp, WatchOptions,
-};
+use etcd_client::{GetOptions, SortOrder, SortTarget, Txn, TxnOp, WatchOptions};
 
 use super::name;
 use super::{Election, Leader};
 use crate::etcd::connection::Refused;
-use crate::etcd::requests::{ranges, Range};
+use crate::etcd::ids::{Revision, Token};
+use crate::etcd::kv::{Kv, WatchEvent};
+use crate::etcd::requests::{ranges, Pages, Range};
+use crate::etcd::watch::{Received, Watch};
 use crate::etcd::Connection;
 use crate::retry::{self, Backoff};
 
@@ -40,77 +41,113 @@ pub(super) fn first_in_line(name: &str) -> TxnOp {
 
 impl Election<'_> {
     /// The first `wanted` candidates of the election in `order`, starting
-    /// from `page`, the answer to an [`in_line`] read made at `revision`:
-    /// ascending, the runners; descending below a key, the candidates just
-    /// ahead of it, nearest first. Keys that are not candidates are
-    /// skipped, reading on at `revision` if the page runs out.
+    /// from `page`, the answer to an [`in_line`] read: ascending, the
+    /// runners; descending below a key, the candidates just ahead of it,
+    /// nearest first. Keys that are not candidates are skipped, reading on
+    /// at the page's revision if the page runs out ([`LineScan`]).
     ///
     /// Pages after the first are read keys only, and the candidates among
     /// them fetched whole by key ([`with_values`]): the keys skipped may be
     /// the job's own, and large. (Fetched whole, not only their values:
     /// etcd 3.7 leaves the lease out of a keys-only answer.)
-    ///
-    /// Reads go on from the create revision of the last key seen, inclusive:
-    /// keys written by one transaction share a create revision, and a page
-    /// may end among them. Those already seen are skipped; a page of nothing
-    /// new doubles the next page, so a larger group cannot stall the read.
     pub(super) async fn first_candidates(
         &self,
         mut page: Range,
-        revision: i64,
         order: SortOrder,
         wanted: usize,
-    ) -> Result<Vec<KeyValue>> {
-        let mut found = Vec::new();
-        // How many of `found` came with their values: the first page's.
+    ) -> Result<Vec<Kv>> {
+        let revision = page.revision;
+        let mut scan = LineScan::new(self.name.as_bytes(), wanted);
+        // How many of those found came with their values: the first page's.
         let mut valued = None;
         let mut limit = PAGE;
-        let mut boundary: Option<i64> = None;
-        let mut seen_at_boundary: HashSet<Vec<u8>> = HashSet::new();
         loop {
-            let mut fresh = false;
-            for kv in page.kvs {
-                let created = kv.create_revision();
-                if boundary == Some(created) && seen_at_boundary.contains(kv.key()) {
-                    continue;
-                }
-                fresh = true;
-                if boundary != Some(created) {
-                    boundary = Some(created);
-                    seen_at_boundary.clear();
-                }
-                seen_at_boundary.insert(kv.key().to_vec());
-                if name::is_candidate(self.name, kv.key()) {
-                    found.push(kv);
-                    if found.len() == wanted {
-                        break;
-                    }
-                }
-            }
-            let more = boundary.filter(|_| page.more && found.len() < wanted);
-            let Some(from) = more else {
+            let more = page.more;
+            let fresh = scan.take(page.kvs);
+            let Some(from) = scan.read_on(more) else {
+                let mut found = scan.found;
                 let valued = valued.unwrap_or(found.len());
                 let fetched = found.split_off(valued);
                 found.extend(with_values(self.connection, fetched, revision).await?);
                 return Ok(found);
             };
-            valued.get_or_insert(found.len());
+            valued.get_or_insert(scan.found.len());
             if !fresh {
                 limit = limit.saturating_mul(2);
             }
             let options = in_line(order, limit)
-                .with_revision(revision)
+                .with_revision(revision.0)
                 .with_keys_only();
             let options = match order {
-                SortOrder::Descend => options.with_max_create_revision(from),
-                _ => options.with_min_create_revision(from),
+                SortOrder::Descend => options.with_max_create_revision(from.0),
+                _ => options.with_min_create_revision(from.0),
             };
             page = self
                 .connection
                 .get("reading the queue", name::prefix(self.name), Some(options))
-                .await?
-                .into();
+                .await?;
         }
+    }
+}
+
+/// The candidates found so far by a read of a line in order, page by page.
+///
+/// Reads go on from the create revision of the last key seen, inclusive:
+/// keys written by one transaction share a create revision, and a page
+/// may end among them. Those already seen are skipped; a page of nothing
+/// new doubles the next page (the caller's), so a larger group cannot
+/// stall the read.
+struct LineScan<'a> {
+    name: &'a [u8],
+    wanted: usize,
+    found: Vec<Kv>,
+    /// The create revision of the last key seen.
+    boundary: Option<Revision>,
+    /// The keys seen with that create revision.
+    seen_at_boundary: HashSet<Vec<u8>>,
+}
+
+impl<'a> LineScan<'a> {
+    fn new(name: &'a [u8], wanted: usize) -> Self {
+        LineScan {
+            name,
+            wanted,
+            found: Vec::new(),
+            boundary: None,
+            seen_at_boundary: HashSet::new(),
+        }
+    }
+
+    /// Takes in one page, in line order, up to the last candidate wanted.
+    /// Whether it held any key not seen before.
+    fn take(&mut self, page: Vec<Kv>) -> bool {
+        let mut fresh = false;
+        for kv in page {
+            let created = kv.create_revision;
+            if self.boundary == Some(created) && self.seen_at_boundary.contains(&kv.key) {
+                continue;
+            }
+            fresh = true;
+            if self.boundary != Some(created) {
+                self.boundary = Some(created);
+                self.seen_at_boundary.clear();
+            }
+            self.seen_at_boundary.insert(kv.key.clone());
+            if name::is_candidate(self.name, &kv.key) {
+                self.found.push(kv);
+                if self.found.len() == self.wanted {
+                    break;
+                }
+            }
+        }
+        fresh
+    }
+
+    /// The create revision to read on from (inclusive), if the range holds
+    /// `more` and fewer candidates than wanted were found.
+    fn read_on(&self, more: bool) -> Option<Revision> {
+        self.boundary
+            .filter(|_| more && self.found.len() < self.wanted)
     }
 }
 
@@ -121,21 +158,23 @@ const VALUES_PER_TXN: usize = 64;
 /// `kvs`, read keys only at `revision`, with their values: fetched by key
 /// at that revision, in the same order. A key that is gone (compacted
 /// past) is an error, as any read at a compacted revision is.
-async fn with_values(
-    connection: &Connection,
-    kvs: Vec<KeyValue>,
-    revision: i64,
-) -> Result<Vec<KeyValue>> {
+async fn with_values(connection: &Connection, kvs: Vec<Kv>, revision: Revision) -> Result<Vec<Kv>> {
     let mut valued = Vec::with_capacity(kvs.len());
     for chunk in kvs.chunks(VALUES_PER_TXN) {
-        let gets = chunk
-            .iter()
-            .map(|kv| TxnOp::get(kv.key(), Some(GetOptions::new().with_revision(revision))));
+        let gets = chunk.iter().map(|kv| {
+            TxnOp::get(
+                kv.key.as_slice(),
+                Some(GetOptions::new().with_revision(revision.0)),
+            )
+        });
         let txn = Txn::new().and_then(gets.collect::<Vec<_>>());
         let response = connection.txn("reading the queue", txn).await?;
         for range in ranges(&response) {
-            let kv = range.kvs.into_iter().next();
-            valued.push(kv.context("a candidate read at a revision was not there")?);
+            valued.push(
+                range
+                    .first()
+                    .context("a candidate read at a revision was not there")?,
+            );
         }
     }
     Ok(valued)
@@ -174,64 +213,47 @@ pub struct Line {
     /// The name as bytes: a lossy copy would read another election.
     election: Vec<u8>,
     /// Candidates by (create revision, key): the first one leads.
-    in_order: BTreeMap<(i64, Vec<u8>), Leader>,
+    in_order: BTreeMap<(Revision, Vec<u8>), Leader>,
     /// Each candidate's create revision, by key.
-    created: HashMap<Vec<u8>, i64>,
+    created: HashMap<Vec<u8>, Revision>,
     /// The revision the line is up to date with.
-    revision: i64,
+    revision: Revision,
 }
 
 /// Who leads, as far as a change of leader goes: the key, its create
 /// revision, and whether it has gone stale.
-type LeaderIdentity = Option<(String, i64, bool)>;
+type LeaderIdentity = Option<(String, Token, bool)>;
 
 impl Line {
     /// Reads the whole line, page by page, at one revision.
     pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Line> {
         let election = election.as_ref();
-        let end = name::raw_prefix_end(election);
-        let mut start = name::raw_prefix(election);
+        // Keys only: the values wanted are the candidates', fetched by
+        // key; the others' may be the job's own, and large.
+        let mut pages = Pages::new(
+            connection,
+            "reading the election",
+            name::raw_prefix(election),
+            Some(name::raw_prefix_end(election)),
+            PAGE,
+        );
         let mut line = Line {
             election: election.to_vec(),
             in_order: BTreeMap::new(),
             created: HashMap::new(),
-            revision: 0,
+            revision: Revision::default(),
         };
-        loop {
-            // Keys only: the values wanted are the candidates', fetched by
-            // key; the others' may be the job's own, and large.
-            let mut options = GetOptions::new()
-                .with_range(end.clone())
-                .with_limit(PAGE)
-                .with_keys_only();
-            if line.revision > 0 {
-                options = options.with_revision(line.revision);
-            }
-            let mut response = connection
-                .get("reading the election", start.clone(), Some(options))
-                .await?;
-            if line.revision == 0 {
-                line.revision = response.header().map_or(0, |header| header.revision());
-            }
-            let more = response.more();
-            let kvs = response.take_kvs();
-            if let Some(last) = kvs.last() {
-                // The next key after the last one read.
-                start = last.key().to_vec();
-                start.push(0);
-            }
-            let candidates = kvs
-                .iter()
-                .filter(|kv| name::is_candidate(election, kv.key()))
-                .cloned()
+        while let Some(page) = pages.next().await? {
+            line.revision = pages.revision().unwrap_or_default();
+            let candidates = page
+                .into_iter()
+                .filter(|kv| name::is_candidate(election, &kv.key))
                 .collect();
             for kv in &with_values(connection, candidates, line.revision).await? {
                 line.put(kv);
             }
-            if !more || kvs.is_empty() {
-                return Ok(line);
-            }
         }
+        Ok(line)
     }
 
     pub fn leader(&self) -> Option<&Leader> {
@@ -243,16 +265,14 @@ impl Line {
             .map(|leader| (leader.key.clone(), leader.token, leader.stale()))
     }
 
-    fn put(&mut self, kv: &KeyValue) {
-        if !name::is_candidate(&self.election, kv.key()) {
+    fn put(&mut self, kv: &Kv) {
+        if !name::is_candidate(&self.election, &kv.key) {
             return;
         }
-        self.delete(kv.key());
-        self.created.insert(kv.key().to_vec(), kv.create_revision());
-        self.in_order.insert(
-            (kv.create_revision(), kv.key().to_vec()),
-            Leader::from_kv(kv),
-        );
+        self.delete(&kv.key);
+        self.created.insert(kv.key.clone(), kv.create_revision);
+        self.in_order
+            .insert((kv.create_revision, kv.key.clone()), Leader::from_kv(kv));
     }
 
     fn delete(&mut self, key: &[u8]) {
@@ -311,61 +331,78 @@ impl Line {
     ) -> Result<Followed> {
         let options = WatchOptions::new()
             .with_prefix()
-            .with_start_revision(self.revision + 1);
+            .with_start_revision(self.revision.next().0);
         let prefix = name::raw_prefix(&self.election);
         let watched = name::escaped(&self.election).into_owned();
-        let Some((mut stream, index)) = connection.open_watch(&prefix, options).await else {
+        let Some(mut watch) = Watch::open(connection, &prefix, options).await else {
             tracing::info!("cannot watch {watched}; trying again");
             return Ok(Followed::Broke);
         };
         loop {
-            let response = match stream.message().await {
-                Ok(Some(response)) => response,
-                Ok(None) | Err(_) => {
+            let events = match watch.next().await {
+                Received::Events(events) => events,
+                Received::Closed => {
                     tracing::info!("the watch of {watched} broke; opening it again");
-                    connection.failed(index);
+                    watch.failed();
+                    return Ok(Followed::Broke);
+                }
+                Received::Compacted => return Ok(Followed::Compacted),
+                Received::Cancelled(reason) => {
+                    watch.failed();
+                    // etcd's own words for a refused read: its message is
+                    // its API, and no retry will change it.
+                    if reason.contains("permission denied") {
+                        let reason = format!("etcd refused watching {watched}: {reason}");
+                        return Err(anyhow::anyhow!(Refused::new(reason)));
+                    }
+                    tracing::info!(
+                        "etcd cancelled the watch of {watched}: {reason}; opening it again"
+                    );
                     return Ok(Followed::Broke);
                 }
             };
-            if response.compact_revision() > 0 {
-                return Ok(Followed::Compacted);
-            }
-            if response.canceled() {
-                connection.failed(index);
-                let reason = response.cancel_reason();
-                // etcd's own words for a refused read: its message is its
-                // API, and no retry will change it.
-                if reason.contains("permission denied") {
-                    let reason = format!("etcd refused watching {watched}: {reason}");
-                    return Err(anyhow::anyhow!(Refused::new(reason)));
-                }
-                tracing::info!("etcd cancelled the watch of {watched}: {reason}; opening it again");
-                return Ok(Followed::Broke);
-            }
-            let mut shown = self.leader_identity();
-            let events = response.events();
-            for (at, event) in events.iter().enumerate() {
-                let Some(kv) = event.kv() else { continue };
-                match event.event_type() {
-                    EventType::Put => self.put(kv),
-                    EventType::Delete => self.delete(kv.key()),
-                }
-                self.revision = self.revision.max(kv.mod_revision());
-                // One transaction's changes share a revision: judge the
-                // leader once all of them are in.
-                let revision_done = events
-                    .get(at + 1)
-                    .and_then(|next| next.kv())
-                    .is_none_or(|next| next.mod_revision() != kv.mod_revision());
-                if revision_done && self.leader_identity() != shown {
-                    shown = self.leader_identity();
-                    if !report(self.leader())? {
-                        return Ok(Followed::Stopped);
-                    }
-                }
+            if self.apply(&events, report)? == Applied::Stopped {
+                return Ok(Followed::Stopped);
             }
         }
     }
+
+    /// Applies one watch response's events, in order, reporting each
+    /// change of leader, until `report` says stop.
+    fn apply(
+        &mut self,
+        events: &[WatchEvent],
+        report: &mut impl FnMut(Option<&Leader>) -> Result<bool>,
+    ) -> Result<Applied> {
+        let mut shown = self.leader_identity();
+        for (at, event) in events.iter().enumerate() {
+            match event {
+                WatchEvent::Put(kv) => self.put(kv),
+                WatchEvent::Delete(kv) => self.delete(&kv.key),
+            }
+            self.revision = self.revision.max(event.revision());
+            // One transaction's changes share a revision: judge the
+            // leader once all of them are in.
+            let revision_done = events
+                .get(at + 1)
+                .is_none_or(|next| next.revision() != event.revision());
+            if revision_done && self.leader_identity() != shown {
+                shown = self.leader_identity();
+                if !report(self.leader())? {
+                    return Ok(Applied::Stopped);
+                }
+            }
+        }
+        Ok(Applied::All)
+    }
+}
+
+/// How far a response's events were applied.
+#[derive(PartialEq, Eq)]
+enum Applied {
+    All,
+    /// The reader is gone.
+    Stopped,
 }
 
 /// How following a line's watch ended.
@@ -376,4 +413,87 @@ enum Followed {
     Broke,
     /// etcd no longer has the history since the line's revision.
     Compacted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(key: &str, created: i64) -> Kv {
+        Kv::written(key, created, 1, b"")
+    }
+
+    #[test]
+    fn a_scan_skips_other_keys_and_stops_at_the_candidates_wanted() {
+        let mut scan = LineScan::new(b"j", 2);
+        let page = vec![
+            key("j/sub/1", 3),
+            key("j/1", 4),
+            key("j/x", 5),
+            key("j/2", 6),
+        ];
+        assert!(scan.take(page.clone()));
+        let found: Vec<&[u8]> = scan.found.iter().map(|kv| kv.key.as_slice()).collect();
+        assert_eq!(found, [&b"j/1"[..], b"j/2"]);
+        assert_eq!(scan.read_on(true), None, "all wanted were found");
+        let mut scan = LineScan::new(b"j", 3);
+        scan.take(page);
+        assert_eq!(
+            scan.read_on(true),
+            Some(Revision(6)),
+            "on from the last one seen"
+        );
+        assert_eq!(scan.read_on(false), None, "the range is read whole");
+    }
+
+    #[test]
+    fn a_page_ending_inside_one_transactions_keys_goes_on_among_them() {
+        // Three keys written by one transaction, at revision 5.
+        let mut scan = LineScan::new(b"j", 2);
+        assert!(scan.take(vec![key("j/a", 4), key("j/job/1", 5), key("j/job/2", 5)]));
+        assert_eq!(scan.read_on(true), Some(Revision(5)));
+        // The next page starts at 5 again: what was seen is skipped.
+        assert!(
+            !scan.take(vec![key("j/job/1", 5), key("j/job/2", 5)]),
+            "nothing new"
+        );
+        assert!(scan.take(vec![key("j/job/2", 5), key("j/b", 5), key("j/c", 7)]));
+        let found: Vec<&[u8]> = scan.found.iter().map(|kv| kv.key.as_slice()).collect();
+        assert_eq!(found, [&b"j/a"[..], b"j/b"]);
+    }
+
+    #[test]
+    fn the_line_follows_puts_and_deletes_and_reports_each_leader_once() {
+        let mut line = Line {
+            election: b"j".to_vec(),
+            in_order: BTreeMap::new(),
+            created: HashMap::new(),
+            revision: Revision(4),
+        };
+        line.put(&key("j/1", 5));
+        let mut reports = Vec::new();
+        let mut report = |leader: Option<&Leader>| {
+            reports.push(leader.map(|leader| leader.token));
+            Ok(true)
+        };
+        // One transaction at revision 7 deletes the leader and writes its
+        // successor's handover: reported once, the successor leading.
+        let behind = key("j/2", 6);
+        let events = [
+            WatchEvent::Put(behind.clone()),
+            WatchEvent::Delete(Kv {
+                mod_revision: Revision(7),
+                ..key("j/1", 0)
+            }),
+            WatchEvent::Put(behind.rewritten(7, 1, b"{}")),
+            WatchEvent::Put(key("j/sub/3", 8)),
+            WatchEvent::Delete(Kv {
+                mod_revision: Revision(9),
+                ..key("j/2", 0)
+            }),
+        ];
+        assert!(line.apply(&events, &mut report).unwrap() == Applied::All);
+        assert_eq!(reports, [Some(Token(6)), None]);
+        assert_eq!(line.revision, Revision(9));
+    }
 }

@@ -23,8 +23,11 @@
 //! rewrites our key, to wake the waiter behind. The layout ([`Election`]):
 //! this file writes, proves and gives up our key, `queue.rs` waits for our
 //! turn, `watch.rs` watches our key from the queue to the end of the run,
-//! and `line.rs` reads the candidates in order. Nothing here runs processes
-//! or keeps the lease alive.
+//! and `line.rs` reads the candidates in order. Beside them, `name.rs`
+//! names the election and lays out every key leaderrun writes,
+//! `holder.rs` is the value under a candidate's key, `record.rs` the run
+//! records and `once_per.rs` the --once-per window. Nothing here runs
+//! processes or keeps the lease alive.
 //!
 //! Only keys `<name>/<lease hex>` are candidates ([`name::is_candidate`]).
 //! The keys of an election whose name extends ours (`<name>/sub/<lease>`)
@@ -43,9 +46,11 @@ pub use line::{read_leader, Line, Snapshot};
 pub use watch::{watch_for_loss, OwnKey};
 
 use anyhow::{Context, Result};
-use etcd_client::{Compare, CompareOp, KeyValue, PutOptions, SortOrder, Txn, TxnOp, TxnResponse};
+use etcd_client::{Compare, CompareOp, PutOptions, SortOrder, Txn, TxnOp, TxnResponse};
 
 use crate::election::holder::{etcdctl_del, printable, Behind, Holder};
+use crate::etcd::ids::{LeaseId, Revision, Token};
+use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
 use line::first_in_line;
@@ -57,26 +62,26 @@ use line::first_in_line;
 #[error("{0}")]
 pub struct Disagreement(pub String);
 
-/// Proof that we lead: our key existed, first in line, with this create
-/// revision, at `revision`.
+/// Proof that we run: our key existed, among the first --max-running in
+/// line, with this create revision, at `proven_at`.
 #[derive(Debug, Clone)]
 pub struct Leadership {
     pub name: String,
     pub key: String,
     /// The lease our key is attached to.
-    pub lease: i64,
+    pub lease: LeaseId,
     /// The key's create revision: the fencing token.
-    pub token: i64,
+    pub token: Token,
     /// The store revision at which ownership was proven; watch from after it.
-    pub revision: i64,
+    pub proven_at: Revision,
 }
 
 /// The candidate just behind a leader, and the value that hands over to it.
 #[derive(Debug, Clone)]
 pub struct Successor {
     pub key: String,
-    pub token: i64,
-    pub lease: i64,
+    pub token: Token,
+    pub lease: LeaseId,
     /// Its value, saying who handed over to it, and passing on who is
     /// behind it.
     pub value: Vec<u8>,
@@ -100,7 +105,7 @@ impl Successor {
     /// line order), handed over to with the rest passed on, as many as
     /// [`PASSED_ON`] and [`PASSED_ON_BYTES`] allow. None if `line` is
     /// empty.
-    pub fn first_of(mut line: Vec<Behind>, token: i64) -> Option<Successor> {
+    pub fn first_of(mut line: Vec<Behind>, token: Token) -> Option<Successor> {
         if line.is_empty() {
             return None;
         }
@@ -127,20 +132,20 @@ impl Successor {
 #[derive(Debug, Clone)]
 pub struct Leader {
     pub key: String,
-    pub token: i64,
-    pub lease: i64,
+    pub token: Token,
+    pub lease: LeaseId,
     pub holder: Holder,
 }
 
 impl Leader {
-    fn from_kv(kv: &KeyValue) -> Self {
+    fn from_kv(kv: &Kv) -> Self {
         Leader {
             // Escaped, not lossy: keys of names that are not UTF-8 stay
             // apart (the same text as a lossy copy for UTF-8 keys).
-            key: name::escaped(kv.key()).into_owned(),
-            token: kv.create_revision(),
-            lease: kv.lease(),
-            holder: Holder::decode(kv.value()),
+            key: name::escaped(&kv.key).into_owned(),
+            token: Token::created_at(kv.create_revision),
+            lease: kv.lease,
+            holder: Holder::decode(&kv.value),
         }
     }
 
@@ -159,14 +164,15 @@ impl Leader {
     /// A key with no lease (written by hand, or overwritten by a plain
     /// `put`): nothing will ever remove it, and it blocks the election.
     pub fn stale(&self) -> bool {
-        self.lease == 0
+        self.lease == LeaseId::NONE
     }
 }
 
 pub enum Attempt {
     Won(Leadership),
-    /// Someone else leads; None if they left between our two reads.
-    Lost(Option<Leader>),
+    /// Someone else holds the election (every slot, with --max-running);
+    /// the leader, or None if they left between our two reads.
+    Held(Option<Leader>),
     /// Our key vanished between joining the queue and proving the win.
     Vanished,
 }
@@ -174,15 +180,16 @@ pub enum Attempt {
 /// A place in the queue.
 pub struct Candidate {
     pub key: String,
-    pub revision: i64,
+    /// Our key's create revision: the run's token, if it wins.
+    pub token: Token,
 }
 
 pub enum Turn {
     /// Our key, ours and among the first --max-running in line, read at
     /// this revision: the proof a win needs.
-    Ours(i64),
+    Ours(Revision),
     /// Our place is gone while we queued: start again.
-    Lost(PlaceLost),
+    Gone(PlaceLost),
     /// A request failed: whether to retry is the run's table's to say.
     Failed(anyhow::Error),
 }
@@ -194,7 +201,7 @@ pub struct Queued {
     pub runners: Vec<Leader>,
     /// The revision at which our key, intact, was among the runners (a
     /// proof of the win, as `Turn::Ours` is), if it was.
-    pub proven_at: Option<i64>,
+    pub proven_at: Option<Revision>,
 }
 
 /// Why a place in the queue is gone.
@@ -252,13 +259,25 @@ impl std::fmt::Display for PlaceLost {
 
 /// What a key we hold has become, judged from its latest version (None:
 /// deleted): still ours, or lost and how.
-fn judge(kv: Option<&KeyValue>, token: i64, lease: i64) -> Option<KeyLoss> {
+fn judge(kv: Option<&Kv>, token: Token, lease: LeaseId) -> Option<KeyLoss> {
     match kv {
         None => Some(KeyLoss::Deleted),
-        Some(kv) if kv.create_revision() != token => Some(KeyLoss::Replaced),
-        Some(kv) if kv.lease() != lease => Some(KeyLoss::Overwritten),
+        Some(kv) if kv.create_revision != token.revision() => Some(KeyLoss::Replaced),
+        Some(kv) if kv.lease != lease => Some(KeyLoss::Overwritten),
         Some(_) => None,
     }
+}
+
+/// Whether a read at one revision proves a turn: our key, as read, still
+/// ours (created at `token`, on `lease`), and among `runners`, the first
+/// --max-running in line as the same read found them.
+fn proves_turn(ours: Option<&Kv>, token: Token, lease: LeaseId, runners: &[Leader]) -> bool {
+    judge(ours, token, lease).is_none() && runs(runners, token)
+}
+
+/// Whether the candidate created at `token` is among `runners`.
+fn runs(runners: &[Leader], token: Token) -> bool {
+    runners.iter().any(|runner| runner.token == token)
 }
 
 /// One election: where it lives, its name, and how many of its candidates
@@ -286,9 +305,9 @@ impl<'a> Election<'a> {
 
     /// Our candidate key, and the put that writes it (with `holder` as its
     /// value) attached to our lease.
-    fn our_key(&self, lease: i64, holder: &Holder) -> (String, TxnOp) {
+    fn our_key(&self, lease: LeaseId, holder: &Holder) -> (String, TxnOp) {
         let key = name::candidate_key(self.name, lease);
-        let options = etcd_client::PutOptions::new().with_lease(lease);
+        let options = etcd_client::PutOptions::new().with_lease(lease.0);
         let put = TxnOp::put(key.as_str(), holder.encode(), Some(options));
         (key, put)
     }
@@ -298,7 +317,7 @@ impl<'a> Election<'a> {
     /// election, and losers write nothing. Otherwise the runners are read,
     /// and with fewer than --max-running of them we join the line and run
     /// only if our key is among the first --max-running.
-    pub async fn try_acquire(&self, lease: i64, holder: &Holder) -> Result<Attempt> {
+    pub async fn try_acquire(&self, lease: LeaseId, holder: &Holder) -> Result<Attempt> {
         let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
             .when([
@@ -312,20 +331,19 @@ impl<'a> Election<'a> {
         let page = range_at(&response, 0);
         if response.succeeded() {
             let kv = page
-                .kvs
                 .first()
                 .context("etcd did not return the key it just wrote")?;
             return Ok(Attempt::Won(Leadership {
                 name: self.name.to_string(),
                 key,
                 lease,
-                token: kv.create_revision(),
-                revision,
+                token: Token::created_at(kv.create_revision),
+                proven_at: revision,
             }));
         }
-        let runners = self.runners(page, revision).await?;
+        let runners = self.runners(page).await?;
         if runners.len() == self.slots {
-            return Ok(Attempt::Lost(runners.into_iter().next()));
+            return Ok(Attempt::Held(runners.into_iter().next()));
         }
         // A slot is free, or only keys of elections nested in ours are under
         // our prefix: "fewer than N candidates" cannot be asked of etcd in
@@ -338,7 +356,7 @@ impl<'a> Election<'a> {
             .enqueue(lease, holder, Some(runners.first().cloned()))
             .await?;
         if !runners.iter().any(|runner| runner.key == candidate.key) {
-            return Ok(Attempt::Lost(runners.into_iter().next()));
+            return Ok(Attempt::Held(runners.into_iter().next()));
         }
         Ok(match self.prove(&candidate, lease, holder).await? {
             Some(leadership) => Attempt::Won(leadership),
@@ -359,7 +377,7 @@ impl<'a> Election<'a> {
     /// refuses, from the same transaction's read, and revokes.
     pub async fn enqueue(
         &self,
-        lease: i64,
+        lease: LeaseId,
         holder: &Holder,
         seen: Option<Option<Leader>>,
     ) -> Result<Queued> {
@@ -375,7 +393,7 @@ impl<'a> Election<'a> {
                 when.push(Compare::create_revision(
                     leader.key.as_str(),
                     CompareOp::Equal,
-                    leader.token,
+                    leader.token.0,
                 ));
             }
             let txn = Txn::new()
@@ -388,24 +406,20 @@ impl<'a> Election<'a> {
                 .or_else([TxnOp::get(key.as_str(), None), first_in_line(self.name)]);
             let response = self.connection.txn("joining the queue", txn).await?;
             let revision = revision_of(&response);
-            let ours = range_at(&response, 0).kvs.into_iter().next();
-            let runners = self.runners(range_at(&response, 1), revision).await;
+            let ours = range_at(&response, 0).first();
+            let runners = self.runners(range_at(&response, 1)).await;
             let Some(ours) = ours else {
                 // The leader we agreed with is gone: agree with the next.
                 leader = runners?.into_iter().next();
                 continue;
             };
             let runners = runners?;
-            let token = ours.create_revision();
-            let intact = judge(Some(&ours), token, lease).is_none();
-            let running = runners.iter().any(|runner| runner.token == token);
+            let token = Token::created_at(ours.create_revision);
+            let proven = proves_turn(Some(&ours), token, lease, &runners);
             return Ok(Queued {
-                candidate: Candidate {
-                    key,
-                    revision: token,
-                },
+                candidate: Candidate { key, token },
                 runners,
-                proven_at: (intact && running).then_some(revision),
+                proven_at: proven.then_some(revision),
             });
         }
         anyhow::bail!("the leader of {} kept changing as we joined", self.name)
@@ -413,7 +427,7 @@ impl<'a> Election<'a> {
 
     /// Whoever leads the election now, read in line order.
     async fn leader(&self) -> Result<Option<Leader>> {
-        let response = self
+        let page = self
             .connection
             .get(
                 "joining the queue",
@@ -421,18 +435,15 @@ impl<'a> Election<'a> {
                 Some(line::in_line(SortOrder::Ascend, line::FIRST_PAGE)),
             )
             .await?;
-        let revision = response.header().map_or(0, |header| header.revision());
-        let first = self
-            .first_candidates(response.into(), revision, SortOrder::Ascend, 1)
-            .await?;
+        let first = self.first_candidates(page, SortOrder::Ascend, 1).await?;
         Ok(first.first().map(Leader::from_kv))
     }
 
-    /// The first --max-running candidates in line, from a read at
-    /// `revision`; an error if the leader runs with another --max-running.
-    async fn runners(&self, page: Range, revision: i64) -> Result<Vec<Leader>> {
+    /// The first --max-running candidates in line, from a read in line
+    /// order; an error if the leader runs with another --max-running.
+    async fn runners(&self, page: Range) -> Result<Vec<Leader>> {
         let first = self
-            .first_candidates(page, revision, SortOrder::Ascend, self.slots)
+            .first_candidates(page, SortOrder::Ascend, self.slots)
             .await?;
         let runners: Vec<Leader> = first.iter().map(Leader::from_kv).collect();
         self.agree(&runners)?;
@@ -481,31 +492,28 @@ impl<'a> Election<'a> {
     pub async fn prove(
         &self,
         candidate: &Candidate,
-        lease: i64,
+        lease: LeaseId,
         holder: &Holder,
     ) -> Result<Option<Leadership>> {
         let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
-            .when(ours(&key, candidate.revision, lease))
+            .when(ours(&key, candidate.token, lease))
             .and_then([put, first_in_line(self.name)]);
         let response = self.connection.txn("proving leadership", txn).await?;
         if !response.succeeded() {
             return Ok(None);
         }
         let revision = revision_of(&response);
-        let runners = self.runners(range_at(&response, 0), revision).await?;
-        if !runners
-            .iter()
-            .any(|runner| runner.token == candidate.revision)
-        {
+        let runners = self.runners(range_at(&response, 0)).await?;
+        if !runs(&runners, candidate.token) {
             return Ok(None);
         }
         Ok(Some(Leadership {
             name: self.name.to_string(),
             key: candidate.key.clone(),
             lease,
-            token: candidate.revision,
-            revision,
+            token: candidate.token,
+            proven_at: revision,
         }))
     }
     /// Gives up our key, if it is still ours: in one transaction, deletes
@@ -526,7 +534,7 @@ impl<'a> Election<'a> {
     /// between.
     pub async fn resign_with(
         &self,
-        leadership: (&str, i64, i64),
+        leadership: (&str, Token, LeaseId),
         then: Vec<TxnOp>,
         successor: Option<&Successor>,
     ) -> Result<Option<TxnResponse>> {
@@ -535,7 +543,7 @@ impl<'a> Election<'a> {
         let mut ops = vec![TxnOp::delete(key, None)];
         ops.extend(then);
         if let Some(next) = successor {
-            let options = PutOptions::new().with_lease(next.lease);
+            let options = PutOptions::new().with_lease(next.lease.0);
             let put = TxnOp::put(next.key.as_str(), next.value.clone(), Some(options));
             let hand_over = Txn::new()
                 .when(ours(&next.key, next.token, next.lease))
@@ -553,21 +561,20 @@ impl<'a> Election<'a> {
     /// watches only the key ahead of it).
     pub async fn successor(&self, leadership: &Leadership) -> Result<Option<Successor>> {
         let behind = line::in_line(SortOrder::Ascend, line::FIRST_PAGE)
-            .with_min_create_revision(leadership.token + 1)
+            .with_min_create_revision(leadership.token.revision().next().0)
             .with_serializable();
-        let response = self
+        let page = self
             .connection
             .get("reading the queue", name::prefix(self.name), Some(behind))
             .await?;
-        let revision = response.header().map_or(0, |header| header.revision());
         let next = self
-            .first_candidates(response.into(), revision, SortOrder::Ascend, 1 + PASSED_ON)
+            .first_candidates(page, SortOrder::Ascend, 1 + PASSED_ON)
             .await?;
         // Only leaderruns of one runner, up to the first that is not.
         let line = next
             .iter()
-            .take_while(|kv| Holder::decode(kv.value()).max_running == 1)
-            .map_while(|kv| Behind::read(kv.key(), kv.create_revision(), kv.lease(), kv.value()))
+            .take_while(|kv| Holder::decode(&kv.value).max_running == 1)
+            .map_while(Behind::read)
             .collect();
         Ok(Successor::first_of(line, leadership.token))
     }
@@ -595,16 +602,16 @@ impl<'a> Election<'a> {
 
 /// The comparisons that hold while `key` is ours: created at `token`,
 /// attached to our lease.
-pub(crate) fn ours(key: &str, token: i64, lease: i64) -> [Compare; 2] {
+pub(crate) fn ours(key: &str, token: Token, lease: LeaseId) -> [Compare; 2] {
     [
-        Compare::create_revision(key, CompareOp::Equal, token),
-        Compare::lease(key, CompareOp::Equal, lease),
+        Compare::create_revision(key, CompareOp::Equal, token.0),
+        Compare::lease(key, CompareOp::Equal, lease.0),
     ]
 }
 
 /// The start of `line` that names candidates of election `name`, each
 /// created after the one before it, the first after `token`.
-fn in_line_after(name: &str, token: i64, line: Vec<Behind>) -> Vec<Behind> {
+fn in_line_after(name: &str, token: Token, line: Vec<Behind>) -> Vec<Behind> {
     let mut last = token;
     line.into_iter()
         .take_while(|behind| {
@@ -621,7 +628,97 @@ mod tests {
 
     fn behind(key: &str, token: i64, command: &str) -> Behind {
         let value = serde_json::json!({"host": "h", "pid": 1, "started": "s", "command": command});
-        Behind::read(key.as_bytes(), token, token, value.to_string().as_bytes()).unwrap()
+        Behind::read(&Kv::written(
+            key,
+            token,
+            token,
+            value.to_string().as_bytes(),
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_key_stays_ours_only_with_our_create_revision_and_lease() {
+        let ours = Kv::written("j/1f", 10, 0x1f, b"{}");
+        assert_eq!(judge(Some(&ours), Token(10), LeaseId(0x1f)), None);
+        // Rewritten by us (a handover, a "since"): still ours.
+        assert_eq!(
+            judge(
+                Some(&ours.rewritten(12, 0x1f, b"x")),
+                Token(10),
+                LeaseId(0x1f)
+            ),
+            None
+        );
+        assert_eq!(
+            judge(None, Token(10), LeaseId(0x1f)),
+            Some(KeyLoss::Deleted)
+        );
+        // Deleted and created again (by another lease's holder, or ours).
+        let again = Kv::written("j/1f", 14, 0x1f, b"{}");
+        assert_eq!(
+            judge(Some(&again), Token(10), LeaseId(0x1f)),
+            Some(KeyLoss::Replaced)
+        );
+        // A plain put keeps the create revision and drops the lease.
+        let put = ours.rewritten(13, 0, b"by hand");
+        assert_eq!(
+            judge(Some(&put), Token(10), LeaseId(0x1f)),
+            Some(KeyLoss::Overwritten)
+        );
+    }
+
+    fn runner(key: &str, token: i64) -> Leader {
+        Leader::from_kv(&Kv::written(key, token, token, b"{}"))
+    }
+
+    #[test]
+    fn a_turn_is_proven_by_our_key_intact_among_the_runners() {
+        let ours = Kv::written("j/2", 12, 2, b"{}");
+        let runners = [runner("j/1", 11), runner("j/2", 12)];
+        assert!(proves_turn(Some(&ours), Token(12), LeaseId(2), &runners));
+        assert!(
+            !proves_turn(Some(&ours), Token(12), LeaseId(2), &runners[..1]),
+            "not running"
+        );
+        assert!(!proves_turn(None, Token(12), LeaseId(2), &runners), "gone");
+        let overwritten = ours.rewritten(13, 0, b"");
+        assert!(!proves_turn(
+            Some(&overwritten),
+            Token(12),
+            LeaseId(2),
+            &runners
+        ));
+        // Another key of the same name, created later, is not ours.
+        assert!(!proves_turn(
+            Some(&ours),
+            Token(11),
+            LeaseId(2),
+            &runners[1..]
+        ));
+    }
+
+    #[test]
+    fn a_leader_is_read_from_its_key_whatever_wrote_it() {
+        let holder = Holder::decode(br#"{"host":"web-2","pid":42,"started":"s","command":"c"}"#);
+        let leader = Leader::from_kv(&Kv::written("j/2a", 7, 0x2a, holder.encode().as_bytes()));
+        assert_eq!(
+            (leader.key.as_str(), leader.token, leader.lease),
+            ("j/2a", Token(7), LeaseId(0x2a))
+        );
+        assert_eq!(leader.holder, holder);
+        assert_eq!(leader.holder.max_running, 1, "left out when 1");
+        assert!(!leader.stale());
+        assert_eq!(leader.describe(), "pid 42 on web-2 since s (token 7)");
+        // `etcdctl elect`'s value, and a key with no lease.
+        let foreign = Leader::from_kv(&Kv::written(&b"odd/\xfe/1"[..], 8, 0, b"proposal"));
+        assert_eq!(foreign.key, "odd/\\xfe/1");
+        assert_eq!(
+            (foreign.holder.command.as_str(), foreign.holder.max_running),
+            ("proposal", 0)
+        );
+        assert!(foreign.stale());
+        assert!(foreign.describe().starts_with("a stale key with no lease"));
     }
 
     #[test]
@@ -629,15 +726,15 @@ mod tests {
         let line: Vec<Behind> = (1..=6)
             .map(|at| behind(&format!("j/{at}"), 10 + at, "true"))
             .collect();
-        let next = Successor::first_of(line.clone(), 10).unwrap();
-        assert_eq!((next.key.as_str(), next.token), ("j/1", 11));
+        let next = Successor::first_of(line.clone(), Token(10)).unwrap();
+        assert_eq!((next.key.as_str(), next.token), ("j/1", Token(11)));
         assert_eq!(Holder::handover(&next.value).unwrap(), line[1..=PASSED_ON]);
         // A long command line stops what is passed on, in order.
         let mut long = line.clone();
         long[2] = behind("j/3", 13, &"x".repeat(PASSED_ON_BYTES));
-        let next = Successor::first_of(long, 10).unwrap();
+        let next = Successor::first_of(long, Token(10)).unwrap();
         assert_eq!(Holder::handover(&next.value).unwrap(), line[1..2]);
-        assert!(Successor::first_of(Vec::new(), 10).is_none());
+        assert!(Successor::first_of(Vec::new(), Token(10)).is_none());
     }
 
     #[test]
@@ -648,14 +745,17 @@ mod tests {
             behind("other/3", 13, "c"),
         ];
         assert_eq!(
-            in_line_after("j", 10, line.clone()).len(),
+            in_line_after("j", Token(10), line.clone()).len(),
             2,
             "another election's key ends it"
         );
-        assert!(in_line_after("j", 11, line).is_empty(), "not behind us");
+        assert!(
+            in_line_after("j", Token(11), line).is_empty(),
+            "not behind us"
+        );
         let backwards = vec![behind("j/1", 12, "a"), behind("j/2", 11, "b")];
         assert_eq!(
-            in_line_after("j", 10, backwards).len(),
+            in_line_after("j", Token(10), backwards).len(),
             1,
             "out of order ends it"
         );

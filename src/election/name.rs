@@ -1,10 +1,24 @@
-//! Election names. Without `--name`, the name comes from the command line, so
-//! that the same crontab line on every replica joins the same election.
+//! Election names, and the layout of every key leaderrun writes. Without
+//! `--name`, the name comes from the command line, so that the same crontab
+//! line on every replica joins the same election.
+//!
+//! The keys of election `<name>`:
+//! - `<name>/<lease id in lower-case hex>`: a candidate ([`candidate_key`]),
+//!   as etcd's election API (and `etcdctl elect`) writes it;
+//! - `<name>.once-per`, `<name>.last-started`, `<name>.last-finished`,
+//!   `<name>.last-succeeded`: kept beside the election ([`Beside`]), never
+//!   under `<name>/`, where they would count as candidates.
+//!
+//! Names are bytes, as etcd's keys are: a name that is not UTF-8 (one
+//! `etcdctl elect` was given) has keys of its own, read with the `raw_`
+//! functions.
 
 use std::borrow::Cow;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+use crate::etcd::ids::LeaseId;
 
 /// `leaderrun/<program basename>-<8 hex digits of a hash of the whole argv>`.
 /// The hash is FNV-1a, spelled out here so it never changes between builds or
@@ -46,7 +60,7 @@ pub fn prefix(name: &str) -> String {
 
 /// A candidate's key: `<name>/<lease id in lower-case hex>`, as etcd's
 /// election API (and so `etcdctl elect`) writes it.
-pub fn candidate_key(name: &str, lease: i64) -> String {
+pub fn candidate_key(name: &str, lease: LeaseId) -> String {
     format!("{name}/{lease:x}")
 }
 
@@ -67,6 +81,59 @@ pub fn is_candidate(name: impl AsRef<[u8]>, key: &[u8]) -> bool {
                     .iter()
                     .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(byte))
         })
+}
+
+/// A key leaderrun keeps beside an election: `<name><suffix>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Beside {
+    /// The `--once-per` window's marker (`election::once_per`).
+    OncePer,
+    /// The run records (`election::record`).
+    LastStarted,
+    LastFinished,
+    LastSucceeded,
+}
+
+impl Beside {
+    pub const ALL: [Beside; 4] = [
+        Beside::OncePer,
+        Beside::LastStarted,
+        Beside::LastFinished,
+        Beside::LastSucceeded,
+    ];
+
+    fn suffix(self) -> &'static str {
+        match self {
+            Beside::OncePer => ".once-per",
+            Beside::LastStarted => ".last-started",
+            Beside::LastFinished => ".last-finished",
+            Beside::LastSucceeded => ".last-succeeded",
+        }
+    }
+
+    /// This key of election `name`.
+    pub fn key(self, name: &str) -> String {
+        format!("{name}{}", self.suffix())
+    }
+
+    /// This key of a name as bytes, which need not be UTF-8.
+    pub fn raw_key(self, name: &[u8]) -> Vec<u8> {
+        [name, self.suffix().as_bytes()].concat()
+    }
+}
+
+/// The election a key belongs to, if it is one of leaderrun's: a
+/// candidate's, or one kept beside an election.
+pub fn election_of(key: &[u8]) -> Option<&[u8]> {
+    let beside = Beside::ALL
+        .iter()
+        .find_map(|which| key.strip_suffix(which.suffix().as_bytes()));
+    if let Some(name) = beside {
+        return Some(name).filter(|name| !name.is_empty());
+    }
+    let slash = key.iter().rposition(|&byte| byte == b'/')?;
+    let name = &key[..slash];
+    (!name.is_empty() && is_candidate(name, key)).then_some(name)
 }
 
 /// [`prefix`] of a name as bytes, which need not be UTF-8.
@@ -135,19 +202,48 @@ mod tests {
     #[test]
     fn keys_match_etcd_election_layout() {
         assert_eq!(
-            candidate_key("jobs/x", 0x694d_9a5b_c1f2_1a0b),
+            candidate_key("jobs/x", LeaseId(0x694d_9a5b_c1f2_1a0b)),
             "jobs/x/694d9a5bc1f21a0b"
         );
+    }
+
+    #[test]
+    fn keys_name_their_elections() {
+        let of = |key: &'static [u8]| election_of(key);
+        assert_eq!(of(b"jobs/a/694d9a5bc1f21a0b"), Some(&b"jobs/a"[..]));
+        assert_eq!(of(b"jobs/a.last-finished"), Some(&b"jobs/a"[..]));
+        assert_eq!(of(b"jobs/a.once-per"), Some(&b"jobs/a"[..]));
+        assert_eq!(of(b"jobs/a/sweep"), None);
+        assert_eq!(of(b"unrelated"), None);
+        assert_eq!(of(b".once-per"), None);
+        // Names that are not UTF-8 are found, each under its own bytes.
+        assert_eq!(of(b"odd/\xfe/694d9a5bc1f21a0b"), Some(&b"odd/\xfe"[..]));
+        assert_eq!(of(b"odd/\xff.last-started"), Some(&b"odd/\xff"[..]));
+        for which in Beside::ALL {
+            assert_eq!(
+                election_of(which.key("jobs/a").as_bytes()),
+                Some(&b"jobs/a"[..])
+            );
+            assert_eq!(which.raw_key(b"jobs/a"), which.key("jobs/a").as_bytes());
+            assert!(!is_candidate("jobs/a", which.key("jobs/a").as_bytes()));
+        }
+        assert_eq!(Beside::OncePer.key("j"), "j.once-per");
+        assert_eq!(Beside::LastStarted.key("j"), "j.last-started");
+        assert_eq!(Beside::LastFinished.key("j"), "j.last-finished");
+        assert_eq!(Beside::LastSucceeded.key("j"), "j.last-succeeded");
     }
 
     #[test]
     fn only_a_lease_id_after_the_prefix_makes_a_candidate() {
         assert!(is_candidate("pfx/a", b"pfx/a/694d9a5bc1f21a0b"));
         assert!(is_candidate("pfx/a", b"pfx/a/1f"));
-        assert!(is_candidate("pfx/a", candidate_key("pfx/a", 1).as_bytes()));
         assert!(is_candidate(
             "pfx/a",
-            candidate_key("pfx/a", i64::MAX).as_bytes()
+            candidate_key("pfx/a", LeaseId(1)).as_bytes()
+        ));
+        assert!(is_candidate(
+            "pfx/a",
+            candidate_key("pfx/a", LeaseId(i64::MAX)).as_bytes()
         ));
         // Another election's candidate, under ours.
         assert!(!is_candidate("pfx/a", b"pfx/a/b/694d9a5bc1f21a0b"));

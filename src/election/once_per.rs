@@ -7,30 +7,30 @@
 //! and only while it still leads, attached to a lease of the window's length
 //! that nobody renews: the marker expires by itself, whoever crashed.
 //!
-//! The marker sits beside the election (`<name>.once-per`), not under
-//! `<name>/`, where etcd's election protocol (and `etcdctl elect`) would
-//! count it as a candidate.
+//! The marker sits beside the election (`<name>.once-per`, [`Beside`]),
+//! not under `<name>/`, where etcd's election protocol (and `etcdctl
+//! elect`) would count it as a candidate.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
-use etcd_client::{Compare, CompareOp, PutOptions, TxnOp};
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use serde::{Deserialize, Serialize};
 
 use crate::election::holder::{printable, Holder};
+use crate::election::name::Beside;
 use crate::election::record;
 use crate::election::Disagreement;
 use crate::election::Leadership;
+use crate::etcd::ids::{LeaseId, Token};
+use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, whole_seconds};
 use crate::etcd::Connection;
 use crate::retry::CLEANUP;
 
-/// What an election's name is followed by in its marker's key.
-const MARKER_SUFFIX: &str = ".once-per";
-
 /// The key of an election's marker.
 pub fn marker_key(election: &str) -> String {
-    format!("{election}{MARKER_SUFFIX}")
+    Beside::OncePer.key(election)
 }
 
 /// What the marker holds: who started the window's run, and its token.
@@ -38,7 +38,7 @@ pub fn marker_key(election: &str) -> String {
 pub struct LastRun {
     #[serde(flatten)]
     pub holder: Holder,
-    pub token: i64,
+    pub token: Token,
     /// The window's length in seconds, as the run that opened it asked.
     /// Absent from markers of leaderrun 0.1.0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,9 +65,9 @@ impl LastRun {
 pub struct Marker {
     pub last: LastRun,
     pub left: Option<Duration>,
-    /// The marker's lease; 0 for a marker written by hand, which never
+    /// The marker's lease; [`LeaseId::NONE`] for a marker written by hand, which never
     /// expires.
-    pub lease: i64,
+    pub lease: LeaseId,
 }
 
 pub enum Claim {
@@ -90,9 +90,8 @@ pub async fn claim(
     leadership: &Leadership,
     window: Duration,
     holder: &Holder,
-    window_lease: &mut Option<i64>,
+    window_lease: &mut Option<LeaseId>,
 ) -> Result<Claim> {
-    let key = marker_key(&leadership.name);
     let seconds = whole_seconds(window);
     let granted = connection
         .grant("granting the --once-per lease", window)
@@ -100,32 +99,14 @@ pub async fn claim(
         .id;
     *window_lease = Some(granted);
     let window_lease_id = granted;
-    let value = serde_json::to_string(&LastRun {
-        holder: holder.clone(),
-        token: leadership.token,
-        window_s: u64::try_from(seconds).ok(),
-    })
-    .expect("a struct of strings and numbers serializes");
-    let txn = etcd_client::Txn::new()
-        .when([
-            Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
-            Compare::create_revision(leadership.key.as_str(), CompareOp::Equal, leadership.token),
-        ])
-        .and_then([
-            TxnOp::put(
-                key.as_str(),
-                value,
-                Some(PutOptions::new().with_lease(window_lease_id)),
-            ),
-            TxnOp::get(record::started_key(&leadership.name), None),
-        ])
-        .or_else([TxnOp::get(key.as_str(), None)]);
+    let txn = claim_txn(leadership, holder, seconds, window_lease_id);
     let response = connection.txn("claiming the --once-per window", txn).await;
     // On an error the caller gives the window lease back with the rest.
     let response = response?;
     if response.succeeded() {
-        let last = range_at(&response, 0).kvs.into_iter().next();
-        let Some(last) = last.and_then(|kv| opened_within(kv.value(), window)) else {
+        let last = range_at(&response, 0).first();
+        let Some(last) = last.and_then(|kv| opened_within(&kv.value, window, SystemTime::now()))
+        else {
             return Ok(Claim::Ours);
         };
         // The caller gives our window lease back, with the marker.
@@ -140,12 +121,65 @@ pub async fn claim(
             ))
         .into());
     }
-    let marker = range_at(&response, 0).kvs.into_iter().next();
+    let marker = range_at(&response, 0).first();
+    taken(
+        connection,
+        marker,
+        leadership,
+        seconds,
+        (window_lease_id, window_lease),
+    )
+    .await
+}
+
+/// The transaction that claims the window: our marker, on the window's
+/// lease, written only if none exists and only while our key is still
+/// ours, and then the last run's start record read; otherwise the marker
+/// there read.
+fn claim_txn(leadership: &Leadership, holder: &Holder, seconds: i64, lease: LeaseId) -> Txn {
+    let key = marker_key(&leadership.name);
+    let value = serde_json::to_string(&LastRun {
+        holder: holder.clone(),
+        token: leadership.token,
+        window_s: u64::try_from(seconds).ok(),
+    })
+    .expect("a struct of strings and numbers serializes");
+    Txn::new()
+        .when([
+            Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
+            Compare::create_revision(
+                leadership.key.as_str(),
+                CompareOp::Equal,
+                leadership.token.0,
+            ),
+        ])
+        .and_then([
+            TxnOp::put(
+                key.as_str(),
+                value,
+                Some(PutOptions::new().with_lease(lease.0)),
+            ),
+            TxnOp::get(Beside::LastStarted.key(&leadership.name), None),
+        ])
+        .or_else([TxnOp::get(key.as_str(), None)])
+}
+
+/// What a claim that did not write makes of `marker`, the marker it
+/// found (or none: then our key was not ours): our window lease (its id,
+/// and the caller's copy) is given back unless the marker is ours after
+/// all.
+async fn taken(
+    connection: &Connection,
+    marker: Option<Kv>,
+    leadership: &Leadership,
+    seconds: i64,
+    (window_lease_id, window_lease): (LeaseId, &mut Option<LeaseId>),
+) -> Result<Claim> {
     // A put that went through, but whose answer was lost and the request
     // retried on another endpoint, finds our own marker.
     if marker
         .as_ref()
-        .is_some_and(|kv| kv.lease() == window_lease_id)
+        .is_some_and(|kv| kv.lease == window_lease_id)
     {
         return Ok(Claim::Ours);
     }
@@ -155,7 +189,7 @@ pub async fn claim(
     let Some(marker) = marker else {
         return Ok(Claim::LeadershipLost);
     };
-    let marker = read_marker(connection, marker.value(), marker.lease()).await;
+    let marker = read_marker(connection, &marker.value, marker.lease).await;
     agreed(marker, &leadership.name, seconds).map(Claim::Taken)
 }
 
@@ -168,14 +202,13 @@ pub async fn claim(
 /// --once-per opened no window and counts for none. This compares wall
 /// clocks (the record's writer's and ours), which the marker's lease does
 /// not: README's --once-per asks for a window longer than the clocks' skew.
-fn opened_within(value: &[u8], window: Duration) -> Option<LastRun> {
+/// `now` is our clock's time.
+fn opened_within(value: &[u8], window: Duration, now: SystemTime) -> Option<LastRun> {
     let last = record::decode(value).filter(|last| last.outcome != record::Outcome::NotStarted)?;
     let ours = whole_seconds(window).unsigned_abs();
     let theirs = last.once_per_s.filter(|theirs| *theirs != ours)?;
     let began = humantime::parse_rfc3339(&last.started).ok()?;
-    let age = std::time::SystemTime::now()
-        .duration_since(began)
-        .unwrap_or_default();
+    let age = now.duration_since(began).unwrap_or_default();
     if age >= window {
         return None;
     }
@@ -215,25 +248,96 @@ pub async fn current(
     connection: &Connection,
     election: impl AsRef<[u8]>,
 ) -> Result<Option<Marker>> {
-    let key = [election.as_ref(), MARKER_SUFFIX.as_bytes()].concat();
+    let key = Beside::OncePer.raw_key(election.as_ref());
     let response = connection
         .get("reading the --once-per marker", key, None)
         .await?;
-    match response.kvs().first() {
-        Some(kv) => Ok(Some(read_marker(connection, kv.value(), kv.lease()).await)),
+    match response.kvs.first() {
+        Some(kv) => Ok(Some(read_marker(connection, &kv.value, kv.lease).await)),
         None => Ok(None),
     }
 }
 
-async fn read_marker(connection: &Connection, value: &[u8], lease: i64) -> Marker {
+async fn read_marker(connection: &Connection, value: &[u8], lease: LeaseId) -> Marker {
     let last = serde_json::from_slice(value).unwrap_or_else(|_| LastRun {
         holder: Holder::decode(value),
-        token: 0,
+        token: Token::default(),
         window_s: None,
     });
     let left = match lease {
-        0 => None,
+        LeaseId::NONE => None,
         _ => connection.time_left(lease).await.ok().flatten(),
     };
     Marker { last, left, lease }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::election::record::{Outcome, Record};
+
+    fn record(started: &str, once_per_s: Option<u64>, outcome: Outcome) -> Vec<u8> {
+        let record = Record {
+            host: "web-2".into(),
+            pid: 42,
+            token: Token(7),
+            command: "true".into(),
+            started: started.into(),
+            finished: None,
+            duration_s: None,
+            exit_code: None,
+            outcome,
+            once_per_s,
+        };
+        serde_json::to_vec(&record).unwrap()
+    }
+
+    #[test]
+    fn a_shorter_window_opened_within_ours_is_found() {
+        let now = humantime::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
+        let hour = Duration::from_secs(3600);
+        let ten_minutes_ago = "2026-11-29T11:50:00Z";
+        let found = opened_within(
+            &record(ten_minutes_ago, Some(60), Outcome::Succeeded),
+            hour,
+            now,
+        )
+        .expect("a 60 s window, opened 10 minutes ago, within our hour");
+        assert_eq!((found.token, found.window_s), (Token(7), Some(60)));
+        assert_eq!(found.holder.host, "web-2");
+        // The same window as ours: the marker says all there is.
+        let same = record(ten_minutes_ago, Some(3600), Outcome::Succeeded);
+        assert!(opened_within(&same, hour, now).is_none());
+        // Before our window began, no window, a run that never started, or
+        // not a record: nothing.
+        let before = record("2026-11-29T10:59:59Z", Some(60), Outcome::Succeeded);
+        assert!(opened_within(&before, hour, now).is_none());
+        let none = record(ten_minutes_ago, None, Outcome::Succeeded);
+        assert!(opened_within(&none, hour, now).is_none());
+        let not_started = record(ten_minutes_ago, Some(60), Outcome::NotStarted);
+        assert!(opened_within(&not_started, hour, now).is_none());
+        assert!(opened_within(b"garbage", hour, now).is_none());
+    }
+
+    #[test]
+    fn a_marker_of_another_length_is_refused() {
+        let marker = |window_s| Marker {
+            last: LastRun {
+                holder: Holder::decode(b"x"),
+                token: Token(3),
+                window_s,
+            },
+            left: None,
+            lease: LeaseId(1),
+        };
+        assert!(agreed(marker(Some(60)), "j", 60).is_ok());
+        assert!(agreed(marker(None), "j", 60).is_ok(), "a 0.1.0 marker");
+        assert!(agreed(marker(Some(61)), "j", 60).is_err());
+        // A marker written by hand reads as a holder value.
+        let last: LastRun = serde_json::from_slice(
+            br#"{"host":"h","pid":1,"started":"s","command":"c","token":4}"#,
+        )
+        .unwrap();
+        assert_eq!((last.token, last.window_s), (Token(4), None));
+    }
 }

@@ -2,13 +2,17 @@
 //! no polling), and our own key (a handover, or the loss of our place),
 //! until it is our turn, or our place is lost.
 
+use std::ops::ControlFlow;
+
 use anyhow::Result;
-use etcd_client::{GetOptions, KeyValue, SortOrder, Txn, TxnOp, TxnResponse};
+use etcd_client::{GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
 use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
+use crate::etcd::ids::{LeaseId, Revision};
+use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of};
 use crate::lease::LeaseState;
 use crate::retry::{self, Backoff};
@@ -26,7 +30,7 @@ impl Election<'_> {
     pub async fn wait_for_turn(
         &self,
         candidate: &Candidate,
-        lease_id: i64,
+        lease_id: LeaseId,
         lease: &mut watch::Receiver<LeaseState>,
         own: &mut OwnKey,
     ) -> Turn {
@@ -35,90 +39,27 @@ impl Election<'_> {
         let mut seen = None;
         loop {
             if lease.borrow().gone {
-                return Turn::Lost(PlaceLost::LeaseGone);
+                return Turn::Gone(PlaceLost::LeaseGone);
             }
-            // Woken by what is ahead, the read races the news of our own
-            // key: a leader's handover at the revision that woke us is most
-            // often on its way, and is taken as it comes, the read dropped.
-            let read = self.look_ahead(candidate, lease_id, seen);
-            tokio::pin!(read);
-            let mut racing = seen.is_some();
-            let looked = loop {
-                tokio::select! {
-                    biased;
-                    news = self.own_news(own), if racing => match turn_from(news) {
-                        Some(turn) => return turn,
-                        // The watch broke: the read decides.
-                        None => racing = false,
-                    },
-                    looked = &mut read => break looked,
-                }
+            let looked = match self.look_racing(candidate, lease_id, seen, own).await {
+                ControlFlow::Continue(looked) => looked,
+                ControlFlow::Break(turn) => return turn,
             };
             let (ahead, revision) = match looked {
-                Ok(Ahead::Lost(loss)) => return Turn::Lost(PlaceLost::Key(loss)),
-                Ok(Ahead::Nobody(revision, ours)) => {
-                    // The read may have beaten the watch to a handover:
-                    // what it passes on is taken all the same.
-                    let handover = ours.and_then(|ours| own.handed_over_in(&ours));
-                    if let Some(at) =
-                        handover.filter(|at| self.matters(&OwnKeyNews::HandedOver(*at)))
-                    {
-                        tracing::debug!(
-                            revision = at,
-                            "our turn: handed over by the leader (the read came first)"
-                        );
-                    }
-                    return Turn::Ours(revision);
-                }
+                Ok(Ahead::Lost(loss)) => return Turn::Gone(PlaceLost::Key(loss)),
+                Ok(Ahead::Nobody(revision, ours)) => return self.nobody_ahead(own, revision, ours),
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
                 // Ridden out or not, as the run's table decides (a
                 // waiter rides an outage out: its lease decides whether its
                 // place survives it).
                 Err(err) => return Turn::Failed(err),
             };
-            // Our key was ours at `revision`: what came before says nothing.
-            own.skip_to(revision + 1);
-            let watched = String::from_utf8_lossy(&ahead.key).into_owned();
-            tracing::debug!(%watched, "queued; watching");
-            let mut from = revision + 1;
-            // The watch lives here, outside the race, to be kept open.
-            let mut opened = None;
-            let woken = tokio::select! {
-                biased;
-                news = self.own_news(own) => Woken::Own(news),
-                moved = async {
-                    let watch = WatchAhead::open(
-                        self.connection,
-                        &ahead.key,
-                        ahead.watched,
-                        ahead.wake_on_put,
-                        from,
-                    );
-                    match watch.await {
-                        Some(watch) => opened.insert(watch).woken(self.connection, &mut from).await,
-                        None => false,
-                    }
-                } => Woken::Ahead(moved),
-                _ = lease_gone(lease) => Woken::Ahead(true),
+            let (moved, from) = match self.wait_ahead(&ahead, revision, lease, own).await {
+                ControlFlow::Continue(woken) => woken,
+                ControlFlow::Break(turn) => return turn,
             };
-            if let Some(watch) = opened {
-                own.keep_ahead(watch);
-            }
-            let moved = match woken {
-                Woken::Own(news) => match turn_from(news) {
-                    Some(turn) => return turn,
-                    None => false,
-                },
-                Woken::Ahead(moved) => moved,
-            };
-            // The key ahead changed. If that was the leader resigning to us,
-            // its handover is most often here already: etcd tells the two
-            // watches of one revision in no set order, each on its own
-            // stream. Then no read; and no wait for the network either.
-            if let Some(turn) = self.own_news_arrived(own).await.and_then(turn_from) {
-                return turn;
-            }
-            seen = (from > revision + 1).then_some(from - 1);
+            // The last revision the watch showed, if it showed any.
+            seen = (from > revision.next()).then_some(Revision(from.0 - 1));
             tracing::trace!(?seen, "woke");
             if moved {
                 broken_watches.reset();
@@ -126,6 +67,103 @@ impl Election<'_> {
                 broken_watches.wait().await;
             }
         }
+    }
+
+    /// Reads what is ahead ([`Election::look_ahead`]). Woken by what is
+    /// ahead (`seen`), the read races the news of our own key: a leader's
+    /// handover at the revision that woke us is most often on its way, and
+    /// is taken as it comes, the read dropped (Break).
+    async fn look_racing(
+        &self,
+        candidate: &Candidate,
+        lease_id: LeaseId,
+        seen: Option<Revision>,
+        own: &mut OwnKey,
+    ) -> ControlFlow<Turn, Result<Ahead>> {
+        let read = self.look_ahead(candidate, lease_id, seen);
+        tokio::pin!(read);
+        let mut racing = seen.is_some();
+        loop {
+            tokio::select! {
+                biased;
+                news = self.own_news(own), if racing => match turn_from(news) {
+                    Some(turn) => return ControlFlow::Break(turn),
+                    // The watch broke: the read decides.
+                    None => racing = false,
+                },
+                looked = &mut read => return ControlFlow::Continue(looked),
+            }
+        }
+    }
+
+    /// Our turn, proven at `revision` by a read that found nobody ahead
+    /// and our key as `ours`. The read may have beaten the watch to a
+    /// handover: what it passes on is taken all the same.
+    fn nobody_ahead(&self, own: &mut OwnKey, revision: Revision, ours: Option<Kv>) -> Turn {
+        let handover = ours.and_then(|ours| own.handed_over_in(&ours));
+        if let Some(at) = handover.filter(|at| self.matters(&OwnKeyNews::HandedOver(*at))) {
+            tracing::debug!(
+                revision = at.0,
+                "our turn: handed over by the leader (the read came first)"
+            );
+        }
+        Turn::Ours(revision)
+    }
+
+    /// Watches `ahead`, as read at `revision`, and our own key, until one
+    /// of them moves or the lease is gone. Break: news of our own key that
+    /// decides the turn. Otherwise, whether what is ahead moved (false: its
+    /// watch broke), and the revision it was watched up to (exclusive).
+    async fn wait_ahead(
+        &self,
+        ahead: &Watch,
+        revision: Revision,
+        lease: &mut watch::Receiver<LeaseState>,
+        own: &mut OwnKey,
+    ) -> ControlFlow<Turn, (bool, Revision)> {
+        // Our key was ours at `revision`: what came before says nothing.
+        own.skip_to(revision.next());
+        let watched = String::from_utf8_lossy(&ahead.key).into_owned();
+        tracing::debug!(%watched, "queued; watching");
+        let mut from = revision.next();
+        // The watch lives here, outside the race, to be kept open.
+        let mut opened = None;
+        let woken = tokio::select! {
+            biased;
+            news = self.own_news(own) => Woken::Own(news),
+            moved = async {
+                let watch = WatchAhead::open(
+                    self.connection,
+                    &ahead.key,
+                    ahead.watched,
+                    ahead.wake_on_put,
+                    from,
+                );
+                match watch.await {
+                    Some(watch) => opened.insert(watch).woken(&mut from).await,
+                    None => false,
+                }
+            } => Woken::Ahead(moved),
+            _ = lease_gone(lease) => Woken::Ahead(true),
+        };
+        if let Some(watch) = opened {
+            own.keep_ahead(watch);
+        }
+        let moved = match woken {
+            Woken::Own(news) => match turn_from(news) {
+                Some(turn) => return ControlFlow::Break(turn),
+                None => false,
+            },
+            Woken::Ahead(moved) => moved,
+        };
+        // The key ahead changed. If that was the leader resigning to us,
+        // its handover is most often here already: etcd tells the two
+        // watches of one revision in no set order, each on its own
+        // stream. Then no read; and no wait for the network either.
+        if let Some(turn) = self.own_news_arrived(own).await.and_then(turn_from) {
+            return ControlFlow::Break(turn);
+        }
+        ControlFlow::Continue((moved, from))
     }
 
     /// Whether news of our own key matters to a waiter: a handover proves
@@ -177,8 +215,8 @@ impl Election<'_> {
     async fn look_ahead(
         &self,
         candidate: &Candidate,
-        lease_id: i64,
-        seen: Option<i64>,
+        lease_id: LeaseId,
+        seen: Option<Revision>,
     ) -> Result<Ahead> {
         let mut response = None;
         if let Some(seen) = seen {
@@ -195,36 +233,46 @@ impl Election<'_> {
             None => self.read_ahead(candidate, Read::Linearizable).await?,
         };
         let revision = revision_of(&response);
-        let ours = range_at(&response, 0).kvs.into_iter().next();
-        if let Some(loss) = judge(ours.as_ref(), candidate.revision, lease_id) {
+        let ours = range_at(&response, 0).first();
+        if let Some(loss) = judge(ours.as_ref(), candidate.token, lease_id) {
             return Ok(Ahead::Lost(loss));
         }
         let line = range_at(&response, 1);
         let ahead = self
-            .first_candidates(line, revision, SortOrder::Descend, self.slots + 1)
+            .first_candidates(line, SortOrder::Descend, self.slots + 1)
             .await?;
         // Whether the leader agrees on --max-running is asked at the join
         // and at the proof of our turn, not of the keys just ahead: a
         // disagreeing one there is refused at its own turn.
-        let Some(nearest) = ahead.first() else {
-            return Ok(Ahead::Nobody(revision, ours));
-        };
-        let first_waiter = ahead.len() == self.slots;
-        let watch = match (ahead.len() < self.slots, first_waiter && self.slots > 1) {
-            (true, _) => return Ok(Ahead::Nobody(revision, ours)),
-            (false, true) => Watch {
-                key: name::prefix(self.name).into_bytes(),
-                watched: Watched::Prefix,
-                wake_on_put: false,
-            },
-            (false, false) => Watch {
-                key: nearest.key().to_vec(),
-                watched: Watched::Key,
-                wake_on_put: self.slots > 1,
-            },
-        };
-        Ok(Ahead::Watch(watch, revision))
+        Ok(match to_watch(self.name, self.slots, &ahead) {
+            Some(watch) => Ahead::Watch(watch, revision),
+            None => Ahead::Nobody(revision, ours),
+        })
     }
+}
+
+/// What a waiter of election `name` with `slots` runners watches, given
+/// `ahead`, the candidates just ahead of its key (nearest first, up to
+/// `slots + 1` of them): None if fewer than `slots` are ahead, which makes
+/// it our turn. See [`Election::look_ahead`] for why.
+fn to_watch(name: &str, slots: usize, ahead: &[Kv]) -> Option<Watch> {
+    let nearest = ahead.first()?;
+    if ahead.len() < slots {
+        return None;
+    }
+    let first_waiter = ahead.len() == slots;
+    Some(match first_waiter && slots > 1 {
+        true => Watch {
+            key: name::prefix(name).into_bytes(),
+            watched: Watched::Prefix,
+            wake_on_put: false,
+        },
+        false => Watch {
+            key: nearest.key.clone(),
+            watched: Watched::Key,
+            wake_on_put: slots > 1,
+        },
+    })
 }
 
 /// How a read of the queue is served.
@@ -250,8 +298,8 @@ impl Election<'_> {
     /// lease's local deadline look after, as they do after any proof. An
     /// answer older than the watch's news is the caller's to refuse.
     async fn read_ahead(&self, candidate: &Candidate, read: Read) -> Result<TxnResponse> {
-        let mut ahead = in_line(SortOrder::Descend, FIRST_PAGE)
-            .with_max_create_revision(candidate.revision - 1);
+        let mut ahead =
+            in_line(SortOrder::Descend, FIRST_PAGE).with_max_create_revision(candidate.token.0 - 1);
         let mut ours = GetOptions::new();
         if read == Read::MemberLocal {
             ahead = ahead.with_serializable();
@@ -270,10 +318,10 @@ impl Election<'_> {
 fn turn_from(news: OwnKeyNews) -> Option<Turn> {
     match news {
         OwnKeyNews::HandedOver(at) => {
-            tracing::debug!(revision = at, "our turn: handed over by the leader");
+            tracing::debug!(revision = at.0, "our turn: handed over by the leader");
             Some(Turn::Ours(at))
         }
-        OwnKeyNews::Lost(loss) => Some(Turn::Lost(PlaceLost::Key(loss))),
+        OwnKeyNews::Lost(loss) => Some(Turn::Gone(PlaceLost::Key(loss))),
         OwnKeyNews::Broke => None,
     }
 }
@@ -291,12 +339,13 @@ enum Ahead {
     Lost(KeyLoss),
     /// Fewer than --max-running, with our key ours, at this revision: our
     /// turn, and the proof of it; with our key as read.
-    Nobody(i64, Option<KeyValue>),
+    Nobody(Revision, Option<Kv>),
     /// What to watch, as read at this revision.
-    Watch(Watch, i64),
+    Watch(Watch, Revision),
 }
 
 /// The one thing a waiter watches, and which events wake it.
+#[derive(Debug, PartialEq, Eq)]
 struct Watch {
     key: Vec<u8>,
     watched: Watched,
@@ -315,5 +364,39 @@ async fn lease_gone(lease: &mut watch::Receiver<LeaseState>) {
             // The keeper ended without saying why: treat the lease as lost.
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `count` candidates ahead, nearest first.
+    fn ahead(count: i64) -> Vec<Kv> {
+        (1..=count)
+            .map(|at| Kv::written(format!("j/{at:x}"), 20 - at, at, b"{}"))
+            .collect()
+    }
+
+    #[test]
+    fn one_runner_waits_on_the_key_just_ahead() {
+        assert_eq!(to_watch("j", 1, &ahead(0)), None, "our turn");
+        let watch = to_watch("j", 1, &ahead(2)).unwrap();
+        assert_eq!(watch.key, b"j/1");
+        assert_eq!((watch.watched, watch.wake_on_put), (Watched::Key, false));
+        assert_eq!(to_watch("j", 1, &ahead(1)), Some(watch));
+    }
+
+    #[test]
+    fn with_more_runners_only_the_first_waiter_watches_the_prefix() {
+        assert_eq!(to_watch("j", 3, &ahead(2)), None, "a slot is free");
+        let first = to_watch("j", 3, &ahead(3)).unwrap();
+        assert_eq!(first.key, b"j/");
+        assert_eq!((first.watched, first.wake_on_put), (Watched::Prefix, false));
+        // Further back: the key just ahead, and its rewrite (the waiter
+        // ahead proving its win) wakes too.
+        let later = to_watch("j", 3, &ahead(4)).unwrap();
+        assert_eq!(later.key, b"j/1");
+        assert_eq!((later.watched, later.wake_on_put), (Watched::Key, true));
     }
 }

@@ -2,8 +2,8 @@
 //! every replica and `status` can read it ("did last night's batch run,
 //! where, and did it succeed?").
 //!
-//! Three keys beside the election, never under `<name>/` (where they would
-//! count as candidates), so nothing grows without bound:
+//! Three keys beside the election ([`Beside`]), never under `<name>/`
+//! (where they would count as candidates), so nothing grows without bound:
 //! - `<name>.last-started`: the latest run, written as it starts (outcome
 //!   `running`) and again as it ends;
 //! - `<name>.last-finished`: the latest run that ended;
@@ -49,8 +49,11 @@ use tokio::task::JoinHandle;
 
 use crate::clock;
 use crate::election::holder::Holder;
+use crate::election::name::Beside;
 use crate::election::{ours, Leadership};
-use crate::etcd::requests::{ranges, revision_of};
+use crate::etcd::ids::{Revision, Token};
+use crate::etcd::kv::Kv;
+use crate::etcd::requests::{range_at, ranges, revision_of};
 use crate::etcd::Connection;
 use crate::retry::CLEANUP;
 
@@ -72,7 +75,7 @@ pub enum Outcome {
 pub struct Record {
     pub host: String,
     pub pid: u32,
-    pub token: i64,
+    pub token: Token,
     pub command: String,
     /// RFC 3339, UTC.
     pub started: String,
@@ -95,14 +98,6 @@ pub struct Records {
     pub last_succeeded: Option<Record>,
 }
 
-pub fn key(election: &str, which: &str) -> String {
-    format!("{election}.{which}")
-}
-
-const STARTED: &str = "last-started";
-const FINISHED: &str = "last-finished";
-const SUCCEEDED: &str = "last-succeeded";
-
 /// A run in progress: what its records say, and when it started.
 pub struct Run {
     record: Record,
@@ -112,7 +107,7 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn new(holder: &Holder, token: i64, once_per_s: Option<u64>) -> Run {
+    pub fn new(holder: &Holder, token: Token, once_per_s: Option<u64>) -> Run {
         Run {
             record: Record {
                 host: holder.host.clone(),
@@ -151,9 +146,9 @@ impl Run {
 /// The keys a run's end is written under, beside `last-started` (which
 /// has a rule of its own).
 fn end_keys(election: &str, record: &Record) -> Vec<String> {
-    let mut keys = vec![key(election, FINISHED)];
+    let mut keys = vec![Beside::LastFinished.key(election)];
     if record.outcome == Outcome::Succeeded {
-        keys.push(key(election, SUCCEEDED));
+        keys.push(Beside::LastSucceeded.key(election));
     }
     keys
 }
@@ -163,8 +158,8 @@ fn encode(record: &Record) -> String {
 }
 
 /// Holds if `key` was not written after `revision` (or does not exist).
-fn not_written_since(key: &str, revision: i64) -> Compare {
-    Compare::mod_revision(key, CompareOp::Less, revision.saturating_add(1))
+fn not_written_since(key: &str, revision: Revision) -> Compare {
+    Compare::mod_revision(key, CompareOp::Less, revision.0.saturating_add(1))
 }
 
 /// A put of `value` under `key` that happens only if `when` holds: a
@@ -191,30 +186,26 @@ async fn replace_started(
     election: &str,
     record: &Record,
     entitled: Option<&Leadership>,
-) -> Result<Option<i64>> {
-    let started = key(election, STARTED);
+) -> Result<Option<Revision>> {
+    let started = Beside::LastStarted.key(election);
     let value = encode(record);
     for _ in 0..3 {
         let read = Txn::new().and_then([TxnOp::get(started.as_str(), None)]);
         let read = connection.txn("reading the run records", read).await?;
         let store = revision_of(&read);
-        let found = ranges(&read)
-            .into_iter()
-            .next()
-            .and_then(|range| range.kvs.into_iter().next());
-        let theirs = found.as_ref().and_then(|kv| token_of(kv.value()));
-        if theirs.is_some_and(|theirs| theirs > record.token && theirs <= store) {
+        let found = range_at(&read, 0).first();
+        if started_later(found.as_ref(), record.token, store) {
             tracing::debug!("a later run's start record is there: left alone");
             return Ok(None);
         }
         let mut when = entitled.map_or_else(Vec::new, |ours_then| {
             ours(&ours_then.key, ours_then.token, ours_then.lease).to_vec()
         });
-        let seen = found.map_or(0, |kv| kv.mod_revision());
+        let seen = found.map_or(Revision::default(), |kv| kv.mod_revision);
         when.push(Compare::mod_revision(
             started.as_str(),
             CompareOp::Equal,
-            seen,
+            seen.0,
         ));
         let swap =
             Txn::new()
@@ -228,22 +219,26 @@ async fn replace_started(
     Ok(None)
 }
 
+/// Whether `found`, the `last-started` record read at store revision
+/// `store`, is of a run that started after ours (created at `token`): one
+/// with a larger token, no larger than the store's revision (a larger one
+/// belongs to no run of this cluster).
+fn started_later(found: Option<&Kv>, token: Token, store: Revision) -> bool {
+    let theirs = found.and_then(|kv| token_of(&kv.value));
+    theirs.is_some_and(|theirs| theirs > token && theirs.revision() <= store)
+}
+
 /// The token of a stored record, read on its own: a record that is not
 /// whole to this version (a newer version's outcome, a field it lacks) is
 /// still ordered by its token.
-fn token_of(value: &[u8]) -> Option<i64> {
+fn token_of(value: &[u8]) -> Option<Token> {
     #[derive(Deserialize)]
-    struct Token {
-        token: i64,
+    struct Only {
+        token: Token,
     }
-    serde_json::from_slice::<Token>(value)
+    serde_json::from_slice::<Only>(value)
         .ok()
         .map(|found| found.token)
-}
-
-/// The key of an election's `last-started` record.
-pub fn started_key(election: &str) -> String {
-    key(election, STARTED)
 }
 
 pub fn decode(value: &[u8]) -> Option<Record> {
@@ -254,16 +249,19 @@ pub fn decode(value: &[u8]) -> Option<Record> {
 /// none. The name is bytes, as etcd's keys are (`status --all` finds names
 /// that are not UTF-8).
 pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Records> {
-    let raw_key = |which: &str| [election.as_ref(), b".", which.as_bytes()].concat();
-    let txn = Txn::new().and_then([
-        TxnOp::get(raw_key(STARTED), None),
-        TxnOp::get(raw_key(FINISHED), None),
-        TxnOp::get(raw_key(SUCCEEDED), None),
-    ]);
+    let election = election.as_ref();
+    let txn = Txn::new().and_then(
+        [
+            Beside::LastStarted,
+            Beside::LastFinished,
+            Beside::LastSucceeded,
+        ]
+        .map(|which| TxnOp::get(which.raw_key(election), None)),
+    );
     let response = connection.txn("reading the run records", txn).await?;
     let mut found = ranges(&response)
         .into_iter()
-        .map(|range| range.kvs.first().and_then(|kv| decode(kv.value())));
+        .map(|range| range.first().and_then(|kv| decode(&kv.value)));
     Ok(Records {
         last_started: found.next().flatten(),
         last_finished: found.next().flatten(),
@@ -271,11 +269,11 @@ pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result
     })
 }
 
-/// How long ago a record's run finished, by this machine's clock; None
-/// if it has no (readable) end time.
-pub fn age(record: &Record) -> Option<Age> {
+/// How long before `now` (this machine's clock) a record's run finished;
+/// None if it has no (readable) end time.
+pub fn age(record: &Record, now: SystemTime) -> Option<Age> {
     let finished = humantime::parse_rfc3339(record.finished.as_deref()?).ok()?;
-    Some(match SystemTime::now().duration_since(finished) {
+    Some(match now.duration_since(finished) {
         Ok(ago) => Age::Ago(ago),
         Err(ahead) => Age::Ahead(ahead.duration()),
     })
@@ -303,7 +301,7 @@ pub fn start(
     leadership: &Leadership,
     record: Record,
     also: impl std::future::Future<Output = ()> + Send + 'static,
-) -> JoinHandle<Option<i64>> {
+) -> JoinHandle<Option<Revision>> {
     let (connection, leadership) = (connection.clone(), leadership.clone());
     tokio::spawn(async move {
         clock::sleep(START_DELAY).await;
@@ -337,15 +335,19 @@ fn log_failure<T>(result: Result<T>) -> Option<T> {
 /// revoke, or after it, so that the next leader does not wait for them.
 pub struct Ended {
     pub record: Record,
-    start: Option<JoinHandle<Option<i64>>>,
+    start: Option<JoinHandle<Option<Revision>>>,
     /// The revision at which the run's win was proven.
-    proven_at: i64,
+    proven_at: Revision,
     /// The revision this run's start record was written at, if it was.
-    started_at: Option<i64>,
+    started_at: Option<Revision>,
 }
 
 impl Ended {
-    pub fn new(record: Record, start: Option<JoinHandle<Option<i64>>>, proven_at: i64) -> Ended {
+    pub fn new(
+        record: Record,
+        start: Option<JoinHandle<Option<Revision>>>,
+        proven_at: Revision,
+    ) -> Ended {
         Ended {
             record,
             start,
@@ -355,7 +357,7 @@ impl Ended {
     }
 
     /// The revision at which the run's win was proven.
-    pub fn proven_at(&self) -> i64 {
+    pub fn proven_at(&self) -> Revision {
         self.proven_at
     }
 
@@ -388,7 +390,7 @@ impl Ended {
     /// left to [`Ended::write_started`], which reads it first.
     pub fn writes(&self, election: &str) -> Vec<TxnOp> {
         let value = encode(&self.record);
-        let started = key(election, STARTED);
+        let started = Beside::LastStarted.key(election);
         let proof = not_written_since(&started, self.proven_at);
         let mut writes = vec![match self.started_at {
             // Our own start record, or one no newer than our proof.
@@ -402,7 +404,7 @@ impl Ended {
                         vec![Compare::mod_revision(
                             started.as_str(),
                             CompareOp::Equal,
-                            ours,
+                            ours.0,
                         )],
                     )]),
             ),
@@ -470,3 +472,77 @@ pub const WRITE_BOUND: Duration = Duration::from_secs(5);
 
 /// How long a command runs before its start is recorded.
 const START_DELAY: Duration = Duration::from_secs(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn started(token: i64) -> Kv {
+        let value = serde_json::json!({"token": token, "outcome": "some_newer_outcome"});
+        Kv::written("j.last-started", 5, 0, value.to_string().as_bytes())
+    }
+
+    #[test]
+    fn only_a_later_start_of_this_cluster_is_left_alone() {
+        // Ours is token 10; the store is at revision 100.
+        assert!(
+            started_later(Some(&started(20)), Token(10), Revision(100)),
+            "a later run"
+        );
+        assert!(
+            !started_later(Some(&started(10)), Token(10), Revision(100)),
+            "our own"
+        );
+        assert!(
+            !started_later(Some(&started(5)), Token(10), Revision(100)),
+            "an earlier run"
+        );
+        // A token above the store's revision is another cluster's.
+        assert!(!started_later(
+            Some(&started(101)),
+            Token(10),
+            Revision(100)
+        ));
+        assert!(
+            !started_later(None, Token(10), Revision(100)),
+            "nothing there"
+        );
+        let garbled = Kv::written("j.last-started", 5, 0, b"not a record");
+        assert!(!started_later(Some(&garbled), Token(10), Revision(100)));
+    }
+
+    #[test]
+    fn ages_count_from_now_and_say_when_a_clock_is_ahead() {
+        let now = humantime::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
+        let holder = Holder::decode(b"x");
+        let mut record = Run::new(&holder, Token(1), None).started();
+        assert_eq!(age(&record, now), None, "not finished");
+        record.finished = Some("2026-11-29T11:00:00Z".into());
+        assert_eq!(age(&record, now), Some(Age::Ago(Duration::from_secs(3600))));
+        record.finished = Some("2026-11-29T12:00:05Z".into());
+        assert_eq!(age(&record, now), Some(Age::Ahead(Duration::from_secs(5))));
+        record.finished = Some("yesterday".into());
+        assert_eq!(age(&record, now), None);
+    }
+
+    #[test]
+    fn a_runs_end_goes_to_last_succeeded_only_if_it_succeeded() {
+        let holder = Holder::decode(b"x");
+        let run = Run::new(&holder, Token(7), Some(60));
+        let keys = |outcome| end_keys("j", &run.ended(outcome, Some(0)));
+        assert_eq!(
+            keys(Outcome::Succeeded),
+            ["j.last-finished", "j.last-succeeded"]
+        );
+        assert_eq!(keys(Outcome::Failed), ["j.last-finished"]);
+        assert_eq!(keys(Outcome::Lost), ["j.last-finished"]);
+        let ended = run.ended(Outcome::Succeeded, Some(0));
+        assert_eq!(decode(encode(&ended).as_bytes()).unwrap().token, Token(7));
+        // A record of a newer version is still ordered by its token.
+        assert_eq!(
+            token_of(br#"{"token": 9, "outcome": "new"}"#),
+            Some(Token(9))
+        );
+        assert!(decode(br#"{"token": 9, "outcome": "new"}"#).is_none());
+    }
+}

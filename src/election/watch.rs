@@ -7,13 +7,13 @@
 
 use std::collections::VecDeque;
 
-use etcd_client::{
-    Event, EventType, KeyValue, WatchFilterType, WatchOptions, WatchResponse, WatchStream,
-};
+use etcd_client::{WatchFilterType, WatchOptions};
 
 use super::holder::{Behind, Holder};
 use super::{judge, KeyLoss, Leadership};
-use crate::clock;
+use crate::etcd::ids::{LeaseId, Revision, Token};
+use crate::etcd::kv::{Kv, WatchEvent};
+use crate::etcd::watch::{Received, Watch};
 use crate::etcd::Connection;
 use crate::retry::{self, Backoff};
 
@@ -29,7 +29,7 @@ pub async fn watch_for_loss(
 ) -> KeyLoss {
     let (token, lease) = (leadership.token, leadership.lease);
     // What happened up to the proof, the proof has seen.
-    own.skip_to(leadership.revision + 1);
+    own.skip_to(leadership.proven_at.next());
     let mut backoff = Backoff::new(retry::KEEPING);
     loop {
         match own.next(connection).await {
@@ -42,12 +42,12 @@ pub async fn watch_for_loss(
             .get("checking the leader key", own.key.as_slice(), None)
             .await;
         match read {
-            Ok(response) => {
-                if let Some(loss) = judge(response.kvs().first(), token, lease) {
+            Ok(read) => {
+                if let Some(loss) = judge(read.kvs.first(), token, lease) {
                     return loss;
                 }
-                if let Some(header) = response.header() {
-                    own.skip_to(header.revision() + 1);
+                if read.revision > Revision::default() {
+                    own.skip_to(read.revision.next());
                 }
             }
             // Unreachable etcd is the lease deadline's business, not ours.
@@ -63,15 +63,14 @@ pub async fn watch_for_loss(
 /// nothing to open on the way to running.
 pub struct OwnKey {
     key: Vec<u8>,
-    token: i64,
-    lease: i64,
+    token: Token,
+    lease: LeaseId,
     /// Events before this revision are passed over.
-    from: i64,
-    /// Boxed: a stream is large, and this travels from the campaign to the
-    /// run inside their outcomes.
-    stream: Option<(Box<WatchStream>, usize)>,
+    from: Revision,
+    /// The watch, once opened (and again after it broke).
+    stream: Option<Watch>,
     /// Events received and not yet looked at: a response may hold several.
-    pending: VecDeque<Event>,
+    pending: VecDeque<WatchEvent>,
     /// The last watch of what is ahead of us, kept open (see
     /// [`OwnKey::keep_ahead`]); boxed, as the stream is.
     ahead: Option<Box<WatchAhead>>,
@@ -85,34 +84,52 @@ pub struct OwnKey {
 
 /// What an event on our key (created at `token`, on `lease`) makes of it:
 /// lost and how, or still ours.
-fn loss_in(event: &Event, token: i64, lease: i64) -> Option<KeyLoss> {
-    match event.event_type() {
-        EventType::Delete => Some(KeyLoss::Deleted),
-        EventType::Put => judge(event.kv(), token, lease),
+fn loss_in(event: &WatchEvent, token: Token, lease: LeaseId) -> Option<KeyLoss> {
+    match event {
+        WatchEvent::Delete(_) => Some(KeyLoss::Deleted),
+        WatchEvent::Put(kv) => judge(Some(kv), token, lease),
     }
-}
-
-/// A watch response that ends the watch: cancelled, or etcd compacted past
-/// where it was. Dial again then: a cancelled watch may hold a token that
-/// etcd has forgotten (a restart, with auth on).
-fn ends_watch(response: &WatchResponse) -> bool {
-    response.canceled() || response.compact_revision() > 0
 }
 
 /// A rewrite of a candidate's key by a leader handing over to it, with
 /// the candidates that leader passed on ([`Holder::handover`]).
-fn handover_in(event: &Event) -> Option<Vec<Behind>> {
-    if event.event_type() != EventType::Put {
-        return None;
+fn handover_in(event: &WatchEvent) -> Option<Vec<Behind>> {
+    match event {
+        WatchEvent::Put(kv) => Holder::handover(&kv.value),
+        WatchEvent::Delete(_) => None,
     }
-    Holder::handover(event.kv()?.value())
+}
+
+/// What the event at the front of the watch of our key is news of, given
+/// that events before revision `from` are passed over.
+#[derive(Debug, PartialEq)]
+enum Front {
+    /// Before `from`: passed over.
+    Old,
+    /// No news (a rewrite that keeps our key ours), at this revision.
+    Nothing(Revision),
+    Lost(KeyLoss, Revision),
+    /// A handover to us at this revision, passing on these candidates.
+    HandedOver(Vec<Behind>, Revision),
+}
+
+fn front(event: &WatchEvent, from: Revision, token: Token, lease: LeaseId) -> Front {
+    let revision = event.revision();
+    if revision < from {
+        return Front::Old;
+    }
+    match (loss_in(event, token, lease), handover_in(event)) {
+        (Some(loss), _) => Front::Lost(loss, revision),
+        (None, Some(passed_on)) => Front::HandedOver(passed_on, revision),
+        (None, None) => Front::Nothing(revision),
+    }
 }
 
 /// What happened to our key, as far as a campaign or a run goes.
 pub enum OwnKeyNews {
     Lost(KeyLoss),
     /// A resigning leader handed over to us, at this revision.
-    HandedOver(i64),
+    HandedOver(Revision),
     /// The watch broke (closed, cancelled, or etcd compacted past where it
     /// was); the next call opens it again from where it stopped.
     Broke,
@@ -121,7 +138,7 @@ pub enum OwnKeyNews {
 impl OwnKey {
     /// The watch of `key` (created at `token`, on `lease`), from revision
     /// `from`; opened on first use.
-    pub fn new(key: &str, token: i64, lease: i64, from: i64) -> OwnKey {
+    pub fn new(key: &str, token: Token, lease: LeaseId, from: Revision) -> OwnKey {
         OwnKey {
             key: key.as_bytes().to_vec(),
             token,
@@ -138,7 +155,12 @@ impl OwnKey {
     /// The watch of our key for the run of `leadership`, opened on first
     /// use: for a run that did not queue.
     pub fn of(leadership: &Leadership) -> OwnKey {
-        OwnKey::new(&leadership.key, leadership.token, leadership.lease, 0)
+        OwnKey::new(
+            &leadership.key,
+            leadership.token,
+            leadership.lease,
+            Revision::default(),
+        )
     }
 
     /// The candidates behind us that the leader who handed over to us
@@ -152,10 +174,10 @@ impl OwnKey {
     /// Taken as that news would be, so that what the leader passed on is
     /// not lost (the new leader would read the line again), and the watch
     /// passes over it.
-    pub fn handed_over_in(&mut self, ours: &KeyValue) -> Option<i64> {
-        self.passed_on = Holder::handover(ours.value())?;
-        self.skip_to(ours.mod_revision() + 1);
-        Some(ours.mod_revision())
+    pub fn handed_over_in(&mut self, ours: &Kv) -> Option<Revision> {
+        self.passed_on = Holder::handover(&ours.value)?;
+        self.skip_to(ours.mod_revision.next());
+        Some(ours.mod_revision)
     }
 
     /// Keeps the last watch of what is ahead of us open with this one, in
@@ -183,13 +205,11 @@ impl OwnKey {
     async fn take_what_is_here(&mut self) {
         let mut yielded = false;
         loop {
-            let Some((stream, _)) = self.stream.as_mut() else {
+            let Some(stream) = self.stream.as_mut() else {
                 return;
             };
-            match clock::ready_now(stream.message()).await {
-                Some(Ok(Some(response))) if !ends_watch(&response) => {
-                    self.pending.extend(response.events().iter().cloned());
-                }
+            match stream.next_if_here().await {
+                Some(Received::Events(events)) => self.pending.extend(events),
                 // Broken or ended: the next call to `next` finds out.
                 Some(_) => {
                     self.ended = true;
@@ -212,7 +232,7 @@ impl OwnKey {
     }
 
     /// Passes over everything before `revision`.
-    pub fn skip_to(&mut self, revision: i64) {
+    pub fn skip_to(&mut self, revision: Revision) {
         self.from = self.from.max(revision);
     }
 
@@ -224,25 +244,24 @@ impl OwnKey {
                 return news;
             }
             if self.stream.is_none() {
-                let options = WatchOptions::new().with_start_revision(self.from);
-                match connection.open_watch(&self.key, options).await {
-                    Some((stream, index)) => self.stream = Some((Box::new(stream), index)),
+                let options = WatchOptions::new().with_start_revision(self.from.0);
+                match Watch::open(connection, &self.key, options).await {
+                    Some(stream) => self.stream = Some(stream),
                     None => return OwnKeyNews::Broke,
                 }
             }
-            let Some((stream, index)) = self.stream.as_mut() else {
+            let Some(stream) = self.stream.as_mut() else {
                 continue;
             };
-            let message = match self.ended {
-                true => Ok(None),
-                false => stream.message().await,
+            let received = match self.ended {
+                true => Received::Closed,
+                false => stream.next().await,
             };
-            match message {
-                Ok(Some(response)) if !ends_watch(&response) => {
-                    self.pending.extend(response.events().iter().cloned());
-                }
+            match received {
+                Received::Events(events) => self.pending.extend(events),
+                // Ended, however: dial again (see [`Watch::failed`]).
                 _ => {
-                    connection.failed(*index);
+                    stream.failed();
                     self.stream = None;
                     self.ended = false;
                     return OwnKeyNews::Broke;
@@ -263,17 +282,8 @@ impl OwnKey {
     /// key ours).
     async fn news_received(&mut self) -> Option<OwnKeyNews> {
         while let Some(event) = self.pending.front() {
-            let Some(revision) = event.kv().map(|kv| kv.mod_revision()) else {
-                self.pending.pop_front();
-                continue;
-            };
-            if revision < self.from {
-                self.pending.pop_front();
-                continue;
-            }
-            let loss = loss_in(event, self.token, self.lease);
-            let handover = handover_in(event);
-            if handover.is_some() && loss.is_none() {
+            let front = front(event, self.from, self.token, self.lease);
+            if let Front::HandedOver(..) = front {
                 // A handover is news of its revision: if our key was lost
                 // since, and that has reached us, the loss wins. It stays
                 // in front while the rest comes in, so that a call
@@ -281,16 +291,21 @@ impl OwnKey {
                 self.take_what_is_here().await;
             }
             self.pending.pop_front();
-            self.from = revision + 1;
-            if let Some(loss) = loss {
-                return Some(OwnKeyNews::Lost(loss));
-            }
-            if let Some(passed_on) = handover {
-                self.passed_on = passed_on;
-                return Some(match self.later_loss() {
-                    Some(loss) => OwnKeyNews::Lost(loss),
-                    None => OwnKeyNews::HandedOver(revision),
-                });
+            match front {
+                Front::Old => continue,
+                Front::Nothing(revision) => self.from = revision.next(),
+                Front::Lost(loss, revision) => {
+                    self.from = revision.next();
+                    return Some(OwnKeyNews::Lost(loss));
+                }
+                Front::HandedOver(passed_on, revision) => {
+                    self.from = revision.next();
+                    self.passed_on = passed_on;
+                    return Some(match self.later_loss() {
+                        Some(loss) => OwnKeyNews::Lost(loss),
+                        None => OwnKeyNews::HandedOver(revision),
+                    });
+                }
             }
         }
         None
@@ -298,7 +313,7 @@ impl OwnKey {
 }
 
 /// What a watch covers: one key, or every key under a prefix.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Watched {
     Key,
     Prefix,
@@ -307,9 +322,7 @@ pub(super) enum Watched {
 /// The watch of what is ahead of a waiter: the key just ahead, or (the
 /// first waiter, with several runners) the prefix.
 pub(super) struct WatchAhead {
-    stream: WatchStream,
-    /// The endpoint it was opened on.
-    index: usize,
+    stream: Watch,
     watched: Watched,
     wake_on_put: bool,
 }
@@ -326,19 +339,18 @@ impl WatchAhead {
         key: &[u8],
         watched: Watched,
         wake_on_put: bool,
-        from: i64,
+        from: Revision,
     ) -> Option<WatchAhead> {
-        let mut options = WatchOptions::new().with_start_revision(from);
+        let mut options = WatchOptions::new().with_start_revision(from.0);
         if watched == Watched::Prefix {
             options = options.with_prefix();
         }
         if !wake_on_put {
             options = options.with_filters([WatchFilterType::NoPut]);
         }
-        let (stream, index) = connection.open_watch(key, options).await?;
+        let stream = Watch::open(connection, key, options).await?;
         Some(WatchAhead {
             stream,
-            index,
             watched,
             wake_on_put,
         })
@@ -348,24 +360,143 @@ impl WatchAhead {
     /// advancing `from` past each event seen: true then, false when the
     /// watch broke (error, end, compaction, endpoint change), and the
     /// caller re-reads and retries. Cancel safe.
-    pub(super) async fn woken(&mut self, connection: &Connection, from: &mut i64) -> bool {
+    pub(super) async fn woken(&mut self, from: &mut Revision) -> bool {
         loop {
-            match self.stream.message().await {
-                Ok(Some(response)) if !ends_watch(&response) => {
-                    for event in response.events() {
-                        if let Some(kv) = event.kv() {
-                            *from = (*from).max(kv.mod_revision() + 1);
-                        }
-                        if self.wake_on_put || event.event_type() == EventType::Delete {
-                            return true;
-                        }
-                    }
-                }
-                _ => {
-                    connection.failed(self.index);
-                    return false;
-                }
+            let Some(events) = self.stream.next().await.events() else {
+                self.stream.failed();
+                return false;
+            };
+            if wakes(&events, self.wake_on_put, from) {
+                return true;
             }
         }
+    }
+}
+
+/// Whether `events` wake a waiter that watches what is ahead of it (a
+/// deletion does; a rewrite only `wake_on_put`), advancing `from` past
+/// each event up to the one that wakes it.
+fn wakes(events: &[WatchEvent], wake_on_put: bool, from: &mut Revision) -> bool {
+    events.iter().any(|event| {
+        *from = (*from).max(event.revision().next());
+        wake_on_put || matches!(event, WatchEvent::Delete(_))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Our key, created at 10 on lease 0x1f.
+    fn ours() -> Kv {
+        Kv::written(
+            "j/1f",
+            10,
+            0x1f,
+            br#"{"host":"h","pid":1,"started":"s","command":"c"}"#,
+        )
+    }
+
+    /// Our key as a resigning leader (token 9) rewrites it at `revision`.
+    fn handed_over(revision: i64) -> WatchEvent {
+        let value: serde_json::Value = serde_json::from_slice(&ours().value).unwrap();
+        let value = Holder::handed_over(&value, Token(9), &[]).unwrap();
+        WatchEvent::Put(ours().rewritten(revision, 0x1f, &value))
+    }
+
+    fn deleted(revision: i64) -> WatchEvent {
+        WatchEvent::Delete(Kv {
+            mod_revision: Revision(revision),
+            ..Kv::default()
+        })
+    }
+
+    #[test]
+    fn each_event_on_our_key_is_judged() {
+        let front = |event: &WatchEvent| front(event, Revision(11), Token(10), LeaseId(0x1f));
+        assert_eq!(
+            front(&deleted(12)),
+            Front::Lost(KeyLoss::Deleted, Revision(12))
+        );
+        assert_eq!(front(&deleted(10)), Front::Old, "before `from`");
+        let since = WatchEvent::Put(ours().rewritten(12, 0x1f, b"{}"));
+        assert_eq!(
+            front(&since),
+            Front::Nothing(Revision(12)),
+            "our own rewrite"
+        );
+        assert_eq!(
+            front(&handed_over(13)),
+            Front::HandedOver(Vec::new(), Revision(13))
+        );
+        let replaced = WatchEvent::Put(Kv::written("j/1f", 14, 0x1f, b"{}"));
+        assert_eq!(
+            front(&replaced),
+            Front::Lost(KeyLoss::Replaced, Revision(14))
+        );
+        // A handover's value on a key that is no longer ours is a loss.
+        let WatchEvent::Put(handover) = handed_over(15) else {
+            unreachable!()
+        };
+        let overwritten = WatchEvent::Put(handover.rewritten(15, 0, &handover.value));
+        assert_eq!(
+            front(&overwritten),
+            Front::Lost(KeyLoss::Overwritten, Revision(15))
+        );
+    }
+
+    fn with_pending(events: Vec<WatchEvent>) -> OwnKey {
+        let mut own = OwnKey::new("j/1f", Token(10), LeaseId(0x1f), Revision(11));
+        own.pending.extend(events);
+        own
+    }
+
+    #[tokio::test]
+    async fn a_loss_after_a_handover_that_has_arrived_wins() {
+        let mut own = with_pending(vec![handed_over(12), deleted(13)]);
+        assert!(matches!(
+            own.news_received().await,
+            Some(OwnKeyNews::Lost(KeyLoss::Deleted))
+        ));
+        let mut own = with_pending(vec![handed_over(12)]);
+        assert!(matches!(
+            own.news_received().await,
+            Some(OwnKeyNews::HandedOver(Revision(12)))
+        ));
+        assert_eq!(own.from, Revision(13));
+        assert!(own.news_received().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn old_events_and_our_own_rewrites_are_no_news() {
+        let rewrite = WatchEvent::Put(ours().rewritten(12, 0x1f, b"{}"));
+        let mut own = with_pending(vec![deleted(5), rewrite, handed_over(14)]);
+        own.skip_to(Revision(6));
+        assert!(matches!(
+            own.news_received().await,
+            Some(OwnKeyNews::HandedOver(Revision(14)))
+        ));
+        let mut own = with_pending(vec![handed_over(12)]);
+        own.skip_to(Revision(13));
+        assert!(own.news_received().await.is_none(), "seen by a proof");
+        assert!(own.pending.is_empty());
+    }
+
+    #[test]
+    fn a_waiter_wakes_on_a_deletion_and_on_a_rewrite_only_if_asked() {
+        let rewrite = WatchEvent::Put(ours().rewritten(12, 0x1f, b"{}"));
+        let mut from = Revision(11);
+        assert!(!wakes(std::slice::from_ref(&rewrite), false, &mut from));
+        assert_eq!(from, Revision(13), "passed over, as seen");
+        assert!(wakes(
+            &[rewrite.clone(), deleted(14), deleted(15)],
+            false,
+            &mut from
+        ));
+        assert_eq!(from, Revision(15), "up to the event that woke it");
+        let mut from = Revision(11);
+        assert!(wakes(&[rewrite], true, &mut from));
+        assert_eq!(from, Revision(13));
+        assert!(!wakes(&[], true, &mut from), "a progress notification");
     }
 }

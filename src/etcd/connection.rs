@@ -202,49 +202,32 @@ impl Connection {
         F: FnMut(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        let count = self.inner.settings.endpoints.len();
-        let mut last_error = None;
-        let mut symptom = Symptom::Other;
-        // One attempt per endpoint, and one more on the same endpoint after
-        // authenticating again (below), once per call.
-        let mut attempts = count;
-        let mut reauthenticated = false;
-        let mut attempt = 0;
-        // Whether every attempt failed in a TLS handshake, on a
-        // certificate, and one of them with a client made in this call
-        // (see the end).
-        let mut only_certificates_failed = true;
-        let mut new_client_failed = false;
-        let mut tried_anew = false;
-        while attempt < attempts {
-            attempt += 1;
+        let mut tries = Tries::new(self.inner.settings.endpoints.len());
+        while tries.attempt < tries.attempts {
+            tries.attempt += 1;
             let (Endpoint { client, index }, new) = match self.current_or_new().await {
                 Ok(endpoint) => endpoint,
                 Err(err) if error::find::<Refused>(&err).is_some() => return Err(err),
                 Err(err) => {
-                    let failed = error::find::<Failed>(&err);
-                    symptom = failed.map_or(Symptom::Other, |failed| failed.symptom);
-                    only_certificates_failed &= symptom.is_certificate();
-                    new_client_failed = true;
-                    last_error = Some(err);
+                    tries.not_dialled(err);
                     continue;
                 }
             };
             let url = &self.inner.settings.endpoints[index];
             match self.within_attempt(request(client)).await {
                 Ok(Ok(value)) => return Ok(value),
-                Ok(Err(err)) if is_stale_token(&err) && !reauthenticated => {
+                Ok(Err(err)) if is_stale_token(&err) && !tries.reauthenticated => {
                     // Our credentials are good; the token they got is not
                     // (a JWT from before the last change to etcd's users or
                     // roles). etcd-client renews only an expired token, so
                     // authenticate again, as etcd's own client does, and
                     // ask the same endpoint once more.
-                    reauthenticated = true;
+                    tries.reauthenticated = true;
                     // Boxed, as dialling is: rare, and not to be in every
                     // request's future.
                     match Box::pin(self.reauthenticate(index)).await {
                         Ok(()) => {
-                            attempts += 1;
+                            tries.attempts += 1;
                             continue;
                         }
                         Err(err) if error::find::<Refused>(&err).is_some() => {
@@ -252,77 +235,73 @@ impl Connection {
                         }
                         Err(err) => {
                             tracing::debug!(%url, "{what}: {err:#}");
-                            symptom = Symptom::Other;
-                            last_error = Some(err);
+                            tries.symptom = Symptom::Other;
+                            tries.last_error = Some(err);
                         }
                     }
                 }
-                Ok(Err(err)) if !is_transient(&err) => {
-                    // etcd answered, and said no: another endpoint would say
-                    // the same (a full database, a request too large). A
-                    // denied permission is our configuration's fault, like
-                    // refused credentials (authentication switched on, or
-                    // our password changed, under a running replica): no
-                    // wait will change it.
-                    let message = format!("{}{}", describe(&err), self.hint(Symptom::of(&err)));
-                    let err = if is_permission_denied(&err) || is_credentials_refused(&err) {
-                        anyhow!(Refused(message))
-                    } else if is_too_large(&err) {
-                        // Not etcd's refusal: our own limit on its answer.
-                        // The same on every endpoint, at every retry.
-                        return Err(anyhow!(Refused(format!(
-                            "etcd's answer to {what} is larger than leaderrun reads in one message ({} MiB): keep the job's large values out of the election's prefix ({})",
-                            crate::etcd::requests::MESSAGE_LIMIT / (1024 * 1024),
-                            describe(&err)
-                        ))));
-                    } else if is_no_space(&err) {
-                        anyhow!(NoSpace(message))
-                    } else {
-                        anyhow!(message)
-                    };
-                    return Err(err.context(format!("etcd at {url} refused {what}")));
-                }
+                Ok(Err(err)) if !is_transient(&err) => return Err(self.refusal(what, url, &err)),
                 Ok(Err(err)) => {
                     tracing::debug!(%url, error = %err, "{what} failed");
-                    symptom = Symptom::of(&err);
-                    last_error = Some(anyhow!("{}", describe(&err)));
+                    tries.symptom = Symptom::of(&err);
+                    tries.last_error = Some(anyhow!("{}", describe(&err)));
                 }
                 Err(_) => {
                     tracing::debug!(%url, "{what} timed out");
-                    symptom = Symptom::Other;
-                    last_error = Some(anyhow!(
+                    tries.symptom = Symptom::Other;
+                    tries.last_error = Some(anyhow!(
                         "no answer from {url} within {}",
                         humantime::format_duration(self.attempt_timeout())
                     ));
                 }
             }
-            only_certificates_failed &= symptom.is_certificate();
-            new_client_failed |= new;
-            if symptom.is_certificate() && !new_client_failed && !tried_anew {
-                // A client made before may hold TLS files renewed since:
-                // one more attempt, with a new client (which reads them
-                // again), before the verdict.
-                tried_anew = true;
-                attempts += 1;
-            }
+            tries.failed(new);
             self.failed(index);
         }
-        let last_error = last_error.unwrap_or_else(|| anyhow!("no endpoint"));
+        Err(self.verdict(what, tries))
+    }
+
+    /// The error for an answer that said no: another endpoint would say
+    /// the same (a full database, a request too large). A denied
+    /// permission is our configuration's fault, like refused credentials
+    /// (authentication switched on, or our password changed, under a
+    /// running replica): no wait will change it.
+    fn refusal(&self, what: &str, url: &str, err: &etcd_client::Error) -> anyhow::Error {
+        let message = format!("{}{}", describe(err), self.hint(Symptom::of(err)));
+        let err = if is_permission_denied(err) || is_credentials_refused(err) {
+            anyhow!(Refused(message))
+        } else if is_too_large(err) {
+            // Not etcd's refusal: our own limit on its answer.
+            // The same on every endpoint, at every retry.
+            return anyhow!(Refused(format!(
+                "etcd's answer to {what} is larger than leaderrun reads in one message ({} MiB): keep the job's large values out of the election's prefix ({})",
+                crate::etcd::requests::MESSAGE_LIMIT / (1024 * 1024),
+                describe(err)
+            )));
+        } else if is_no_space(err) {
+            anyhow!(NoSpace(message))
+        } else {
+            anyhow!(message)
+        };
+        err.context(format!("etcd at {url} refused {what}"))
+    }
+
+    /// The error once every attempt of a call failed.
+    fn verdict(&self, what: &str, tries: Tries) -> anyhow::Error {
+        let last_error = tries.last_error.unwrap_or_else(|| anyhow!("no endpoint"));
         let endpoints = self.inner.settings.endpoints.join(",");
-        let hint = self.hint(symptom);
-        if only_certificates_failed && new_client_failed {
+        let hint = self.hint(tries.symptom);
+        if tries.only_certificates_failed && tries.new_client_failed {
             // Every endpoint refused our client certificate, or showed one
             // we do not trust, with the TLS files read again: no wait
             // changes that, until someone renews the files. A replica that
             // waited on would never take over, and never exit for its
             // supervisor to restart it.
-            return Err(anyhow!(Refused(format!(
+            return anyhow!(Refused(format!(
                 "TLS handshake with etcd at {endpoints} failed ({what}): {last_error:#}{hint}"
-            ))));
+            )));
         }
-        Err(anyhow!(
-            "etcd unreachable at {endpoints} ({what}): {last_error:#}{hint}"
-        ))
+        anyhow!("etcd unreachable at {endpoints} ({what}): {last_error:#}{hint}")
     }
 
     /// Authenticates the client of the endpoint at `index` again: every
@@ -359,6 +338,60 @@ impl Connection {
             credentials.tls_requested(),
             credentials.has_client_certificate(),
         )
+    }
+}
+
+/// What the attempts of one call have learnt so far.
+struct Tries {
+    /// One attempt per endpoint, and one more on the same endpoint after
+    /// authenticating again, once per call.
+    attempts: usize,
+    attempt: usize,
+    reauthenticated: bool,
+    last_error: Option<anyhow::Error>,
+    symptom: Symptom,
+    /// Whether every attempt failed in a TLS handshake, on a certificate,
+    /// and one of them with a client made in this call (see
+    /// [`Connection::verdict`]).
+    only_certificates_failed: bool,
+    new_client_failed: bool,
+    tried_anew: bool,
+}
+
+impl Tries {
+    fn new(endpoints: usize) -> Self {
+        Tries {
+            attempts: endpoints,
+            attempt: 0,
+            reauthenticated: false,
+            last_error: None,
+            symptom: Symptom::Other,
+            only_certificates_failed: true,
+            new_client_failed: false,
+            tried_anew: false,
+        }
+    }
+
+    /// No client could be made for the current endpoint.
+    fn not_dialled(&mut self, err: anyhow::Error) {
+        let failed = error::find::<Failed>(&err);
+        self.symptom = failed.map_or(Symptom::Other, |failed| failed.symptom);
+        self.only_certificates_failed &= self.symptom.is_certificate();
+        self.new_client_failed = true;
+        self.last_error = Some(err);
+    }
+
+    /// An attempt failed, with a client made in this call if `new`.
+    fn failed(&mut self, new: bool) {
+        self.only_certificates_failed &= self.symptom.is_certificate();
+        self.new_client_failed |= new;
+        if self.symptom.is_certificate() && !self.new_client_failed && !self.tried_anew {
+            // A client made before may hold TLS files renewed since:
+            // one more attempt, with a new client (which reads them
+            // again), before the verdict.
+            self.tried_anew = true;
+            self.attempts += 1;
+        }
     }
 }
 

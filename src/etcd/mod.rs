@@ -1,14 +1,20 @@
 //! Everything that talks to etcd goes through here: where etcd is
 //! ([`endpoints`]), how to reach it safely ([`credentials`]), and one
 //! [`Connection`] that fails over between members and classifies errors, and
-//! the requests made through it, each written once ([`requests`]).
+//! the requests made through it, each written once ([`requests`]), with
+//! the keys and watch events they return as plain values ([`kv`], with
+//! the numbers in them typed: [`ids`]) and one reader of a watch stream
+//! ([`watch`]).
 //! Nothing here knows about elections, leases or children.
 
 pub mod connection;
 pub mod credentials;
 pub mod endpoints;
+pub mod ids;
+pub mod kv;
 pub mod requests;
 mod symptom;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;

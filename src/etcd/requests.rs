@@ -1,5 +1,7 @@
-//! The requests leaderrun makes, each written once: transactions, reads,
-//! watches, and granting, revoking and reading leases. Each runs through
+//! The requests leaderrun makes, each written once: transactions, reads
+//! (one range, [`Range`], or a range page by page, [`Pages`]), opening
+//! watches (read through [`crate::etcd::watch`]), and granting, revoking
+//! and reading leases. Each runs through
 //! [`Connection::call`], so each gets failover, the attempt bound and the
 //! error wording that go with it. `what` names the request in errors
 //! ("etcd at URL refused claiming the --once-per window: ...").
@@ -8,18 +10,20 @@ use std::time::Duration;
 
 use anyhow::Result;
 use etcd_client::{
-    GetOptions, GetResponse, KeyValue, LeaseTimeToLiveOptions, Txn, TxnOpResponse, TxnResponse,
-    WatchOptions, WatchStream,
+    GetOptions, GetResponse, LeaseTimeToLiveOptions, Txn, TxnOpResponse, TxnResponse, WatchOptions,
+    WatchStream,
 };
 
 use crate::clock;
 use crate::etcd::connection::Endpoint;
+use crate::etcd::ids::{LeaseId, Revision};
+use crate::etcd::kv::Kv;
 use crate::etcd::Connection;
 
 /// A granted lease: its id and the TTL etcd granted, which may be longer
 /// than the one asked for (etcd raises TTLs below its minimum).
 pub struct Granted {
-    pub id: i64,
+    pub id: LeaseId,
     pub ttl: Duration,
 }
 
@@ -31,29 +35,44 @@ pub fn whole_seconds(length: Duration) -> i64 {
     i64::try_from(seconds).unwrap_or(i64::MAX)
 }
 
-/// One range read's answer: its keys, and whether the range holds more.
-#[derive(Default)]
+/// One range read's answer: its keys, whether the range holds more, and
+/// the store revision it was read at.
+#[derive(Debug, Default)]
 pub struct Range {
-    pub kvs: Vec<KeyValue>,
+    pub kvs: Vec<Kv>,
     pub more: bool,
+    pub revision: Revision,
 }
 
 impl From<GetResponse> for Range {
     fn from(mut response: GetResponse) -> Range {
         Range {
             more: response.more(),
-            kvs: response.take_kvs(),
+            revision: Revision(response.header().map_or(0, |header| header.revision())),
+            kvs: response.take_kvs().into_iter().map(Kv::from).collect(),
         }
     }
 }
 
-/// The answers of a transaction's range reads, in order.
+impl Range {
+    /// The first key of the answer, if any: the key, for a read of one.
+    pub fn first(self) -> Option<Kv> {
+        self.kvs.into_iter().next()
+    }
+}
+
+/// The answers of a transaction's range reads, in order, each at the
+/// transaction's revision.
 pub fn ranges(response: &TxnResponse) -> Vec<Range> {
+    let revision = revision_of(response);
     response
         .op_responses()
         .into_iter()
         .filter_map(|op| match op {
-            TxnOpResponse::Get(get) => Some(Range::from(get)),
+            TxnOpResponse::Get(get) => Some(Range {
+                revision,
+                ..Range::from(get)
+            }),
             _ => None,
         })
         .collect()
@@ -65,9 +84,77 @@ pub fn range_at(response: &TxnResponse, index: usize) -> Range {
     ranges(response).into_iter().nth(index).unwrap_or_default()
 }
 
+/// The keys from `start` up to `end` (every key from `start` on, without
+/// one) in key order, keys only, read page by page all at the revision of
+/// the first page: so that memory holds a page, not the range.
+pub struct Pages<'a> {
+    connection: &'a Connection,
+    what: &'static str,
+    start: Vec<u8>,
+    end: Option<Vec<u8>>,
+    limit: i64,
+    /// The revision every page is read at, once the first is read.
+    revision: Option<Revision>,
+    done: bool,
+}
+
+impl<'a> Pages<'a> {
+    pub fn new(
+        connection: &'a Connection,
+        what: &'static str,
+        start: Vec<u8>,
+        end: Option<Vec<u8>>,
+        limit: i64,
+    ) -> Self {
+        Pages {
+            connection,
+            what,
+            start,
+            end,
+            limit,
+            revision: None,
+            done: false,
+        }
+    }
+
+    /// The revision the pages are read at (None before the first).
+    pub fn revision(&self) -> Option<Revision> {
+        self.revision
+    }
+
+    /// The next page, or None after the last.
+    pub async fn next(&mut self) -> Result<Option<Vec<Kv>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut options = GetOptions::new().with_keys_only().with_limit(self.limit);
+        options = match &self.end {
+            Some(end) => options.with_range(end.clone()),
+            None => options.with_from_key(),
+        };
+        if let Some(revision) = self.revision {
+            options = options.with_revision(revision.0);
+        }
+        let page = self
+            .connection
+            .get(self.what, self.start.clone(), Some(options))
+            .await?;
+        self.revision.get_or_insert(page.revision);
+        match page.kvs.last() {
+            Some(last) if page.more => {
+                // The next key after the last one read.
+                self.start = last.key.clone();
+                self.start.push(0);
+            }
+            _ => self.done = true,
+        }
+        Ok(Some(page.kvs))
+    }
+}
+
 /// The store revision a response was read at.
-pub fn revision_of(response: &TxnResponse) -> i64 {
-    response.header().map_or(0, |header| header.revision())
+pub fn revision_of(response: &TxnResponse) -> Revision {
+    Revision(response.header().map_or(0, |header| header.revision()))
 }
 
 /// The largest answer leaderrun reads in one message, for key-value reads
@@ -94,14 +181,16 @@ impl Connection {
         what: &str,
         key: impl Into<Vec<u8>>,
         options: Option<GetOptions>,
-    ) -> Result<GetResponse> {
+    ) -> Result<Range> {
         let key = key.into();
-        self.call(what, |client| {
-            let (key, options) = (key.clone(), options.clone());
-            let mut kv = client.kv_client().max_decoding_message_size(MESSAGE_LIMIT);
-            async move { kv.get(key, options).await }
-        })
-        .await
+        let response = self
+            .call(what, |client| {
+                let (key, options) = (key.clone(), options.clone());
+                let mut kv = client.kv_client().max_decoding_message_size(MESSAGE_LIMIT);
+                async move { kv.get(key, options).await }
+            })
+            .await?;
+        Ok(response.into())
     }
 
     /// Grants a lease of `length`, rounded up to whole seconds.
@@ -113,7 +202,7 @@ impl Connection {
             })
             .await?;
         Ok(Granted {
-            id: granted.id(),
+            id: LeaseId(granted.id()),
             ttl: Duration::from_secs(granted.ttl().max(1) as u64),
         })
     }
@@ -121,9 +210,9 @@ impl Connection {
     /// Revokes a lease, which deletes every key attached to it. Best effort
     /// and bounded by `limit`: a lease that is not revoked expires by itself
     /// within its TTL, so failure only costs that wait, and is logged.
-    pub async fn revoke(&self, id: i64, limit: Duration) {
+    pub async fn revoke(&self, id: LeaseId, limit: Duration) {
         let revoke = self.call("revoking a lease", |mut client| async move {
-            client.lease_revoke(id).await
+            client.lease_revoke(id.0).await
         });
         match clock::timeout(limit, revoke).await {
             Some(Ok(_)) => tracing::debug!(lease = format!("{id:x}"), "lease revoked"),
@@ -136,10 +225,10 @@ impl Connection {
     }
 
     /// What a lease has left on the server, or None if it is gone.
-    pub async fn time_left(&self, id: i64) -> Result<Option<Duration>> {
+    pub async fn time_left(&self, id: LeaseId) -> Result<Option<Duration>> {
         let response = self
             .call("reading a lease", |mut client| async move {
-                client.lease_time_to_live(id, None).await
+                client.lease_time_to_live(id.0, None).await
             })
             .await?;
         // etcd answers -1 for a lease that has expired or never was.
@@ -147,11 +236,11 @@ impl Connection {
     }
 
     /// The keys attached to a lease, or None if the lease is gone.
-    pub async fn lease_keys(&self, id: i64) -> Result<Option<Vec<Vec<u8>>>> {
+    pub async fn lease_keys(&self, id: LeaseId) -> Result<Option<Vec<Vec<u8>>>> {
         let response = self
             .call("reading a lease", |mut client| async move {
                 let options = LeaseTimeToLiveOptions::new().with_keys();
-                client.lease_time_to_live(id, Some(options)).await
+                client.lease_time_to_live(id.0, Some(options)).await
             })
             .await?;
         Ok((response.ttl() >= 0).then(|| response.keys().to_vec()))
@@ -220,7 +309,7 @@ mod tests {
             ),
             (
                 "lease_keys",
-                std::mem::size_of_val(&connection.lease_keys(1)),
+                std::mem::size_of_val(&connection.lease_keys(LeaseId(1))),
             ),
             (
                 "watch",

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use super::LeaseState;
 use crate::clock;
 use crate::etcd::connection::{describe, is_lease_not_found, Endpoint};
+use crate::etcd::ids::LeaseId;
 use crate::etcd::Connection;
 use crate::retry::{self, Backoff};
 
@@ -21,7 +22,7 @@ use crate::retry::{self, Backoff};
 /// acknowledged in time) opens a new one, on the next endpoint.
 pub(super) async fn keep_alive(
     connection: Connection,
-    id: i64,
+    id: LeaseId,
     ttl: Duration,
     granted_at: clock::Instant,
     publish: watch::Sender<LeaseState>,
@@ -60,7 +61,7 @@ pub(super) async fn keep_alive(
 /// Ok when the lease is gone for good (published), Err when the stream broke.
 async fn renew_on_current(
     connection: &Connection,
-    id: i64,
+    id: LeaseId,
     ttl: Duration,
     interval: Duration,
     ack_timeout: Duration,
@@ -149,10 +150,10 @@ enum Opened {
 /// Opens a keep-alive stream, which sends the first renewal, within `bound`.
 /// Not an async fn: the client (kilobytes) goes onto the heap with the
 /// request, and the keeper's future holds a pointer to them, not both.
-fn open(client: Client, id: i64, bound: Duration) -> impl std::future::Future<Output = Opened> {
+fn open(client: Client, id: LeaseId, bound: Duration) -> impl std::future::Future<Output = Opened> {
     let opening = clock::timeout(bound, async move {
         let mut client = client;
-        client.lease_keep_alive(id).await
+        client.lease_keep_alive(id.0).await
     });
     async move {
         match opening.await {

@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 mod keeper;
 
 use crate::clock;
+use crate::etcd::ids::LeaseId;
 use crate::etcd::requests::Granted;
 use crate::etcd::Connection;
 
@@ -37,7 +38,7 @@ pub struct LeaseState {
 }
 
 pub struct Lease {
-    pub id: i64,
+    pub id: LeaseId,
     /// The TTL etcd granted, which may be longer than the one asked for.
     pub ttl: Duration,
     state: watch::Receiver<LeaseState>,

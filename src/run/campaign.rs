@@ -29,6 +29,7 @@ use crate::election::{
 };
 use crate::error;
 use crate::etcd::connection::NoSpace;
+use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::Connection;
 use crate::lease::Lease;
 
@@ -187,7 +188,7 @@ impl<'a> Campaigning<'a> {
                     self.leadership = Some(leadership);
                     Event::Proven
                 }
-                Attempt::Lost(leader) => {
+                Attempt::Held(leader) => {
                     self.held_by = leader;
                     Event::Held
                 }
@@ -200,7 +201,12 @@ impl<'a> Campaigning<'a> {
             proven_at,
         } = election.enqueue(lease, &self.holder, None).await?;
         self.queued_before = true;
-        self.own = Some(OwnKey::new(&candidate.key, candidate.revision, lease, 0));
+        self.own = Some(OwnKey::new(
+            &candidate.key,
+            candidate.token,
+            lease,
+            Revision::default(),
+        ));
         let event = match proven_at {
             Some(revision) => {
                 self.leadership = Some(self.proof(&candidate, lease, revision));
@@ -219,13 +225,13 @@ impl<'a> Campaigning<'a> {
 
     /// The proof a read gave: our key, with its create revision and our
     /// lease, among the first --max-running in line, at `revision`.
-    fn proof(&self, candidate: &Candidate, lease: i64, revision: i64) -> Leadership {
+    fn proof(&self, candidate: &Candidate, lease: LeaseId, revision: Revision) -> Leadership {
         Leadership {
             name: self.config.election.clone(),
             key: candidate.key.clone(),
             lease,
-            token: candidate.revision,
-            revision,
+            token: candidate.token,
+            proven_at: revision,
         }
     }
 
@@ -234,9 +240,14 @@ impl<'a> Campaigning<'a> {
         let (Some(candidate), Some(lease)) = (&self.candidate, session.lease()) else {
             return Ok(key_gone());
         };
-        let own = self
-            .own
-            .get_or_insert_with(|| OwnKey::new(&candidate.key, candidate.revision, lease.id, 0));
+        let own = self.own.get_or_insert_with(|| {
+            OwnKey::new(
+                &candidate.key,
+                candidate.token,
+                lease.id,
+                Revision::default(),
+            )
+        });
         let election = Election {
             handovers: self.config.handoff.fast(),
             ..Election::new(
@@ -250,12 +261,12 @@ impl<'a> Campaigning<'a> {
             .await;
         Ok(match turn {
             Turn::Ours(revision) => {
-                tracing::trace!(revision, "proven");
+                tracing::trace!(revision = revision.0, "proven");
                 let leadership = self.proof(candidate, lease.id, revision);
                 self.leadership = Some(leadership);
                 Event::Proven
             }
-            Turn::Lost(lost) => Event::PlaceLost(lost),
+            Turn::Gone(lost) => Event::PlaceLost(lost),
             Turn::Failed(err) => return Err(err),
         })
     }
@@ -315,7 +326,7 @@ impl<'a> Campaigning<'a> {
         // proof refused above, or a replica refused by the window, must not
         // seem to have led.
         let Some(window) = self.config.once_per else {
-            tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+            tracing::info!(token = leadership.token.0, key = %leadership.key, "leader");
             return Ok(Event::Claimed);
         };
         let claim = once_per::claim(
@@ -327,7 +338,7 @@ impl<'a> Campaigning<'a> {
         );
         Ok(match claim.await? {
             Claim::Ours => {
-                tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+                tracing::info!(token = leadership.token.0, key = %leadership.key, "leader");
                 tracing::info!(
                     "this run opens a --once-per {} window",
                     humantime::format_duration(window)

@@ -7,6 +7,7 @@ use super::Config;
 use crate::clock;
 use crate::election::once_per::Marker;
 use crate::election::{self, Leader};
+use crate::etcd::ids::LeaseId;
 use crate::logging::{self, Level};
 use crate::retry::CLEANUP;
 
@@ -43,7 +44,7 @@ fn held(config: &Config, leader: Option<&Leader>, after: &str) {
 
 fn window(config: &Config, marker: &Marker) {
     let left = match (marker.lease, marker.left) {
-        (0, _) => format!(
+        (LeaseId::NONE, _) => format!(
             "; its marker has no lease, so the window never closes (remove it with: {})",
             crate::election::holder::etcdctl_del(&crate::election::once_per::marker_key(
                 &config.election

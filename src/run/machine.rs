@@ -373,7 +373,7 @@ fn run_ending(mut stopping: Stopping<'_>, session: &mut Session) -> Ending {
     if let Some(gone) = leading.child.gone().filter(|_| trust_proof) {
         won.guard.job_gone(gone);
     }
-    let proven_at = won.leadership.revision;
+    let proven_at = won.leadership.proven_at;
     session.after_run(won.lease, won.own, leading.behind, true);
     let record = leading
         .run
@@ -396,7 +396,7 @@ fn not_started_ending(
     let NotStarted {
         won, run, error, ..
     } = *not_started;
-    let proven_at = won.leadership.revision;
+    let proven_at = won.leadership.proven_at;
     session.after_run(won.lease, won.own, None, false);
     let record = run.ended(record::Outcome::NotStarted, Some(exit.code()));
     Ending::Run {

@@ -33,6 +33,7 @@ use crate::child::guard::Guard;
 use crate::child::{self, job, terminal};
 use crate::election::holder::Holder;
 use crate::etcd;
+use crate::etcd::ids::{LeaseId, Token};
 use crate::signals::Signals;
 
 pub struct Config {
@@ -68,7 +69,7 @@ pub struct Config {
 impl Config {
     /// The command's environment over leaderrun's own: the election's
     /// variables and the ETCDCTL_* ones.
-    pub fn command_env(&self, token: i64, key: &str, lease: i64) -> env::Variables {
+    pub fn command_env(&self, token: Token, key: &str, lease: LeaseId) -> env::Variables {
         let mut variables = env::election(token, key, lease, &self.election);
         variables.extend(self.etcd_env.iter().cloned());
         variables

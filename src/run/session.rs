@@ -20,6 +20,7 @@ use crate::clock;
 use crate::election::name;
 use crate::election::record::{self, Ended};
 use crate::election::{Election, OwnKey, Successor};
+use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::requests::revision_of;
 use crate::etcd::Connection;
 use crate::lease::Lease;
@@ -32,7 +33,7 @@ pub struct Session {
     /// it back here to resign.
     lease: Option<Lease>,
     /// A claimed `--once-per` window whose command has not started.
-    pub window: Option<i64>,
+    pub window: Option<LeaseId>,
     /// Who is behind us, looked up while the command runs, for the
     /// resignation to hand over to (`handoff`).
     successor: Option<JoinHandle<Option<Successor>>>,
@@ -219,7 +220,7 @@ impl Session {
                     _ => None,
                 };
                 let nothing_attached = revision.is_some_and(|revision| {
-                    super::handoff::nothing_attached_since(ended.proven_at(), revision)
+                    super::handoff::nothing_attached_since(ended.proven_at().0, revision.0)
                 });
                 let read = revision.is_some() && !nothing_attached;
                 let attached = if read { attached.await } else { None };
@@ -263,7 +264,7 @@ impl Session {
 }
 
 /// Whether the resignation was written, saying why not if it was not.
-fn written(resigned: Option<Result<Option<(i64, bool)>>>) -> bool {
+fn written(resigned: Option<Result<Option<(Revision, bool)>>>) -> bool {
     match resigned {
         Some(Ok(revision)) => revision.is_some(),
         Some(Err(err)) => {

@@ -22,6 +22,7 @@ use crate::clock;
 use crate::election::holder::{self, Holder};
 use crate::election::record;
 use crate::election::{self, Election, Leadership, OwnKey, Successor};
+use crate::etcd::ids::Revision;
 use crate::etcd::Connection;
 use crate::exit::Exit;
 use crate::lease::Lease;
@@ -36,7 +37,7 @@ pub struct Leading<'a> {
     /// The run, as its records will say.
     pub run: record::Run,
     /// The start record, written beside the command.
-    pub start: JoinHandle<Option<i64>>,
+    pub start: JoinHandle<Option<Revision>>,
     /// Who is behind us, looked up beside the command (`handoff`).
     pub behind: Option<JoinHandle<Option<Successor>>>,
     pub schedule: KillSchedule,

@@ -17,24 +17,16 @@ use std::fmt::Write as _;
 use std::time::SystemTime;
 
 use anyhow::Result;
-use etcd_client::GetOptions;
 
 use super::{render, write_out, Format, Report, StartState};
 use crate::election::holder::printable;
 use crate::election::name;
+use crate::etcd::requests::Pages;
 use crate::etcd::Connection;
 use crate::exit::Exit;
 
 /// Keys per page when looking for elections.
 const PAGE: i64 = 1000;
-
-/// The suffixes of the keys leaderrun keeps beside an election.
-const BESIDE: [&str; 4] = [
-    ".once-per",
-    ".last-started",
-    ".last-finished",
-    ".last-succeeded",
-];
 
 pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Result<i32> {
     let names = elections(connection, prefix).await?;
@@ -72,53 +64,19 @@ pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Resul
 /// candidate (`<name>/<lease hex>`) or a key leaderrun keeps beside one.
 async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Vec<u8>>> {
     let mut names = BTreeSet::new();
-    let mut start = prefix.as_bytes().to_vec();
+    let start = prefix.as_bytes().to_vec();
     let end = range_end(prefix);
-    let mut revision = 0;
-    loop {
-        let mut options = GetOptions::new().with_keys_only().with_limit(PAGE);
-        options = match &end {
-            Some(end) => options.with_range(end.clone()),
-            None => options.with_from_key(),
-        };
-        if revision > 0 {
-            options = options.with_revision(revision);
-        }
-        let mut response = connection
-            .get("listing the elections", start.clone(), Some(options))
-            .await?;
-        if revision == 0 {
-            revision = response.header().map_or(0, |header| header.revision());
-        }
-        let more = response.more();
-        let kvs = response.take_kvs();
-        for kv in &kvs {
-            let found = election_of(kv.key()).filter(|name| name.starts_with(prefix.as_bytes()));
+    let mut pages = Pages::new(connection, "listing the elections", start, end, PAGE);
+    while let Some(page) = pages.next().await? {
+        for kv in &page {
+            let found =
+                name::election_of(&kv.key).filter(|name| name.starts_with(prefix.as_bytes()));
             if let Some(name) = found {
                 names.insert(name.to_vec());
             }
         }
-        match kvs.last() {
-            Some(last) if more => {
-                start = last.key().to_vec();
-                start.push(0);
-            }
-            _ => return Ok(names),
-        }
     }
-}
-
-/// The election a key belongs to, if it is one of leaderrun's.
-fn election_of(key: &[u8]) -> Option<&[u8]> {
-    let beside = BESIDE
-        .iter()
-        .find_map(|suffix| key.strip_suffix(suffix.as_bytes()));
-    if let Some(name) = beside {
-        return Some(name).filter(|name| !name.is_empty());
-    }
-    let slash = key.iter().rposition(|&byte| byte == b'/')?;
-    let name = &key[..slash];
-    (!name.is_empty() && name::is_candidate(name, key)).then_some(name)
+    Ok(names)
 }
 
 /// The end of the range of keys that start with `prefix`; None for every
@@ -164,81 +122,83 @@ fn line(report: &Report) -> String {
 /// A metric family: its name, its help, and its value for an election.
 type Family = (&'static str, &'static str, fn(&Report) -> Option<f64>);
 
+/// The metrics of an election, family by family.
+const FAMILIES: [Family; 8] = [
+    (
+        "leaderrun_leader_present",
+        "Whether the election has a leader (1) or not (0).",
+        |r| Some(f64::from(u8::from(r.leader.is_some()))),
+    ),
+    (
+        "leaderrun_waiters",
+        "Candidates queued behind the runners.",
+        |r| Some(r.waiters as f64),
+    ),
+    (
+        "leaderrun_last_success_timestamp_seconds",
+        "When the last successful run finished, in seconds since the epoch.",
+        |r| {
+            r.records
+                .last_succeeded
+                .as_ref()
+                .and_then(|run| timestamp(run.finished.as_deref()))
+        },
+    ),
+    (
+        "leaderrun_last_run_finished_timestamp_seconds",
+        "When the last run finished, in seconds since the epoch.",
+        |r| {
+            r.records
+                .last_finished
+                .as_ref()
+                .and_then(|run| timestamp(run.finished.as_deref()))
+        },
+    ),
+    (
+        "leaderrun_last_run_duration_seconds",
+        "How long the last finished run took.",
+        |r| {
+            r.records
+                .last_finished
+                .as_ref()
+                .and_then(|run| run.duration_s)
+        },
+    ),
+    (
+        "leaderrun_last_run_exit_code",
+        "The exit code of the last finished run.",
+        |r| {
+            r.records
+                .last_finished
+                .as_ref()
+                .and_then(|run| run.exit_code)
+                .map(f64::from)
+        },
+    ),
+    (
+        "leaderrun_last_start_timestamp_seconds",
+        "When the last recorded run started, in seconds since the epoch.",
+        |r| {
+            r.last_start()
+                .and_then(|(run, _)| timestamp(Some(&run.started)))
+        },
+    ),
+    (
+        "leaderrun_last_start_leader_gone",
+        "Whether the last started run has no end recorded and its leader is gone (1) or not (0).",
+        |r| {
+            let gone = r
+                .last_start()
+                .is_some_and(|(_, state)| state == StartState::LeaderGone);
+            Some(f64::from(u8::from(gone)))
+        },
+    ),
+];
+
 /// The text exposition format: a family a block, a sample per election.
 pub fn prometheus(reports: &[Report]) -> String {
-    let families: [Family; 8] = [
-        (
-            "leaderrun_leader_present",
-            "Whether the election has a leader (1) or not (0).",
-            |r| Some(f64::from(u8::from(r.leader.is_some()))),
-        ),
-        (
-            "leaderrun_waiters",
-            "Candidates queued behind the runners.",
-            |r| Some(r.waiters as f64),
-        ),
-        (
-            "leaderrun_last_success_timestamp_seconds",
-            "When the last successful run finished, in seconds since the epoch.",
-            |r| {
-                r.records
-                    .last_succeeded
-                    .as_ref()
-                    .and_then(|run| timestamp(run.finished.as_deref()))
-            },
-        ),
-        (
-            "leaderrun_last_run_finished_timestamp_seconds",
-            "When the last run finished, in seconds since the epoch.",
-            |r| {
-                r.records
-                    .last_finished
-                    .as_ref()
-                    .and_then(|run| timestamp(run.finished.as_deref()))
-            },
-        ),
-        (
-            "leaderrun_last_run_duration_seconds",
-            "How long the last finished run took.",
-            |r| {
-                r.records
-                    .last_finished
-                    .as_ref()
-                    .and_then(|run| run.duration_s)
-            },
-        ),
-        (
-            "leaderrun_last_run_exit_code",
-            "The exit code of the last finished run.",
-            |r| {
-                r.records
-                    .last_finished
-                    .as_ref()
-                    .and_then(|run| run.exit_code)
-                    .map(f64::from)
-            },
-        ),
-        (
-            "leaderrun_last_start_timestamp_seconds",
-            "When the last recorded run started, in seconds since the epoch.",
-            |r| {
-                r.last_start()
-                    .and_then(|(run, _)| timestamp(Some(&run.started)))
-            },
-        ),
-        (
-            "leaderrun_last_start_leader_gone",
-            "Whether the last started run has no end recorded and its leader is gone (1) or not (0).",
-            |r| {
-                let gone = r
-                    .last_start()
-                    .is_some_and(|(_, state)| state == StartState::LeaderGone);
-                Some(f64::from(u8::from(gone)))
-            },
-        ),
-    ];
     let mut out = String::new();
-    for (metric, help, value) in families {
+    for (metric, help, value) in FAMILIES {
         let _ = writeln!(out, "# HELP {metric} {help}");
         let _ = writeln!(out, "# TYPE {metric} gauge");
         for report in reports {
@@ -271,16 +231,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_name_their_elections() {
-        let of = |key: &'static [u8]| election_of(key);
-        assert_eq!(of(b"jobs/a/694d9a5bc1f21a0b"), Some(&b"jobs/a"[..]));
-        assert_eq!(of(b"jobs/a.last-finished"), Some(&b"jobs/a"[..]));
-        assert_eq!(of(b"jobs/a.once-per"), Some(&b"jobs/a"[..]));
-        assert_eq!(of(b"jobs/a/sweep"), None);
-        assert_eq!(of(b"unrelated"), None);
-        // Names that are not UTF-8 are found, each under its own bytes.
-        assert_eq!(of(b"odd/\xfe/694d9a5bc1f21a0b"), Some(&b"odd/\xfe"[..]));
-        assert_eq!(of(b"odd/\xff.last-started"), Some(&b"odd/\xff"[..]));
+    fn prefixes_end_and_labels_are_escaped() {
         assert_eq!(range_end("jobs/"), Some(b"jobs0".to_vec()));
         assert_eq!(range_end(""), None);
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");

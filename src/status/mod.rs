@@ -14,6 +14,7 @@ use anyhow::Result;
 use crate::election::once_per::{self, Marker};
 use crate::election::record;
 use crate::election::{self, Leader};
+use crate::etcd::ids::Token;
 use crate::etcd::{self, Connection};
 use crate::exit::Exit;
 
@@ -144,7 +145,7 @@ impl Report {
         // A start record is "running" until the run's end is written. If
         // nobody holding the election holds its token, its leader is gone
         // without writing that end (killed, or etcd refused the write).
-        let holds = |token: i64| {
+        let holds = |token: Token| {
             self.leader
                 .as_ref()
                 .is_some_and(|leader| leader.token == token)
@@ -222,8 +223,12 @@ async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Re
         .last_succeeded
         .as_ref()
         .filter(|last| last.outcome == record::Outcome::Succeeded)
-        .map(|last| (last, freshness(record::age(last), max_age)))
-    {
+        .map(|last| {
+            (
+                last,
+                freshness(record::age(last, std::time::SystemTime::now()), max_age),
+            )
+        }) {
         Some((last, Freshness::Fresh)) => (
             format!(
                 "{election}: fresh: last success: {} (within {within})",

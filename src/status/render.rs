@@ -10,6 +10,7 @@ use crate::election::holder::{etcdctl_del, printable};
 use crate::election::name;
 use crate::election::once_per::{self, Marker};
 use crate::election::record::Record;
+use crate::etcd::ids::LeaseId;
 
 pub fn json(report: &Report) -> String {
     format!("{}\n", json_value(report))
@@ -17,19 +18,30 @@ pub fn json(report: &Report) -> String {
 
 /// A report as one JSON object.
 pub fn json_value(report: &Report) -> serde_json::Value {
-    let last_run = report.marker.as_ref().map(|marker| {
-        let last = &marker.last;
-        json!({
-            "host": last.holder.host,
-            "pid": last.holder.pid,
-            "started": last.holder.started,
-            "command": last.holder.command,
-            "token": last.token,
-            "window_left": marker.left.map(|left| left.as_secs()),
-        })
-    });
+    let mut object = leader_json(report);
+    // Only for a name that is not UTF-8, whose "name" is then escaped
+    // text (and could be a UTF-8 name's too): its exact bytes.
+    if std::str::from_utf8(&report.election).is_err() {
+        object["name_base64"] = base64(&report.election).into();
+    }
+    object["last_run"] = report
+        .marker
+        .as_ref()
+        .map(last_run_json)
+        .unwrap_or_default();
+    records_json(report, &mut object);
+    if report.max_running > 1 {
+        let holders: Vec<_> = report.runners.iter().map(runner_json).collect();
+        object["holders"] = holders.into();
+        object["max_running"] = report.max_running.into();
+    }
+    object
+}
+
+/// The report's name, leader and waiters.
+fn leader_json(report: &Report) -> serde_json::Value {
     let election = name::escaped(&report.election);
-    let mut object = match &report.leader {
+    match &report.leader {
         Some(leader) => json!({
             "name": election,
             "key": leader.key,
@@ -48,13 +60,25 @@ pub fn json_value(report: &Report) -> serde_json::Value {
             "name": election, "key": null, "token": null, "lease": null,
             "ttl": null, "holder": null, "waiters": report.waiters,
         }),
-    };
-    // Only for a name that is not UTF-8, whose "name" is then escaped
-    // text (and could be a UTF-8 name's too): its exact bytes.
-    if std::str::from_utf8(&report.election).is_err() {
-        object["name_base64"] = base64(&report.election).into();
     }
-    object["last_run"] = last_run.unwrap_or_default();
+}
+
+/// The run that opened the `--once-per` window, and what it has left.
+fn last_run_json(marker: &Marker) -> serde_json::Value {
+    let last = &marker.last;
+    json!({
+        "host": last.holder.host,
+        "pid": last.holder.pid,
+        "started": last.holder.started,
+        "command": last.holder.command,
+        "token": last.token,
+        "window_left": marker.left.map(|left| left.as_secs()),
+    })
+}
+
+/// Adds the run records to `object`: the last start with where it
+/// stands, the last run that finished, the last that succeeded.
+fn records_json(report: &Report, object: &mut serde_json::Value) {
     let records = &report.records;
     object["last_started"] = report
         .last_start()
@@ -74,12 +98,6 @@ pub fn json_value(report: &Report) -> serde_json::Value {
         .as_ref()
         .map(record_json)
         .unwrap_or_default();
-    if report.max_running > 1 {
-        let holders: Vec<_> = report.runners.iter().map(runner_json).collect();
-        object["holders"] = holders.into();
-        object["max_running"] = report.max_running.into();
-    }
-    object
 }
 
 /// A run record in JSON: exactly these names, which scripts read.
@@ -187,7 +205,7 @@ pub fn text(report: &Report) -> String {
 /// The `--once-per` line: whose run opened the window, and when it closes.
 fn window(election: &str, marker: &Marker) -> String {
     let left = match (marker.lease, marker.left) {
-        (0, _) => format!(
+        (LeaseId::NONE, _) => format!(
             "never closes: the marker has no lease (remove it with: {})",
             etcdctl_del(&once_per::marker_key(election))
         ),
