@@ -1,0 +1,127 @@
+//! A three-member etcd cluster, all endpoints given: losing the member
+//! leaderrun talks to, any one member, or the raft leader costs a healthy
+//! leader neither its leadership nor its child (etcd-client does not fail
+//! over by itself); losing quorum for longer than the lease stops the child
+//! in time, and a waiting replica takes over with a larger token.
+
+use crate::common::*;
+use std::time::{Duration, Instant};
+
+const TTL: Duration = Duration::from_secs(6);
+
+fn three_members() -> Etcd {
+    Etcd::start_with(EtcdOptions {
+        members: 3,
+        ..EtcdOptions::default()
+    })
+}
+
+/// Checks that the leader rides out a fault that just happened (see
+/// [`Leader::assert_survives`]): for two whole TTLs its child runs and its
+/// key stays.
+fn survives(etcd: &Etcd, what: &str, leader: &Leader) {
+    leader.assert_survives(etcd, what, Instant::now(), TTL * 2);
+}
+
+#[test]
+fn losing_a_member_or_the_raft_leader_keeps_the_leader_and_its_child() {
+    let mut etcd = three_members();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("child");
+    let ttl = seconds(TTL);
+    // Member 0 comes first, so it is the one leaderrun talks to.
+    let mut leader = Replica::spawn(
+        leaderrun(&etcd.endpoints())
+            .args(["--name", "jobs/cluster", "--ttl", &ttl, "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let held = Leader {
+        name: "jobs/cluster".into(),
+        ttl: TTL,
+        child: read_pid(&pidfile, Duration::from_secs(10)),
+        key: etcd.candidates("jobs/cluster")[0].clone(),
+    };
+
+    etcd.kill_member(0);
+    survives(&etcd, "killing the member leaderrun talks to", &held);
+    etcd.start_member(0);
+    etcd.wait_member_ready(0);
+
+    let raft_leader = etcd.raft_leader().expect("a raft leader");
+    let next = (raft_leader + 1) % 3;
+    etcd.move_raft_leader(next);
+    await_condition(Duration::from_secs(10), "the raft leader to move", || {
+        etcd.raft_leader() == Some(next)
+    });
+    survives(&etcd, "a raft leader change", &held);
+
+    etcd.kill_member(next);
+    survives(&etcd, "killing the raft leader", &held);
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(leader.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let (code, stderr) = leader.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(143), "{stderr}");
+    assert!(
+        !stderr.contains("lost"),
+        "no leadership was lost on the way: {stderr}"
+    );
+}
+
+#[test]
+fn losing_quorum_longer_than_the_lease_stops_the_child_in_time() {
+    let mut etcd = three_members();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("a");
+    let ttl = seconds(TTL);
+    let mut a = Replica::spawn(
+        leaderrun(&etcd.endpoints())
+            .args(["--name", "jobs/cluster", "--ttl", &ttl, "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let a_child = read_pid(&pidfile, Duration::from_secs(10));
+    let a_token = etcd.candidates("jobs/cluster")[0].1;
+    let report = dir.path().join("b");
+    let b = Replica::spawn(
+        leaderrun(&etcd.endpoints())
+            .args(["--name", "jobs/cluster", "--wait", "--ttl", &ttl, "--"])
+            .args(checking_job(a_child, &report)),
+    );
+    await_condition(Duration::from_secs(10), "B queued", || {
+        etcd.candidates("jobs/cluster").len() == 2
+    });
+
+    // Two of three members down: no quorum, no renewal can succeed.
+    let lost = Instant::now();
+    etcd.kill_member(1);
+    etcd.kill_member(2);
+    let a_dead = await_condition(TTL * 2, "A's child to be stopped", || !alive(a_child));
+    eprintln!("quorum lost: A's child stopped {a_dead:?} after (TTL {TTL:?})");
+    assert!(
+        a_dead < TTL,
+        "A's child must be dead within the TTL of the last renewal: {a_dead:?}"
+    );
+    let (code, stderr) = a.finish(TTL);
+    assert_eq!(code, Some(124), "{stderr}");
+    assert!(
+        stderr.contains("leadership of jobs/cluster lost"),
+        "{stderr}"
+    );
+
+    etcd.start_member(1);
+    etcd.start_member(2);
+    let (state, b_token) = read_report(&report, Duration::from_secs(30));
+    eprintln!(
+        "quorum back: B's child started {:?} after the loss",
+        lost.elapsed()
+    );
+    assert!(
+        matches!(state.as_str(), "gone" | "Z"),
+        "A's child ran ({state}) when B's started"
+    );
+    assert!(b_token > a_token, "{b_token} > {a_token}");
+    drop(b);
+}

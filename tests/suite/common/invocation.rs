@@ -1,0 +1,106 @@
+//! The leaderrun invocation: the binary in a clean environment, run to its
+//! end within a limit, and what its output must look like.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::processes::wait_within;
+
+/// leaderrun, pointed at `endpoints`, with an environment cleaned of
+/// anything the developer's shell might carry.
+pub fn leaderrun(endpoints: &str) -> Command {
+    leaderrun_at(Path::new(env!("CARGO_BIN_EXE_leaderrun")), endpoints)
+}
+
+/// [`leaderrun`], run from another copy of the binary.
+pub fn leaderrun_at(binary: &Path, endpoints: &str) -> Command {
+    let mut command = Command::new(binary);
+    leaderrun_env(&mut command, endpoints);
+    command
+}
+
+/// Gives `command` (leaderrun, or a shell that runs it) the environment
+/// [`leaderrun`] runs in.
+pub fn leaderrun_env<'a>(command: &'a mut Command, endpoints: &str) -> &'a mut Command {
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("LEADERRUN_") || key.starts_with("ETCDCTL_") {
+            command.env_remove(key.as_ref());
+        }
+    }
+    command.env("LEADERRUN_ENDPOINTS", endpoints)
+}
+
+/// Output of a finished run.
+pub struct Finished {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+/// Runs to completion, killing it (and failing) if it takes over `limit`.
+pub fn run_within(command: &mut Command, limit: Duration) -> Finished {
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("leaderrun starts");
+    // Read on threads that report back over channels: a grandchild that
+    // survives (the bug some tests look for) keeps the pipes open, and must
+    // not make the test wait for it.
+    let collect = |pipe: Box<dyn std::io::Read + Send>| {
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = send.send(std::io::read_to_string(pipe).unwrap_or_default());
+        });
+        receive
+    };
+    let out = collect(Box::new(child.stdout.take().unwrap()));
+    let err = collect(Box::new(child.stderr.take().unwrap()));
+    let status = wait_within(&mut child, limit, "leaderrun");
+    Finished {
+        code: status.code(),
+        took: started.elapsed(),
+        stdout: out.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
+        stderr: err.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
+    }
+}
+
+/// leaderrun's answer to bad input or a refusal: exit 125, one line on
+/// stderr, `leaderrun: error: ` and then something that mentions
+/// `mentions`, and nothing on stdout (the command did not run). `context`
+/// says which case failed.
+pub fn assert_one_error_line(done: &Finished, mentions: &str, context: &str) {
+    assert_eq!(done.code, Some(125), "{context}: {}", done.stderr);
+    assert_eq!(
+        done.stderr.lines().count(),
+        1,
+        "{context}: one line: {}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.starts_with("leaderrun: error: "),
+        "{context}: {}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.contains(mentions),
+        "{context}: should mention {mentions}: {}",
+        done.stderr
+    );
+    assert!(
+        done.stdout.is_empty(),
+        "{context}: the command must not run"
+    );
+}
+
+/// A whole number of seconds as leaderrun's duration options take it
+/// ("8s"), so that a test states a TTL or timeout once, as a Duration.
+pub fn seconds(duration: Duration) -> String {
+    assert_eq!(duration.subsec_nanos(), 0, "{duration:?}: whole seconds");
+    format!("{}s", duration.as_secs())
+}

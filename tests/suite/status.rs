@@ -1,0 +1,233 @@
+//! `leaderrun status`: who leads, the token, the queue; exit 3 when nobody.
+
+use crate::common::*;
+use std::time::Duration;
+
+#[test]
+fn status_names_the_leader_and_counts_waiters() {
+    let etcd = Etcd::start();
+    let endpoint = etcd.endpoint();
+    let none = run_within(
+        leaderrun(&endpoint).args(["status", "--name", "jobs/st"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(none.code, Some(3), "{}", none.stderr);
+    assert!(none.stdout.contains("leader:   none"), "{}", none.stdout);
+
+    let leader =
+        Replica::spawn(leaderrun(&endpoint).args(["--name", "jobs/st", "--", "sleep", "30"]));
+    await_condition(Duration::from_secs(10), "a leader", || {
+        etcd.candidates("jobs/st").len() == 1
+    });
+    let _waiter =
+        Replica::spawn(leaderrun(&endpoint).args(["--name", "jobs/st", "--wait", "--", "true"]));
+    await_condition(Duration::from_secs(10), "a waiter", || {
+        etcd.candidates("jobs/st").len() == 2
+    });
+
+    let done = run_within(
+        leaderrun(&endpoint).args(["status", "--name", "jobs/st", "--json"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    let status: serde_json::Value = serde_json::from_str(&done.stdout).expect("one JSON object");
+    let (key, token, lease) = etcd.candidates("jobs/st")[0].clone();
+    assert_eq!(status["name"], "jobs/st");
+    assert_eq!(status["key"], key);
+    assert_eq!(status["token"], token);
+    assert_eq!(status["lease"], format!("{lease:x}"));
+    assert_eq!(status["holder"]["pid"], leader.pid());
+    assert_eq!(status["holder"]["command"], "sleep 30");
+    assert_eq!(status["waiters"], 1);
+    let ttl = status["ttl"].as_i64().expect("ttl in seconds");
+    assert!((1..=15).contains(&ttl), "{ttl}");
+
+    // The same election, named by the command line instead of --name.
+    let _derived = Replica::spawn(leaderrun(&endpoint).args(["--", "sleep", "31"]));
+    let mut by_command = None;
+    await_condition(Duration::from_secs(10), "status by command line", || {
+        let done = run_within(
+            leaderrun(&endpoint).args(["status", "--", "sleep", "31"]),
+            Duration::from_secs(10),
+        );
+        let found = done.code == Some(0);
+        by_command = Some(done.stdout);
+        found
+    });
+    assert!(by_command.unwrap().contains("command:  sleep 31"));
+}
+
+/// Starts `status --watch` on `name`; its lines arrive on the receiver.
+fn watch_status(
+    endpoint: &str,
+    name: &str,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    watch_status_with(endpoint, name, &[])
+}
+
+/// [`watch_status`] with more options.
+fn watch_status_with(
+    endpoint: &str,
+    name: &str,
+    options: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut watcher = leaderrun(endpoint)
+        .args(["status", "--name", name, "--watch"])
+        .args(options)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = watcher.stdout.take().unwrap();
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = sender.send(line);
+        }
+    });
+    (watcher, lines)
+}
+
+#[test]
+fn status_watch_prints_a_line_per_change_of_leader() {
+    let etcd = Etcd::start();
+    let endpoint = etcd.endpoint();
+    let (mut watcher, lines) = watch_status(&endpoint, "jobs/sw");
+    let next = || {
+        lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a status line")
+    };
+    assert!(next().ends_with("jobs/sw: no leader"));
+    let done = run_within(
+        leaderrun(&endpoint).args(["--name", "jobs/sw", "--", "sleep", "0.5"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(done.code, Some(0));
+    assert!(next().contains("jobs/sw: led by pid"));
+    assert!(next().ends_with("jobs/sw: no leader"));
+    send(watcher.id() as i32, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(watcher.wait().unwrap().code(), Some(0));
+}
+
+/// A queue that hands over faster than one read of etcd: every leader gets
+/// its line, in order, none missed.
+#[test]
+fn status_watch_follows_every_leader_of_a_fast_queue() {
+    const QUEUED: usize = 60;
+    let etcd = Etcd::start();
+    let endpoint = etcd.endpoint();
+    let (mut watcher, lines) = watch_status(&endpoint, "jobs/fast");
+    let next = || {
+        lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a status line")
+    };
+    assert!(next().ends_with("jobs/fast: no leader"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut first = Replica::spawn(
+        leaderrun(&endpoint)
+            .args(["--name", "jobs/fast", "--"])
+            .args(pid_job(&pidfile)),
+    );
+    let job = read_pid(&pidfile, Duration::from_secs(20));
+    let mut queued: Vec<Replica> = (0..QUEUED)
+        .map(|_| {
+            Replica::spawn(leaderrun(&endpoint).args([
+                "--name",
+                "jobs/fast",
+                "--wait",
+                "--",
+                "true",
+            ]))
+        })
+        .collect();
+    await_condition(Duration::from_secs(60), "the whole queue", || {
+        etcd.candidates("jobs/fast").len() == QUEUED + 1
+    });
+    send(job, nix::sys::signal::Signal::SIGTERM);
+    first.finish(Duration::from_secs(20));
+    for replica in &mut queued {
+        let (code, stderr) = replica.finish(Duration::from_secs(60));
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+
+    let mut tokens: Vec<i64> = Vec::new();
+    loop {
+        let line = next();
+        if line.ends_with("jobs/fast: no leader") {
+            break;
+        }
+        let token = line
+            .rsplit_once("(token ")
+            .and_then(|(_, rest)| rest.strip_suffix(')'))
+            .and_then(|token| token.parse().ok())
+            .unwrap_or_else(|| panic!("a leader line: {line}"));
+        tokens.push(token);
+    }
+    assert_eq!(tokens.len(), QUEUED + 1, "one line per leader: {tokens:?}");
+    assert!(
+        tokens.windows(2).all(|pair| pair[0] < pair[1]),
+        "in order: {tokens:?}"
+    );
+    send(watcher.id() as i32, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(watcher.wait().unwrap().code(), Some(0));
+}
+
+/// With authentication on, an etcd that restarts has forgotten every token:
+/// the watch must dial again and authenticate afresh, not go blind.
+#[test]
+fn status_watch_rides_out_a_restart_with_authentication_on() {
+    const PASSWORD: &str = "watch-pw-51";
+    let mut etcd = Etcd::start();
+    etcd.enable_auth(PASSWORD);
+    let endpoint = etcd.endpoint();
+    let user = format!("root:{PASSWORD}");
+    let (mut watcher, lines) = watch_status_with(&endpoint, "jobs/aw", &["--user", &user]);
+    let next = || {
+        lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a status line")
+    };
+    assert!(next().ends_with("jobs/aw: no leader"));
+    etcd.restart();
+    let done = run_within(
+        leaderrun(&endpoint).args(["--user", &user, "--name", "jobs/aw", "--", "sleep", "0.5"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(next().contains("jobs/aw: led by pid"));
+    assert!(next().ends_with("jobs/aw: no leader"));
+    send(watcher.id() as i32, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(watcher.wait().unwrap().code(), Some(0));
+}
+
+/// An election name with a newline and an escape sequence in it: the
+/// one-line `--max-age` output (a Nagios check's) printed them raw.
+#[test]
+fn max_age_shows_control_characters_escaped() {
+    let etcd = Etcd::start();
+    let name = "jobs/c\nb\x1b[31m";
+    let ran = run_within(
+        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let fresh = run_within(
+        leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(fresh.code, Some(0), "{}", fresh.stderr);
+    assert_eq!(fresh.stdout.lines().count(), 1, "{:?}", fresh.stdout);
+    assert!(
+        fresh.stdout.starts_with("jobs/c\\nb\\u{1b}[31m: fresh: "),
+        "{:?}",
+        fresh.stdout
+    );
+}
