@@ -12,6 +12,7 @@ use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
 use crate::etcd::requests::{range_at, revision_of};
 use crate::exit;
 use crate::lease::LeaseState;
+use crate::logging::events;
 use crate::retry::{self, Backoff};
 
 impl Election<'_> {
@@ -66,6 +67,7 @@ impl Election<'_> {
                         handover.filter(|at| self.matters(&OwnKeyNews::HandedOver(*at)))
                     {
                         tracing::debug!(
+                            event = events::HANDED_OVER_TO_US,
                             revision = at,
                             "our turn: handed over by the leader (the read came first)"
                         );
@@ -88,7 +90,7 @@ impl Election<'_> {
             // Our key was ours at `revision`: what came before says nothing.
             own.skip_to(revision + 1);
             let watched = String::from_utf8_lossy(&ahead.key).into_owned();
-            tracing::debug!(%watched, "queued; watching");
+            tracing::debug!(event = events::QUEUED, %watched, "queued; watching");
             let mut from = revision + 1;
             // The watch lives here, outside the race, to be kept open.
             let mut opened = None;
@@ -279,7 +281,11 @@ impl Election<'_> {
 fn turn_from(news: OwnKeyNews) -> Option<Turn> {
     match news {
         OwnKeyNews::HandedOver(at) => {
-            tracing::debug!(revision = at, "our turn: handed over by the leader");
+            tracing::debug!(
+                event = events::HANDED_OVER_TO_US,
+                revision = at,
+                "our turn: handed over by the leader"
+            );
             Some(Turn::Ours(at))
         }
         OwnKeyNews::Lost(loss) => Some(Turn::Lost(PlaceLost::Key(loss))),

@@ -235,7 +235,11 @@ impl Session {
             };
             tracing::trace!(written, "resigned with the run's records");
             if let Some(next) = successor.filter(|_| written) {
-                tracing::debug!(to = %next.key, "handed over (if it is still there)");
+                tracing::debug!(
+                    event = logging::events::HANDED_OVER,
+                    to = %next.key,
+                    "handed over (if it is still there)"
+                );
             }
             let bare = written
                 && (nothing_attached
@@ -422,7 +426,11 @@ impl<'a> Campaign<'a> {
             let phase = self.phase.get();
             match decide(phase, &event, self.policy()) {
                 Action::CampaignAgain => {
-                    tracing::info!("{}; campaigning again", describe(&event, error.as_ref()));
+                    tracing::info!(
+                        event = logging::events::CAMPAIGNING_AGAIN,
+                        "{}; campaigning again",
+                        describe(&event, error.as_ref())
+                    );
                 }
                 Action::Retry => {
                     tracing::info!("{}; retrying", describe(&event, error.as_ref()));
@@ -600,7 +608,12 @@ impl<'a> Campaign<'a> {
         // proof refused above, or a replica refused by the window, must not
         // seem to have led.
         let Some(window) = self.config.once_per else {
-            tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+            tracing::info!(
+                event = logging::events::LEADER,
+                token = leadership.token,
+                key = %leadership.key,
+                "leader"
+            );
             return Step::Done(Outcome::Won(leadership, guard, self.own.take()));
         };
         let claim = once_per::claim(
@@ -613,7 +626,12 @@ impl<'a> Campaign<'a> {
         .await;
         match claim {
             Ok(Claim::Ours) => {
-                tracing::info!(token = leadership.token, key = %leadership.key, "leader");
+                tracing::info!(
+                    event = logging::events::LEADER,
+                    token = leadership.token,
+                    key = %leadership.key,
+                    "leader"
+                );
                 tracing::info!(
                     "this run opens a --once-per {} window",
                     humantime::format_duration(window)

@@ -53,7 +53,8 @@ fn the_wait_timeout_holds() {
     let started = Instant::now();
     let mut waiter = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["-vv", "--name", name, "--wait"])
+            .args(DEBUG_JSON)
+            .args(["--name", name, "--wait"])
             .args(["--wait-timeout", &seconds(wait_timeout)])
             .args(dial_timeout())
             .args(["--", "true"]),

@@ -9,6 +9,7 @@
 //! wakes nobody).
 
 use crate::common::*;
+use leaderrun::events;
 use nix::sys::signal::Signal;
 use std::time::{Duration, SystemTime};
 
@@ -118,12 +119,12 @@ fn a_leader_hands_over_to_the_waiter_behind_it_with_no_read() {
     let (code, handed) = third.finish(LIMIT);
     assert_eq!(code, Some(0), "{handed}");
     assert!(
-        handing.contains("handed over (if it is still there)"),
+        count_events(&handing, events::HANDED_OVER) > 0,
         "the second hands over: {handing}"
     );
     // The third's turn is proven by that rewrite of its key, with no read.
     assert!(
-        handed.contains("our turn: handed over by the leader"),
+        count_events(&handed, events::HANDED_OVER_TO_US) > 0,
         "the third is handed over to: {handed}"
     );
     assert!(etcd.candidates(name).is_empty());
@@ -175,7 +176,7 @@ fn keys_the_command_attached_go_with_the_run_when_it_hands_over() {
     let (code, handing) = second.finish(LIMIT);
     assert_eq!(code, Some(0), "{handing}");
     assert!(
-        handing.contains("handed over (if it is still there)"),
+        count_events(&handing, events::HANDED_OVER) > 0,
         "the second hands over: {handing}"
     );
     // Its put came between its win and its resignation: the keys were
@@ -270,7 +271,15 @@ impl Release {
 fn queue(etcd: &Etcd, name: &str, command: &[&str]) -> Replica {
     Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["-vv", "--name", name, "--wait", "--"])
+            .args([
+                "-vv",
+                "--log-format",
+                "json",
+                "--name",
+                name,
+                "--wait",
+                "--",
+            ])
             .args(command),
     )
 }
@@ -361,7 +370,7 @@ fn a_leader_marking_since_when_it_leads_wakes_nobody() {
     let (code, stderr) = behind.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
-        stderr.matches(WATCHING).count(),
+        count_events(&stderr, events::QUEUED),
         1,
         "woken only by the deletion of the key ahead: {stderr}"
     );
@@ -410,7 +419,7 @@ fn a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_along() {
     // after it waits for its look behind and hands over.
     for (place, log) in logs.iter().enumerate().skip(1) {
         assert!(
-            log.contains("our turn: handed over by the leader"),
+            count_events(log, events::HANDED_OVER_TO_US) > 0,
             "waiter {place} is handed over to: {log}"
         );
     }
@@ -459,7 +468,7 @@ fn a_waiter_passed_on_that_has_left_the_line_is_passed_over() {
     let (code, fifth) = behind[2].finish(LIMIT);
     assert_eq!(code, Some(0), "{fifth}");
     assert!(
-        !fifth.contains("our turn: handed over by the leader"),
+        count_events(&fifth, events::HANDED_OVER_TO_US) == 0,
         "the fifth was not handed over to: {fifth}"
     );
     assert!(etcd.candidates(name).is_empty());
@@ -473,7 +482,7 @@ fn a_leader_that_hands_over_with_nothing_written_since_its_win_reads_nothing_of_
     let ((), logs) = chain_of_true(&etcd, name, 5, || ());
     let handovers = logs
         .iter()
-        .filter(|log| log.contains("handed over (if it is still there)"))
+        .filter(|log| count_events(log, events::HANDED_OVER) > 0)
         .count();
     assert!(handovers >= 1, "somebody hands over: {logs:?}");
     // Six resignations. Those that hand over find in their own revision
@@ -570,7 +579,8 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
     let touch = format!("touch '{}'", ran.display());
     let mut stopped = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["-vv", "--name", name, "--wait"])
+            .args(DEBUG_JSON)
+            .args(["--name", name, "--wait"])
             .args(options)
             .args(["--", "sh", "-c", &touch]),
     );
@@ -593,10 +603,7 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
     std::fs::write(&second_flag, "").unwrap();
     let (code, handing) = second.finish(LIMIT);
     assert_eq!(code, Some(0), "{handing}");
-    assert!(
-        handing.contains("handed over (if it is still there)"),
-        "{handing}"
-    );
+    assert!(count_events(&handing, events::HANDED_OVER) > 0, "{handing}");
     lose(&etcd, &stopped_key);
     await_condition(LIMIT, "the stopped one's key to go", || {
         etcd.candidates(name)
@@ -604,11 +611,11 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
             .all(|(key, _, _)| *key != stopped_key)
     });
     await_condition(LIMIT, "the third to lead", || {
-        third.stderr_so_far().contains("leader token")
+        third.logged(events::LEADER) > 0
     });
     send(stopped.pid(), Signal::SIGCONT);
     await_condition(LIMIT, "the woken one to campaign again", || {
-        stopped.stderr_so_far().contains("campaigning again")
+        stopped.logged(events::CAMPAIGNING_AGAIN) > 0
     });
     assert!(
         !ran.exists(),
@@ -617,8 +624,18 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
     );
     // Nor did it seem to lead on the old handover.
     let log = stopped.stderr_so_far();
-    let woke = &log[..log.find("campaigning again").unwrap()];
-    assert!(!woke.contains("leader token"), "no 'leader' line: {log}");
+    let events: Vec<_> = logged_events(&log)
+        .into_iter()
+        .map(|fields| fields["event"].clone())
+        .collect();
+    let woke = events
+        .iter()
+        .position(|event| event == events::CAMPAIGNING_AGAIN)
+        .unwrap();
+    assert!(
+        !events[..woke].contains(&events::LEADER.into()),
+        "no 'leader' line: {log}"
+    );
     std::fs::write(&third_flag, "").unwrap();
     for replica in [&mut third, &mut stopped] {
         let (code, stderr) = replica.finish(LIMIT);

@@ -137,7 +137,17 @@ fn the_guardian_is_released_once_the_resignation_is_answered() {
     let replica = |command: String| {
         Replica::spawn(
             leaderrun(&etcd.endpoint())
-                .args(["-vv", "--name", name, "--wait", "--", "sh", "-c"])
+                .args([
+                    "-vv",
+                    "--log-format",
+                    "json",
+                    "--name",
+                    name,
+                    "--wait",
+                    "--",
+                    "sh",
+                    "-c",
+                ])
                 .arg(command),
         )
     };

@@ -4,6 +4,7 @@
 //! N are refused.
 
 use crate::common::*;
+use leaderrun::events;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -293,7 +294,15 @@ fn a_change_wakes_one_waiter_not_the_whole_queue() {
         .map(|_| {
             Replica::spawn(
                 leaderrun(&etcd.endpoint())
-                    .args(["-vv", "--name", "jobs/herd", "--max-running", "2"])
+                    .args([
+                        "-vv",
+                        "--log-format",
+                        "json",
+                        "--name",
+                        "jobs/herd",
+                        "--max-running",
+                        "2",
+                    ])
                     .args(["--wait", "--", "sh", "-c", &waiter]),
             )
         })
@@ -308,7 +317,7 @@ fn a_change_wakes_one_waiter_not_the_whole_queue() {
     for waiter in &mut waiters {
         let (code, stderr) = waiter.finish(LIMIT);
         assert_eq!(code, Some(0), "{stderr}");
-        reads += stderr.matches(WATCHING).count();
+        reads += count_events(&stderr, events::QUEUED);
     }
     // Watching the prefix, every waiter would wake at each of the 2n
     // changes (a proof and an exit per runner): about n² reads.
@@ -336,7 +345,17 @@ fn a_runner_lets_go_of_its_watch_of_the_prefix_as_it_starts() {
         let until = until_exists(flag);
         Replica::spawn(
             leaderrun(&etcd.endpoint())
-                .args(["-vv", "--name", name, "--max-running", "2", "--wait", "--"])
+                .args([
+                    "-vv",
+                    "--log-format",
+                    "json",
+                    "--name",
+                    name,
+                    "--max-running",
+                    "2",
+                    "--wait",
+                    "--",
+                ])
                 .args(["sh", "-c", &until]),
         )
     };
@@ -359,7 +378,7 @@ fn a_runner_lets_go_of_its_watch_of_the_prefix_as_it_starts() {
     // The second's watch of its key and the third's of its own: the
     // prefix watch ended as the third began to run.
     await_condition(LIMIT, "the third to run with one watch", || {
-        third.stderr_so_far().contains("leader token") && streams(&etcd) == 2
+        third.logged(events::LEADER) > 0 && streams(&etcd) == 2
     });
     for (flag, replica) in flags[1..].iter().zip([&mut second, &mut third]) {
         std::fs::write(flag, "").unwrap();

@@ -412,10 +412,7 @@ fn leader_and_waiter(
 fn assert_refused_waiter(waiter: &mut Replica, mentions: &str) {
     let (code, stderr) = waiter.finish(BOUND);
     assert_eq!(code, Some(125), "{stderr}");
-    let own: Vec<&str> = stderr
-        .lines()
-        .filter(|line| line.starts_with("leaderrun: "))
-        .collect();
+    let own = own_lines(&stderr);
     assert_eq!(own.len(), 1, "one line of its own: {stderr}");
     eprintln!("{}", own[0]);
     assert!(own[0].starts_with("leaderrun: error: "), "{stderr}");
@@ -449,6 +446,8 @@ fn a_waiter_without_a_user_fails_in_one_line_once_authentication_is_switched_on(
         NAME,
         "--wait",
         "-vv",
+        "--log-format",
+        "json",
         "--",
         "echo",
         "ran",
@@ -495,6 +494,8 @@ fn a_waiter_whose_password_changed_fails_in_one_line_at_its_turn() {
                 NAME,
                 "--wait",
                 "-vv",
+                "--log-format",
+                "json",
                 "--",
                 "echo",
                 "ran",
@@ -592,6 +593,8 @@ fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter
             NAME,
             "--wait",
             "-vv",
+            "--log-format",
+            "json",
             "--",
             "sh",
             "-c",

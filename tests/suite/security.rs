@@ -397,6 +397,8 @@ fn tls_leader_and_waiter(
         "jobs/secure",
         "--wait",
         "-vv",
+        "--log-format",
+        "json",
         "--",
         "sh",
         "-c",
@@ -468,10 +470,7 @@ fn a_waiter_whose_certificate_is_refused_after_a_reconnect_fails_in_one_line() {
 
     let (code, stderr) = waiter.finish(Duration::from_secs(20));
     assert_eq!(code, Some(125), "{stderr}");
-    let own: Vec<&str> = stderr
-        .lines()
-        .filter(|line| line.starts_with("leaderrun: "))
-        .collect();
+    let own = own_lines(&stderr);
     assert_eq!(own.len(), 1, "one line of its own: {stderr}");
     eprintln!("{}", own[0]);
     assert!(

@@ -104,3 +104,22 @@ pub fn seconds(duration: Duration) -> String {
     assert_eq!(duration.subsec_nanos(), 0, "{duration:?}: whole seconds");
     format!("{}s", duration.as_secs())
 }
+
+/// leaderrun's own lines on `stderr` (`leaderrun: ...`, written whatever
+/// the verbosity), without the logs of -v and -vv: as text, or the
+/// message of each JSON line (`--log-format json`).
+pub fn own_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .map(
+            |line| match serde_json::from_str::<serde_json::Value>(line) {
+                Ok(object) => object["fields"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                Err(_) => line.to_string(),
+            },
+        )
+        .filter(|line| line.starts_with("leaderrun: "))
+        .collect()
+}

@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use leaderrun::events;
+
 use super::await_condition;
 use super::etcd::Etcd;
 use super::invocation::leaderrun;
@@ -56,10 +58,20 @@ impl Replica {
         self.stderr.lock().unwrap().clone()
     }
 
-    /// Whether this waiter (run with `-vv`) has had its look at the queue
-    /// and watches the key ahead of it: it said [`WATCHING`].
+    /// Whether this waiter (run with [`DEBUG_JSON`]) has had its look at
+    /// the queue and watches the key ahead of it: it logged
+    /// [`events::QUEUED`].
     pub fn is_watching(&self) -> bool {
-        self.stderr_so_far().contains(WATCHING)
+        self.logged(events::QUEUED) > 0
+    }
+
+    /// How many `event`s (see [`leaderrun::events`]) it has logged so far;
+    /// it must run with [`DEBUG_JSON`].
+    pub fn logged(&self, event: &str) -> usize {
+        events_so_far(&self.stderr_so_far())
+            .iter()
+            .filter(|fields| fields["event"] == event)
+            .count()
     }
 
     /// Waits until this waiter watches the key ahead ([`Self::is_watching`]).
@@ -100,10 +112,6 @@ pub struct Interval {
     pub start: u128,
     pub end: u128,
 }
-
-/// What a waiter run with `-vv` logs each time it has read the queue and
-/// watches the key ahead of it.
-pub const WATCHING: &str = "queued; watching";
 
 /// A shell command that runs until `flag` exists (`sh -c` it): a job the
 /// test ends when it chooses.
@@ -194,4 +202,46 @@ pub fn intervals(log: &Path) -> Vec<Interval> {
     }
     done.sort_by_key(|interval| interval.start);
     done
+}
+
+/// The options that make a run log its debug events as JSON lines, to be
+/// read by their `event` field (see [`leaderrun::events`]) and not by
+/// their wording.
+pub const DEBUG_JSON: [&str; 3] = ["-vv", "--log-format", "json"];
+
+/// The fields of each event that a run with [`DEBUG_JSON`] logged, in
+/// order (lines without an `event` field left out). Panics if `stderr`
+/// has no JSON line at all: a finished run without [`DEBUG_JSON`] would
+/// otherwise seem to have logged nothing.
+pub fn logged_events(stderr: &str) -> Vec<serde_json::Value> {
+    let events = events_so_far(stderr);
+    assert!(
+        stderr.lines().any(is_json_log_line),
+        "no JSON log line (run it with DEBUG_JSON): {stderr}"
+    );
+    events
+}
+
+/// How many `event`s a finished run with [`DEBUG_JSON`] logged on
+/// `stderr` (see [`logged_events`]).
+pub fn count_events(stderr: &str, event: &str) -> usize {
+    logged_events(stderr)
+        .iter()
+        .filter(|fields| fields["event"] == event)
+        .count()
+}
+
+/// [`logged_events`] of a run still going, which may have logged nothing
+/// yet.
+fn events_so_far(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .map(|object| object["fields"].clone())
+        .filter(|fields| fields["event"].is_string())
+        .collect()
+}
+
+fn is_json_log_line(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line).is_ok_and(|object| object["level"].is_string())
 }
