@@ -20,7 +20,8 @@ fn daemonizing(pidfile: &Path, then: &str) -> Vec<String> {
 
 #[test]
 fn pkill_9_leaderrun_leaves_nothing_of_the_job_running() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_pkill = unique("jobs/pkill");
     let dir = tempfile::tempdir().unwrap();
     let script = format!(
         "sleep 301 & echo $! > '{d}/bg'; sleep 302 & echo $! > '{d}/fg'; wait",
@@ -28,7 +29,7 @@ fn pkill_9_leaderrun_leaves_nothing_of_the_job_running() {
     );
     let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/pkill",
+        &jobs_pkill,
         "--",
         "sh",
         "-c",
@@ -66,12 +67,13 @@ fn pkill_9_leaderrun_leaves_nothing_of_the_job_running() {
 
 #[test]
 fn a_daemon_that_left_the_group_is_stopped_when_leadership_is_lost() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_setsid_loss = unique("jobs/setsid-loss");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("d");
     let mut replica = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/setsid-loss", "--"])
+            .args(["--name", &jobs_setsid_loss, "--"])
             .args(daemonizing(&pidfile, "sleep 60")),
     );
     let daemon = read_pid(&pidfile, Duration::from_secs(10));
@@ -79,7 +81,7 @@ fn a_daemon_that_left_the_group_is_stopped_when_leadership_is_lost() {
     strays.add(daemon, "sleep 313");
     assert!(alive(daemon));
 
-    let (_, _, lease) = etcd.candidates("jobs/setsid-loss")[0];
+    let (_, _, lease) = etcd.candidates(&jobs_setsid_loss)[0];
     etcd.revoke(lease);
     let (code, stderr) = replica.finish(Duration::from_secs(10));
     assert_eq!(code, Some(124), "{stderr}");
@@ -91,14 +93,15 @@ fn a_daemon_that_left_the_group_is_stopped_when_leadership_is_lost() {
 
 #[test]
 fn a_daemon_that_left_the_group_is_stopped_when_the_command_exits() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_setsid_exit = unique("jobs/setsid-exit");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("d");
     // The command waits until the daemon has written its pid, then exits.
     let wait_for_pid = format!("until [ -s '{}' ]; do sleep 0.01; done", pidfile.display());
     let done = run_within(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/setsid-exit", "--"])
+            .args(["--name", &jobs_setsid_exit, "--"])
             .args(daemonizing(&pidfile, &wait_for_pid)),
         Duration::from_secs(20),
     );
@@ -231,13 +234,14 @@ fn with_nobody_behind_the_guardian_is_released_beside_the_resignation() {
 
 #[test]
 fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_guardian_asleep = unique("jobs/guardian-asleep");
     let dir = tempfile::tempdir().unwrap();
     let running = dir.path().join("running");
     let script = format!("echo $$ > '{}'; exec sleep 303", running.display());
     let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/guardian-asleep",
+        &jobs_guardian_asleep,
         "--",
         "sh",
         "-c",
@@ -270,7 +274,8 @@ fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
 /// it still leaves nobody of the job running.
 #[test]
 fn the_guardian_outlives_the_signals_it_can_ignore() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_guardian_signalled = unique("jobs/guardian-signalled");
     let dir = tempfile::tempdir().unwrap();
     let background = dir.path().join("bg");
     let script = format!(
@@ -279,7 +284,7 @@ fn the_guardian_outlives_the_signals_it_can_ignore() {
     );
     let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/guardian-signalled",
+        &jobs_guardian_signalled,
         "--",
         "sh",
         "-c",

@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 #[test]
 fn sigterm_stops_the_child_and_a_waiting_replica_takes_over_at_once() {
     let ttl = Duration::from_secs(15);
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_handover = unique("jobs/handover");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs");
     let job = recording_job(&log, "60");
     let ttl_arg = seconds(ttl);
-    let args = ["--name", "jobs/handover", "--wait", "--ttl", &ttl_arg, "--"];
+    let args = ["--name", &jobs_handover, "--wait", "--ttl", &ttl_arg, "--"];
     let mut first = Replica::spawn(leaderrun(&etcd.endpoint()).args(args).args(&job));
     await_condition(Duration::from_secs(10), "the first run", || {
         std::fs::read_to_string(&log)
@@ -23,7 +24,7 @@ fn sigterm_stops_the_child_and_a_waiting_replica_takes_over_at_once() {
     });
     let mut second = Replica::spawn(leaderrun(&etcd.endpoint()).args(args).args(&job));
     await_condition(Duration::from_secs(10), "the second replica queued", || {
-        etcd.candidates("jobs/handover").len() == 2
+        etcd.candidates(&jobs_handover).len() == 2
     });
     let signalled = Instant::now();
     send(first.pid(), Signal::SIGTERM);
@@ -53,7 +54,8 @@ fn sigterm_stops_the_child_and_a_waiting_replica_takes_over_at_once() {
 
 #[test]
 fn sigkill_of_leaderrun_leaves_no_child_or_background_job() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_crash = unique("jobs/crash");
     let dir = tempfile::tempdir().unwrap();
     let script = format!(
         "sleep 100 & echo $! > '{d}/bg'; echo $$ > '{d}/sh'; sleep 100",
@@ -61,7 +63,7 @@ fn sigkill_of_leaderrun_leaves_no_child_or_background_job() {
     );
     let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/crash",
+        &jobs_crash,
         "--",
         "sh",
         "-c",
@@ -81,17 +83,11 @@ fn sigkill_of_leaderrun_leaves_no_child_or_background_job() {
 
 #[test]
 fn a_healthy_leader_with_a_short_ttl_finishes_a_long_job() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_long = unique("jobs/long");
     let done = run_within(
-        leaderrun(&etcd.endpoint()).args([
-            "--name",
-            "jobs/long",
-            "--ttl",
-            "2s",
-            "--",
-            "sleep",
-            "10",
-        ]),
+        leaderrun(&etcd.endpoint())
+            .args(["--name", &jobs_long, "--ttl", "2s", "--", "sleep", "10"]),
         Duration::from_secs(30),
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);

@@ -24,14 +24,15 @@ fn objects(stderr: &str) -> Vec<serde_json::Value> {
 
 #[test]
 fn every_line_on_stderr_is_a_json_object() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_log = unique("jobs/log");
     let done = run_within(
         leaderrun(&etcd.endpoint()).args([
             "--log-format",
             "json",
             "-v",
             "--name",
-            "jobs/log",
+            &jobs_log,
             "--",
             "true",
         ]),
@@ -55,7 +56,7 @@ fn every_line_on_stderr_is_a_json_object() {
             "--dial-timeout",
             "200ms",
             "--name",
-            "jobs/log",
+            &jobs_log,
             "--",
             "true",
         ]),

@@ -54,7 +54,8 @@ fn deleted_leader_key_kills_the_child_and_its_background_jobs() {
 
 #[test]
 fn a_child_ignoring_the_stop_signal_is_killed_after_the_grace() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_stubborn = unique("jobs/stubborn");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let script = format!(
@@ -63,7 +64,7 @@ fn a_child_ignoring_the_stop_signal_is_killed_after_the_grace() {
     );
     let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/stubborn",
+        &jobs_stubborn,
         "--kill-after",
         "300ms",
         "--",
@@ -72,7 +73,7 @@ fn a_child_ignoring_the_stop_signal_is_killed_after_the_grace() {
         &script,
     ]));
     let pid = read_pid(&pidfile, Duration::from_secs(10));
-    let (_, _, lease) = etcd.candidates("jobs/stubborn")[0];
+    let (_, _, lease) = etcd.candidates(&jobs_stubborn)[0];
     etcd.revoke(lease);
     await_condition(Duration::from_secs(5), "SIGKILL after the grace", || {
         !alive(pid)
@@ -82,12 +83,13 @@ fn a_child_ignoring_the_stop_signal_is_killed_after_the_grace() {
 
 #[test]
 fn leftovers_of_a_finished_child_are_stopped_before_resigning() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_leftover = unique("jobs/leftover");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("bg");
     let script = format!("sleep 100 & echo $! > '{}'", pidfile.display());
     let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", "jobs/leftover", "--", "sh", "-c", &script]),
+        leaderrun(&etcd.endpoint()).args(["--name", &jobs_leftover, "--", "sh", "-c", &script]),
         Duration::from_secs(20),
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);

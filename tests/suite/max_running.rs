@@ -23,7 +23,8 @@ fn most_at_once(runs: &[Interval]) -> usize {
 
 #[test]
 fn five_waiters_with_two_slots_run_two_at_a_time_never_three() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_sem = unique("jobs/sem");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs");
     let job = recording_job(&log, "1");
@@ -31,7 +32,7 @@ fn five_waiters_with_two_slots_run_two_at_a_time_never_three() {
         .map(|_| {
             Replica::spawn(
                 leaderrun(&etcd.endpoint())
-                    .args(["--name", "jobs/sem", "--max-running", "2", "--wait", "--"])
+                    .args(["--name", &jobs_sem, "--max-running", "2", "--wait", "--"])
                     .args(&job),
             )
         })
@@ -46,12 +47,13 @@ fn five_waiters_with_two_slots_run_two_at_a_time_never_three() {
     let mut tokens: Vec<i64> = runs.iter().map(|run| run.token).collect();
     tokens.dedup();
     assert_eq!(tokens.len(), 5, "a token each: {runs:?}");
-    assert!(etcd.candidates("jobs/sem").is_empty(), "everyone resigned");
+    assert!(etcd.candidates(&jobs_sem).is_empty(), "everyone resigned");
 }
 
 #[test]
 fn four_racers_without_wait_give_two_runs_and_two_conflicts() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_race = unique("jobs/race");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs");
     let job = recording_job(&log, "3");
@@ -59,7 +61,7 @@ fn four_racers_without_wait_give_two_runs_and_two_conflicts() {
         .map(|_| {
             Replica::spawn(
                 leaderrun(&etcd.endpoint())
-                    .args(["--name", "jobs/race", "--max-running", "2", "--"])
+                    .args(["--name", &jobs_race, "--max-running", "2", "--"])
                     .args(&job),
             )
         })
@@ -76,20 +78,21 @@ fn four_racers_without_wait_give_two_runs_and_two_conflicts() {
 /// Each runner has a lease of its own: losing one stops that runner only.
 #[test]
 fn losing_one_runners_lease_stops_only_that_runner() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_two = unique("jobs/two");
     let dir = tempfile::tempdir().unwrap();
     let mut runners = Vec::new();
     for name in ["a", "b"] {
         let pidfile = dir.path().join(name);
         let replica = Replica::spawn(
             leaderrun(&etcd.endpoint())
-                .args(["--name", "jobs/two", "--max-running", "2", "--"])
+                .args(["--name", &jobs_two, "--max-running", "2", "--"])
                 .args(pid_job(&pidfile)),
         );
         runners.push((replica, read_pid(&pidfile, LIMIT)));
     }
     let shown = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", "jobs/two"]),
+        leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", &jobs_two]),
         LIMIT,
     );
     let status: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
@@ -101,7 +104,7 @@ fn losing_one_runners_lease_stops_only_that_runner() {
     );
     assert_eq!(status["waiters"], 0, "{status}");
 
-    let candidates = etcd.candidates("jobs/two");
+    let candidates = etcd.candidates(&jobs_two);
     assert_eq!(candidates.len(), 2, "{candidates:?}");
     etcd.revoke(candidates[0].2);
     let (first, first_job) = &mut runners[0];
@@ -276,12 +279,13 @@ fn another_tools_holder_is_not_shared() {
 #[test]
 fn a_change_wakes_one_waiter_not_the_whole_queue() {
     const WAITERS: usize = 16;
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_herd = unique("jobs/herd");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let mut first = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/herd", "--max-running", "2", "--"])
+            .args(["--name", &jobs_herd, "--max-running", "2", "--"])
             .args(pid_job(&pidfile)),
     );
     let job = read_pid(&pidfile, LIMIT);
@@ -299,7 +303,7 @@ fn a_change_wakes_one_waiter_not_the_whole_queue() {
                         "--log-format",
                         "json",
                         "--name",
-                        "jobs/herd",
+                        &jobs_herd,
                         "--max-running",
                         "2",
                     ])
@@ -308,7 +312,7 @@ fn a_change_wakes_one_waiter_not_the_whole_queue() {
         })
         .collect();
     await_condition(LIMIT, "the whole queue", || {
-        etcd.candidates("jobs/herd").len() == WAITERS + 1
+        etcd.candidates(&jobs_herd).len() == WAITERS + 1
     });
     std::fs::write(&flag, "").unwrap();
     send(job, nix::sys::signal::Signal::SIGTERM);

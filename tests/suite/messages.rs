@@ -12,10 +12,11 @@ const NOWHERE: &str = "http://127.0.0.1:1";
 /// line: it neither inherits the outer one's name nor queues behind it.
 #[test]
 fn a_nested_leaderrun_derives_its_own_election() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_outer = unique("jobs/outer");
     let done = run_within(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/outer", "--"])
+            .args(["--name", &jobs_outer, "--"])
             .arg(env!("CARGO_BIN_EXE_leaderrun"))
             .args(["--", "sh", "-c", "echo inner ran"]),
         Duration::from_secs(30),
@@ -23,7 +24,7 @@ fn a_nested_leaderrun_derives_its_own_election() {
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert_eq!(done.stdout, "inner ran\n", "{}", done.stderr);
     assert!(
-        etcd.candidates("jobs/outer").is_empty(),
+        etcd.candidates(&jobs_outer).is_empty(),
         "the outer resigned"
     );
 }
@@ -32,12 +33,13 @@ fn a_nested_leaderrun_derives_its_own_election() {
 /// leads, and gives up at once when someone does.
 #[test]
 fn wait_timeout_zero_runs_when_free_and_gives_up_when_held() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_wait0 = unique("jobs/wait0");
     let run = || {
         run_within(
             leaderrun(&etcd.endpoint()).args([
                 "--name",
-                "jobs/wait0",
+                &jobs_wait0,
                 "--wait",
                 "--wait-timeout",
                 "0",
@@ -56,7 +58,7 @@ fn wait_timeout_zero_runs_when_free_and_gives_up_when_held() {
     let pidfile = dir.path().join("pid");
     let _leader = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/wait0", "--"])
+            .args(["--name", &jobs_wait0, "--"])
             .args(pid_job(&pidfile)),
     );
     read_pid(&pidfile, Duration::from_secs(20));
@@ -89,9 +91,10 @@ fn small_input_errors_are_one_line_and_125() {
 /// An empty program name is a command that is not found, as in a shell.
 #[test]
 fn an_empty_command_is_not_found() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_empty_command = unique("jobs/empty-command");
     let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", "jobs/empty-command", "--", ""]),
+        leaderrun(&etcd.endpoint()).args(["--name", &jobs_empty_command, "--", ""]),
         Duration::from_secs(20),
     );
     assert_eq!(done.code, Some(127), "{}", done.stderr);
@@ -108,10 +111,11 @@ fn an_empty_command_is_not_found() {
 /// line of leaderrun's, -v's lines too.
 #[test]
 fn control_characters_in_a_message_are_escaped() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_odd_command = unique("jobs/odd-command");
     for verbose in [None, Some("-v")] {
         let mut command = leaderrun(&etcd.endpoint());
-        command.args(["--name", "jobs/odd-command"]).args(verbose);
+        command.args(["--name", &jobs_odd_command]).args(verbose);
         let done = run_within(
             command.args(["--", "no\nsuch\x1b[2J"]),
             Duration::from_secs(20),
@@ -143,12 +147,13 @@ fn control_characters_in_a_message_are_escaped() {
 /// fallback applies.
 #[test]
 fn an_empty_leaderrun_endpoints_is_unset() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_emptyenv = unique("jobs/emptyenv");
     let done = run_within(
         leaderrun(&etcd.endpoint())
             .env("LEADERRUN_ENDPOINTS", "")
             .env("ETCDCTL_ENDPOINTS", etcd.endpoint())
-            .args(["--name", "jobs/emptyenv", "--", "echo", "ran"]),
+            .args(["--name", &jobs_emptyenv, "--", "echo", "ran"]),
         Duration::from_secs(20),
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);
@@ -234,12 +239,13 @@ fn a_full_etcd_is_refused_not_unreachable() {
 /// how such a pipeline ends, not an error of leaderrun's.
 #[test]
 fn status_to_a_closed_pipe_is_not_an_error() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_pipe = unique("jobs/pipe");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let _leader = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/pipe", "--"])
+            .args(["--name", &jobs_pipe, "--"])
             .args(pid_job(&pidfile)),
     );
     read_pid(&pidfile, Duration::from_secs(20));
@@ -247,7 +253,7 @@ fn status_to_a_closed_pipe_is_not_an_error() {
     for extra in [&[][..], &["--json"][..]] {
         let status = || {
             let mut command = leaderrun(&etcd.endpoint());
-            command.args(["status", "--name", "jobs/pipe"]).args(extra);
+            command.args(["status", "--name", &jobs_pipe]).args(extra);
             command
         };
         let open = run_within(&mut status(), Duration::from_secs(20));
@@ -285,14 +291,15 @@ fn status_to_a_closed_pipe_is_not_an_error() {
 /// exec takes) runs: the holder value keeps only its start.
 #[test]
 fn a_very_long_command_line_runs() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_long = unique("jobs/long");
     let args: Vec<String> = (0..400)
         .map(|index| format!("{index:04}{}", "a".repeat(4092)))
         .collect();
     let script = "n=0; for a; do n=$((n + ${#a})); done; echo \"$# $n\"";
     let done = run_within(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/long", "--", "sh", "-c", script, "sh"])
+            .args(["--name", &jobs_long, "--", "sh", "-c", script, "sh"])
             .args(&args),
         Duration::from_secs(60),
     );
@@ -310,7 +317,8 @@ fn a_very_long_command_line_runs() {
 /// and nothing panics.
 #[test]
 fn a_stderr_that_fails_changes_no_exit_code() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_full = unique("jobs/full");
     let full = || {
         std::fs::OpenOptions::new()
             .write(true)
@@ -318,19 +326,16 @@ fn a_stderr_that_fails_changes_no_exit_code() {
             .unwrap()
     };
     let cases: [(&[&str], i32); 3] = [
+        (&["--name", &jobs_full, "--", "nonexistent-command-zz"], 127),
         (
-            &["--name", "jobs/full", "--", "nonexistent-command-zz"],
-            127,
-        ),
-        (
-            &["-vv", "--name", "jobs/full", "--", "sh", "-c", "exit 3"],
+            &["-vv", "--name", &jobs_full, "--", "sh", "-c", "exit 3"],
             3,
         ),
         (
             &[
                 "-v",
                 "--name",
-                "jobs/full",
+                &jobs_full,
                 "--timeout",
                 "1s",
                 "--",

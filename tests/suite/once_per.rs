@@ -134,12 +134,13 @@ fn the_window_ends_by_itself_and_only_once_per_runs_look_at_it() {
 #[test]
 fn a_command_that_cannot_start_does_not_use_up_the_window() {
     use std::os::unix::fs::PermissionsExt;
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_cannot_start = unique("jobs/cannot-start");
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("job");
     std::fs::write(&script, "#!/nonexistent/interpreter\necho ran\n").unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let name = "jobs/cannot-start";
+    let name = &jobs_cannot_start;
     let marker = format!("{name}.once-per");
 
     let done = run_within(

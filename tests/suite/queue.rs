@@ -6,7 +6,8 @@ use std::time::Duration;
 
 #[test]
 fn five_waiting_replicas_all_run_one_at_a_time() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_queue = unique("jobs/queue");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs");
     let job = recording_job(&log, "0.3");
@@ -14,7 +15,7 @@ fn five_waiting_replicas_all_run_one_at_a_time() {
         .map(|_| {
             Replica::spawn(
                 leaderrun(&etcd.endpoint())
-                    .args(["--name", "jobs/queue", "--wait", "--ttl", "5s", "--"])
+                    .args(["--name", &jobs_queue, "--wait", "--ttl", "5s", "--"])
                     .args(&job),
             )
         })
@@ -32,10 +33,7 @@ fn five_waiting_replicas_all_run_one_at_a_time() {
             "tokens must increase: {pair:?}"
         );
     }
-    assert!(
-        etcd.candidates("jobs/queue").is_empty(),
-        "everyone resigned"
-    );
+    assert!(etcd.candidates(&jobs_queue).is_empty(), "everyone resigned");
 }
 
 #[test]

@@ -31,8 +31,9 @@ fn run(etcd: &Etcd, name: &str, args: &[&str]) -> Option<i32> {
 
 #[test]
 fn every_ending_is_recorded_and_the_last_success_kept() {
-    let etcd = Etcd::start();
-    let name = "jobs/rec";
+    let etcd = Etcd::shared();
+    let jobs_rec = unique("jobs/rec");
+    let name = &jobs_rec;
     assert_eq!(
         status_json(&etcd, name)["last_finished"],
         serde_json::Value::Null
@@ -275,27 +276,28 @@ fn a_success_dated_ahead_of_our_clock_is_not_fresh() {
 /// late "lost" record is fenced off by the newer token.
 #[test]
 fn a_stale_leader_cannot_overwrite_a_newer_record() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_fence = unique("jobs/fence");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let mut stale = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/fence", "--ttl", "2s", "--"])
+            .args(["--name", &jobs_fence, "--ttl", "2s", "--"])
             .args(pid_job(&pidfile)),
     );
     read_pid(&pidfile, LIMIT);
     send(stale.pid(), nix::sys::signal::Signal::SIGSTOP);
     let newer = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", "jobs/fence", "--wait", "--", "true"]),
+        leaderrun(&etcd.endpoint()).args(["--name", &jobs_fence, "--wait", "--", "true"]),
         LIMIT,
     );
     assert_eq!(newer.code, Some(0), "{}", newer.stderr);
-    let before = status_json(&etcd, "jobs/fence");
+    let before = status_json(&etcd, &jobs_fence);
     assert_eq!(before["last_finished"]["outcome"], "succeeded", "{before}");
     send(stale.pid(), nix::sys::signal::Signal::SIGCONT);
     let (code, stderr) = stale.finish(LIMIT);
     assert_eq!(code, Some(124), "{stderr}");
-    let after = status_json(&etcd, "jobs/fence");
+    let after = status_json(&etcd, &jobs_fence);
     assert_eq!(after["last_finished"], before["last_finished"], "{after}");
 }
 
@@ -350,10 +352,11 @@ fn max_age_is_a_freshness_check() {
 /// success before it stays "last succeeded".
 #[test]
 fn with_several_runners_the_run_that_finishes_last_is_recorded() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_order = unique("jobs/order");
     let dir = tempfile::tempdir().unwrap();
     let flag = dir.path().join("go");
-    let name = "jobs/order";
+    let name = &jobs_order;
     let mut first = Replica::spawn(
         leaderrun(&etcd.endpoint())
             .args(["--name", name, "--max-running", "2", "--"])
@@ -397,8 +400,10 @@ fn with_several_runners_the_run_that_finishes_last_is_recorded() {
 /// runner or several alike.
 #[test]
 fn records_copied_from_another_cluster_do_not_freeze_the_records() {
-    let etcd = Etcd::start();
-    for (name, slots) in [("jobs/copied1", "1"), ("jobs/copied2", "2")] {
+    let etcd = Etcd::shared();
+    let jobs_copied1 = unique("jobs/copied1");
+    let jobs_copied2 = unique("jobs/copied2");
+    for (name, slots) in [(&jobs_copied1, "1"), (&jobs_copied2, "2")] {
         let copied = serde_json::json!({
             "host": "old-cluster", "pid": 1, "token": 900000, "command": "batch",
             "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z",
@@ -490,10 +495,11 @@ fn started_token(etcd: &Etcd, name: &str) -> Option<i64> {
 /// `last-started` is the run that started last.
 #[test]
 fn the_run_that_started_last_is_last_started_with_several_runners() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_starts = unique("jobs/starts");
     let dir = tempfile::tempdir().unwrap();
     let flag = dir.path().join("go");
-    let name = "jobs/starts";
+    let name = &jobs_starts;
     let mut first = Replica::spawn(
         leaderrun(&etcd.endpoint())
             .args(["--name", name, "--max-running", "2", "--"])
@@ -541,10 +547,11 @@ fn the_run_that_started_last_is_last_started_with_several_runners() {
 /// was then refused there, so `last-started` named the older run.
 #[test]
 fn a_resumed_stale_leader_does_not_take_last_started_from_a_newer_run() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_stale_start = unique("jobs/stale-start");
     let dir = tempfile::tempdir().unwrap();
     let (pidfile, started) = (dir.path().join("pid"), dir.path().join("b"));
-    let name = "jobs/stale-start";
+    let name = &jobs_stale_start;
     let mut stale = Replica::spawn(
         leaderrun(&etcd.endpoint())
             .args(["--name", name, "--ttl", "2s", "--"])
@@ -575,8 +582,9 @@ fn a_resumed_stale_leader_does_not_take_last_started_from_a_newer_run() {
 /// hand, or garbled) passed `--max-age` as a fresh success.
 #[test]
 fn max_age_takes_only_a_success_for_a_success() {
-    let etcd = Etcd::start();
-    let name = "jobs/not-a-success";
+    let etcd = Etcd::shared();
+    let jobs_not_a_success = unique("jobs/not-a-success");
+    let name = &jobs_not_a_success;
     let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let failed = serde_json::json!({
         "host": "h", "pid": 1, "token": 1, "command": "batch", "started": now,

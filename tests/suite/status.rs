@@ -5,34 +5,35 @@ use std::time::Duration;
 
 #[test]
 fn status_names_the_leader_and_counts_waiters() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_st = unique("jobs/st");
     let endpoint = etcd.endpoint();
     let none = run_within(
-        leaderrun(&endpoint).args(["status", "--name", "jobs/st"]),
+        leaderrun(&endpoint).args(["status", "--name", &jobs_st]),
         Duration::from_secs(10),
     );
     assert_eq!(none.code, Some(3), "{}", none.stderr);
     assert!(none.stdout.contains("leader:   none"), "{}", none.stdout);
 
     let leader =
-        Replica::spawn(leaderrun(&endpoint).args(["--name", "jobs/st", "--", "sleep", "30"]));
+        Replica::spawn(leaderrun(&endpoint).args(["--name", &jobs_st, "--", "sleep", "30"]));
     await_condition(Duration::from_secs(10), "a leader", || {
-        etcd.candidates("jobs/st").len() == 1
+        etcd.candidates(&jobs_st).len() == 1
     });
     let _waiter =
-        Replica::spawn(leaderrun(&endpoint).args(["--name", "jobs/st", "--wait", "--", "true"]));
+        Replica::spawn(leaderrun(&endpoint).args(["--name", &jobs_st, "--wait", "--", "true"]));
     await_condition(Duration::from_secs(10), "a waiter", || {
-        etcd.candidates("jobs/st").len() == 2
+        etcd.candidates(&jobs_st).len() == 2
     });
 
     let done = run_within(
-        leaderrun(&endpoint).args(["status", "--name", "jobs/st", "--json"]),
+        leaderrun(&endpoint).args(["status", "--name", &jobs_st, "--json"]),
         Duration::from_secs(10),
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     let status: serde_json::Value = serde_json::from_str(&done.stdout).expect("one JSON object");
-    let (key, token, lease) = etcd.candidates("jobs/st")[0].clone();
-    assert_eq!(status["name"], "jobs/st");
+    let (key, token, lease) = etcd.candidates(&jobs_st)[0].clone();
+    assert_eq!(status["name"], jobs_st.as_str());
     assert_eq!(status["key"], key);
     assert_eq!(status["token"], token);
     assert_eq!(status["lease"], format!("{lease:x}"));

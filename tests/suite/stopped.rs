@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn a_stopped_command_still_ends_on_sigterm() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_stopped = unique("jobs/stopped");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("p");
     let script = format!("echo $$ > '{}'; kill -STOP $$; sleep 60", pidfile.display());
     let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/stopped",
+        &jobs_stopped,
         "--",
         "sh",
         "-c",
@@ -36,7 +37,7 @@ fn a_stopped_command_still_ends_on_sigterm() {
     assert_eq!(code, Some(128 + 15), "{stderr}");
     assert!(!alive(pid), "the command outlived leaderrun");
     assert!(
-        etcd.candidates("jobs/stopped").is_empty(),
+        etcd.candidates(&jobs_stopped).is_empty(),
         "the election key outlived leaderrun"
     );
 }

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 #[test]
 fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_tty = unique("jobs/tty");
     let (mut replica, mut master) = spawn_on_pty(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/tty",
+        &jobs_tty,
         "--",
         "sh",
         "-c",
@@ -21,7 +22,7 @@ fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
 
     // Wait until the command runs (it holds the key), then type a line.
     await_condition(Duration::from_secs(10), "the command to start", || {
-        etcd.candidates("jobs/tty").len() == 1
+        etcd.candidates(&jobs_tty).len() == 1
     });
     master.write_all(b"hello\n").unwrap();
     read_until(&mut master, "got hello", Duration::from_secs(10));
@@ -130,14 +131,15 @@ fn fg_after_the_lease_could_have_expired_never_continues_the_command() {
 #[test]
 fn terminal_modes_are_restored_after_the_command_is_killed() {
     use nix::sys::termios::{tcgetattr, LocalFlags};
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_tty_modes = unique("jobs/tty-modes");
     let pty = Pty::open();
     let modes = LocalFlags::ECHO | LocalFlags::ICANON;
     let before = tcgetattr(&pty.slave).unwrap();
     assert!(before.local_flags.contains(modes), "{before:?}");
     let mut replica = pty.spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/tty-modes",
+        &jobs_tty_modes,
         "--",
         "sh",
         "-c",
@@ -148,7 +150,7 @@ fn terminal_modes_are_restored_after_the_command_is_killed() {
     let changed = tcgetattr(&pty.slave).unwrap();
     assert!(!changed.local_flags.intersects(modes), "{changed:?}");
 
-    let (_, _, lease) = etcd.candidates("jobs/tty-modes")[0];
+    let (_, _, lease) = etcd.candidates(&jobs_tty_modes)[0];
     etcd.revoke(lease);
     let status = wait_within(&mut replica, Duration::from_secs(10), "leaderrun");
     assert_eq!(status.code(), Some(124));

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 #[test]
 fn a_command_past_its_timeout_is_stopped_and_leaves_no_key() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_t = unique("jobs/t");
     let done = run_within(
         leaderrun(&etcd.endpoint()).args([
             "--name",
-            "jobs/t",
+            &jobs_t,
             "--timeout",
             "1s",
             "--",
@@ -28,14 +29,15 @@ fn a_command_past_its_timeout_is_stopped_and_leaves_no_key() {
         done.took
     );
     assert_one_line_mentioning(&done.stderr, "ran past --timeout 1s");
-    assert!(etcd.candidates("jobs/t").is_empty(), "resigned");
+    assert!(etcd.candidates(&jobs_t).is_empty(), "resigned");
 }
 
 /// A job that ignores --kill-signal gets SIGKILL after --kill-after, as on
 /// loss; a shell's background job goes with it.
 #[test]
 fn a_command_that_ignores_term_is_killed_after_kill_after() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_t = unique("jobs/t");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let script = format!(
@@ -44,7 +46,7 @@ fn a_command_that_ignores_term_is_killed_after_kill_after() {
     );
     let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/t",
+        &jobs_t,
         "--timeout",
         "1s",
         "--kill-after",
@@ -65,7 +67,8 @@ fn a_command_that_ignores_term_is_killed_after_kill_after() {
 /// loss (under half a second at a 3 s TTL), silently.
 #[test]
 fn a_timeout_gives_the_whole_kill_after_while_the_lease_is_kept() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_t_grace = unique("jobs/t-grace");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let script = format!(
@@ -75,7 +78,7 @@ fn a_timeout_gives_the_whole_kill_after_while_the_lease_is_kept() {
     let began = std::time::Instant::now();
     let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/t-grace",
+        &jobs_t_grace,
         "--ttl",
         "3s",
         "--timeout",
@@ -104,7 +107,8 @@ fn a_timeout_gives_the_whole_kill_after_while_the_lease_is_kept() {
 /// The old job ran beside the new leader for the whole --kill-after.
 #[test]
 fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_t_lost = unique("jobs/t-lost");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let script = format!(
@@ -113,7 +117,7 @@ fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
     );
     let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/t-lost",
+        &jobs_t_lost,
         "--ttl",
         "3s",
         "--timeout",
@@ -129,7 +133,7 @@ fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
     await_condition(Duration::from_secs(20), "the timeout", || {
         replica.stderr_so_far().contains("ran past --timeout")
     });
-    let (key, _, _) = etcd.candidates("jobs/t-lost")[0].clone();
+    let (key, _, _) = etcd.candidates(&jobs_t_lost)[0].clone();
     etcd.delete(&key);
     let deleted = std::time::Instant::now();
     // The loss's grace at a 3 s TTL is under half a second.
@@ -153,18 +157,19 @@ fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
 /// --wait does not count (--wait-timeout bounds that).
 #[test]
 fn time_in_the_queue_does_not_count() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_t = unique("jobs/t");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let mut leader = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/t", "--"])
+            .args(["--name", &jobs_t, "--"])
             .args(pid_job(&pidfile)),
     );
     let job = read_pid(&pidfile, Duration::from_secs(20));
     let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
         "--name",
-        "jobs/t",
+        &jobs_t,
         "--wait",
         "--timeout",
         "3s",
@@ -173,7 +178,7 @@ fn time_in_the_queue_does_not_count() {
         "1",
     ]));
     await_condition(Duration::from_secs(20), "the waiter to queue", || {
-        etcd.candidates("jobs/t").len() == 2
+        etcd.candidates(&jobs_t).len() == 2
     });
     // The point of the test: queued for longer than its --timeout.
     std::thread::sleep(Duration::from_secs(4));

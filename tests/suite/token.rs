@@ -105,13 +105,14 @@ fn the_command_gets_leaderruns_environment_with_each_election_variable_once() {
 
 #[test]
 fn tokens_grow_from_one_leader_to_the_next() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_grow = unique("jobs/grow");
     let mut tokens = Vec::new();
     for _ in 0..3 {
         let done = run_within(
             leaderrun(&etcd.endpoint()).args([
                 "--name",
-                "jobs/grow",
+                &jobs_grow,
                 "--",
                 "sh",
                 "-c",

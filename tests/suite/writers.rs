@@ -16,16 +16,17 @@ fn status(etcd: &Etcd, name: &str) -> Finished {
 /// key is no longer ours, and the leader must stop as on any other loss.
 #[test]
 fn an_overwritten_leader_key_is_loss_of_leadership() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_overwrite = unique("jobs/overwrite");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let mut replica = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/overwrite", "--"])
+            .args(["--name", &jobs_overwrite, "--"])
             .args(pid_job(&pidfile)),
     );
     let pid = read_pid(&pidfile, Duration::from_secs(20));
-    let candidates = etcd.candidates("jobs/overwrite");
+    let candidates = etcd.candidates(&jobs_overwrite);
     assert_eq!(candidates.len(), 1, "{candidates:?}");
     etcd.put(&candidates[0].0, "x", 0);
     await_condition(Duration::from_secs(10), "the child to die", || !alive(pid));
@@ -38,8 +39,9 @@ fn an_overwritten_leader_key_is_loss_of_leadership() {
 /// its key disappeared), and queues again, behind the stale key.
 #[test]
 fn an_overwritten_waiter_key_is_named_as_overwritten() {
-    let etcd = Etcd::start();
-    let name = "jobs/overwait";
+    let etcd = Etcd::shared();
+    let jobs_overwait = unique("jobs/overwait");
+    let name = &jobs_overwait;
     let dir = tempfile::tempdir().unwrap();
     let (leader, _) = pid_job_leader(&etcd, name, dir.path());
     let waiter = Replica::spawn(
@@ -132,14 +134,15 @@ fn a_once_per_marker_with_no_lease_never_closes() {
 /// fails, the ones that agree find the window taken.
 #[test]
 fn once_per_windows_of_different_lengths_disagree() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_len = unique("jobs/len");
     let run = |window: &str| {
         run_within(
             leaderrun(&etcd.endpoint()).args([
                 "--once-per",
                 window,
                 "--name",
-                "jobs/len",
+                &jobs_len,
                 "--",
                 "echo",
                 "ran",

@@ -14,14 +14,15 @@ use std::time::{Duration, Instant};
 #[test]
 fn a_zombie_in_the_group_does_not_hold_up_the_exit() {
     nix::sys::prctl::set_child_subreaper(true).expect("a child subreaper");
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_zombie = unique("jobs/zombie");
     let dir = tempfile::tempdir().unwrap();
     let shell = dir.path().join("sh");
     let ttl = Duration::from_secs(15);
     let script = format!("echo $$ > '{}'; sleep 60; echo after", shell.display());
     let mut replica = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--ttl", &seconds(ttl), "--name", "jobs/zombie"])
+            .args(["--ttl", &seconds(ttl), "--name", &jobs_zombie])
             .args(["--", "sh", "-c", &script]),
     );
     let shell = read_pid(&shell, Duration::from_secs(10));
@@ -56,9 +57,10 @@ fn a_zombie_in_the_group_does_not_hold_up_the_exit() {
 #[test]
 fn no_guardian_is_left_to_whoever_adopts_leaderrun_s_children() {
     nix::sys::prctl::set_child_subreaper(true).expect("a child subreaper");
-    let etcd = Etcd::start();
+    let etcd = Etcd::shared();
+    let jobs_guardians = unique("jobs/guardians");
     let limit = Duration::from_secs(30);
-    let name = "jobs/guardians";
+    let name = &jobs_guardians;
     let ran = run_within(
         leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
         limit,

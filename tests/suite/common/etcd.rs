@@ -99,6 +99,9 @@ pub struct Etcd {
     jwt_keys: Option<(PathBuf, PathBuf)>,
     /// root's password, once authentication is on.
     root_password: Option<String>,
+    /// The run's shared etcd ([`Etcd::shared`]): started by some test
+    /// process of this run, and not for faults or metering.
+    shared: bool,
 }
 
 impl Etcd {
@@ -111,21 +114,27 @@ impl Etcd {
     /// process got it between [`free_port`] and etcd's listen), starts the
     /// whole cluster again on new ports, up to [`START_ATTEMPTS`] times.
     pub fn start_with(options: EtcdOptions) -> Etcd {
-        let mut etcd = Etcd::unstarted(&options);
+        Etcd::unstarted(&options).launched(options.first_client_port)
+    }
+
+    /// Starts the members of an [`Etcd::unstarted`] (see
+    /// [`Etcd::start_with`]).
+    fn launched(mut self, first_client_port: Option<u16>) -> Etcd {
+        let etcd = &mut self;
         let mut taken = Vec::new();
         for attempt in 0..START_ATTEMPTS {
             for member in etcd.members.iter_mut() {
                 member.client_port = free_port();
                 member.peer_port = free_port();
             }
-            if let (0, Some(port)) = (attempt, options.first_client_port) {
+            if let (0, Some(port)) = (attempt, first_client_port) {
                 etcd.members[0].client_port = port;
             }
             for index in 0..etcd.members.len() {
                 etcd.launch(index);
             }
             match etcd.await_start() {
-                Ok(()) => return etcd,
+                Ok(()) => return self,
                 Err(port_taken) => {
                     taken.push(port_taken);
                     etcd.stop_and_wipe();
@@ -172,6 +181,7 @@ impl Etcd {
             client_ca: None,
             jwt_keys,
             root_password: None,
+            shared: false,
         }
     }
 
@@ -260,10 +270,11 @@ impl Etcd {
     /// Whether member `index` was started and has not exited (nor been
     /// killed): frozen counts as running.
     fn running(&self, index: usize) -> bool {
-        self.members[index]
-            .process
-            .as_ref()
-            .is_some_and(|process| alive(process.id() as i32))
+        self.shared
+            || self.members[index]
+                .process
+                .as_ref()
+                .is_some_and(|process| alive(process.id() as i32))
     }
 
     /// What member `index` has logged so far.
@@ -302,6 +313,7 @@ impl Etcd {
 
     /// The first member's Prometheus metrics (plain HTTP only), as text.
     pub fn metrics(&self) -> String {
+        self.assert_own("meters");
         use std::io::{Read, Write};
         let port = self.members[0].client_port;
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("etcd's port");
@@ -412,7 +424,28 @@ impl Etcd {
                 private.display()
             ));
         }
+        if self.shared {
+            // Its own session: it outlives the test process that started
+            // it, and whatever that process's group is sent.
+            use std::os::unix::process::CommandExt;
+            command.process_group(0);
+        }
         self.members[index].process = Some(command.spawn().expect("etcd starts"));
+    }
+
+    /// Whether member `index` was started (by this test, or the shared
+    /// etcd by the run), and not killed since.
+    fn started(&self, index: usize) -> bool {
+        self.shared || self.members[index].process.is_some()
+    }
+
+    /// Panics on the shared etcd: a test that `does` something to etcd
+    /// that other tests would see, or counts what they do, starts its own.
+    fn assert_own(&self, does: &str) {
+        assert!(
+            !self.shared,
+            "a test that {does} etcd starts its own (Etcd::start), not the shared one"
+        );
     }
 
     /// Raft's timings: a single member (nothing to elect against, no peer
@@ -469,7 +502,7 @@ impl Etcd {
     /// connect and answer; the first answer wins.
     async fn ask<T>(&self, members: &[usize], ask: impl AsyncFn(Client) -> Option<T>) -> Option<T> {
         for &index in members {
-            if self.members[index].process.is_none() {
+            if !self.started(index) {
                 continue;
             }
             let asked = tokio::time::timeout(Duration::from_secs(1), async {
@@ -495,7 +528,7 @@ impl Etcd {
                 }
                 let mut started = members
                     .iter()
-                    .filter(|&&index| self.members[index].process.is_some())
+                    .filter(|&&index| self.started(index))
                     .peekable();
                 if started.peek().is_some() && started.all(|&index| !self.running(index)) {
                     return Some("etcd exited while waiting");
@@ -594,7 +627,7 @@ impl Etcd {
     pub fn with<T>(&self, f: impl AsyncFnOnce(Client) -> T) -> T {
         self.runtime.block_on(async move {
             let live = (0..self.members.len())
-                .find(|&index| self.members[index].process.is_some())
+                .find(|&index| self.started(index))
                 .expect("a live member");
             let client = self.connect(live).await.expect("test client connects");
             f(client).await
@@ -687,6 +720,7 @@ impl Etcd {
     /// and every lease grant, while reads, deletes, revokes and renewals of
     /// existing leases still go through.
     pub fn raise_nospace_alarm(&self) {
+        self.assert_own("raises an alarm on");
         use etcd_client::{AlarmAction, AlarmOptions, AlarmType};
         self.with(async |mut client| {
             let member = client
@@ -774,4 +808,93 @@ pub fn etcdctl_binary() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The shared etcd's handle in this test process.
+static SHARED: std::sync::OnceLock<Etcd> = std::sync::OnceLock::new();
+
+impl Etcd {
+    /// The etcd that this run's tests share: for a test that neither
+    /// faults nor meters etcd, and names its elections with [`unique`].
+    /// The first test process of the run to ask starts it (a single
+    /// member, in a process group of its own) under a lock, and leaves
+    /// its endpoint in a folder named after the run
+    /// (`NEXTEST_RUN_ID` under nextest, whose every test is a process of
+    /// its own; the test process under `cargo test`); the others read it
+    /// there. A watchdog stops it and removes its data once the runner
+    /// (nextest, or the cargo test process) has exited.
+    pub fn shared() -> &'static Etcd {
+        SHARED.get_or_init(|| {
+            let (run, runner) = match std::env::var("NEXTEST_RUN_ID") {
+                Ok(id) => (id, nix::unistd::getppid().as_raw()),
+                Err(_) => {
+                    let me = std::process::id() as i32;
+                    (me.to_string(), me)
+                }
+            };
+            let dir = std::env::temp_dir().join(format!("leaderrun-shared-etcd-{run}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let lock = std::fs::File::create(dir.join("lock")).unwrap();
+            let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+                .map_err(|(_, err)| err)
+                .expect("the shared etcd's lock");
+            let endpoint = dir.join("endpoint");
+            let port = match std::fs::read_to_string(&endpoint) {
+                Ok(port) => port.trim().parse().expect("a port"),
+                Err(_) => {
+                    let port = Etcd::start_shared(&dir, runner);
+                    std::fs::write(&endpoint, port.to_string()).unwrap();
+                    port
+                }
+            };
+            Etcd::attached(port)
+        })
+    }
+
+    /// Starts the shared etcd, and the watchdog that stops it and removes
+    /// `dir` once `runner` has exited. Returns its client port.
+    fn start_shared(dir: &Path, runner: i32) -> u16 {
+        let mut etcd = Etcd::unstarted(&EtcdOptions::default());
+        etcd.shared = true;
+        let etcd = etcd.launched(None);
+        let port = etcd.client_port();
+        let pid = etcd.pid();
+        let mut etcd = std::mem::ManuallyDrop::new(etcd);
+        // The data outlives this handle, as etcd does: the watchdog removes it.
+        let data = std::mem::replace(&mut etcd.data, tempfile::tempdir().unwrap()).keep();
+        let script = format!(
+            "while kill -0 {runner} 2>/dev/null; do sleep 0.5; done; kill -9 {pid}; rm -rf '{}' '{}'",
+            data.display(),
+            dir.display()
+        );
+        use std::os::unix::process::CommandExt;
+        Command::new("sh")
+            .args(["-c", &script])
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the shared etcd's watchdog starts");
+        port
+    }
+
+    /// A handle on the shared etcd, which answers on `port`.
+    fn attached(port: u16) -> Etcd {
+        let mut etcd = Etcd::unstarted(&EtcdOptions::default());
+        etcd.shared = true;
+        etcd.members[0].client_port = port;
+        etcd.wait_ready();
+        etcd
+    }
+}
+
+/// `name` made this test's own, for an election on the shared etcd
+/// ([`Etcd::shared`]): `name` with the test process's pid and a count
+/// after it, so that no other test, nor another election of this one,
+/// meets it.
+pub fn unique(name: &str) -> String {
+    static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let count = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{name}-{}-{count}", std::process::id())
 }
