@@ -35,12 +35,12 @@ fn every_ending_is_recorded_and_the_last_success_kept() {
     let jobs_rec = unique("jobs/rec");
     let name = &jobs_rec;
     assert_eq!(
-        status_json(&etcd, name)["last_finished"],
+        status_json(etcd, name)["last_finished"],
         serde_json::Value::Null
     );
 
-    assert_eq!(run(&etcd, name, &["--", "true"]), Some(0));
-    let shown = status_json(&etcd, name);
+    assert_eq!(run(etcd, name, &["--", "true"]), Some(0));
+    let shown = status_json(etcd, name);
     let finished = &shown["last_finished"];
     assert_eq!(finished["outcome"], "succeeded", "{shown}");
     assert_eq!(finished["exit_code"], 0, "{shown}");
@@ -61,8 +61,8 @@ fn every_ending_is_recorded_and_the_last_success_kept() {
             123,
         ),
     ] {
-        assert_eq!(run(&etcd, name, &args), Some(code), "{args:?}");
-        let shown = status_json(&etcd, name);
+        assert_eq!(run(etcd, name, &args), Some(code), "{args:?}");
+        let shown = status_json(etcd, name);
         assert_eq!(shown["last_finished"]["outcome"], outcome, "{shown}");
         assert_eq!(shown["last_finished"]["exit_code"], code, "{shown}");
         assert_eq!(
@@ -292,12 +292,12 @@ fn a_stale_leader_cannot_overwrite_a_newer_record() {
         LIMIT,
     );
     assert_eq!(newer.code, Some(0), "{}", newer.stderr);
-    let before = status_json(&etcd, &jobs_fence);
+    let before = status_json(etcd, &jobs_fence);
     assert_eq!(before["last_finished"]["outcome"], "succeeded", "{before}");
     send(stale.pid(), nix::sys::signal::Signal::SIGCONT);
     let (code, stderr) = stale.finish(LIMIT);
     assert_eq!(code, Some(124), "{stderr}");
-    let after = status_json(&etcd, &jobs_fence);
+    let after = status_json(etcd, &jobs_fence);
     assert_eq!(after["last_finished"], before["last_finished"], "{after}");
 }
 
@@ -370,14 +370,14 @@ fn with_several_runners_the_run_that_finishes_last_is_recorded() {
         LIMIT,
     );
     assert_eq!(second.code, Some(0), "{}", second.stderr);
-    let between = status_json(&etcd, name);
+    let between = status_json(etcd, name);
     let success = between["last_succeeded"].clone();
     assert_eq!(success["outcome"], "succeeded", "{between}");
     std::fs::write(&flag, "").unwrap();
     let (code, stderr) = first.finish(LIMIT);
     assert_eq!(code, Some(7), "{stderr}");
 
-    let shown = status_json(&etcd, name);
+    let shown = status_json(etcd, name);
     let finished = &shown["last_finished"];
     assert_eq!(finished["outcome"], "failed", "{shown}");
     assert_eq!(finished["exit_code"], 7, "{shown}");
@@ -414,10 +414,10 @@ fn records_copied_from_another_cluster_do_not_freeze_the_records() {
             etcd.put(&format!("{name}.{which}"), &copied, 0);
         }
         assert_eq!(
-            run(&etcd, name, &["--max-running", slots, "--", "true"]),
+            run(etcd, name, &["--max-running", slots, "--", "true"]),
             Some(0)
         );
-        let shown = status_json(&etcd, name);
+        let shown = status_json(etcd, name);
         for which in ["last_finished", "last_succeeded"] {
             assert_ne!(shown[which]["host"], "old-cluster", "{which}: {shown}");
             assert!(shown[which]["token"].as_i64().unwrap() < 900000, "{shown}");
@@ -522,21 +522,21 @@ fn the_run_that_started_last_is_last_started_with_several_runners() {
         LIMIT,
     );
     assert_eq!(second.code, Some(0), "{}", second.stderr);
-    let second_token = status_json(&etcd, name)["last_finished"]["token"]
+    let second_token = status_json(etcd, name)["last_finished"]["token"]
         .as_i64()
         .unwrap();
     assert!(second_token > first_token);
     assert_eq!(
-        started_token(&etcd, name),
+        started_token(etcd, name),
         Some(second_token),
         "while the first runs"
     );
     std::fs::write(&flag, "").unwrap();
     let (code, stderr) = first.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(started_token(&etcd, name), Some(second_token), "after both");
+    assert_eq!(started_token(etcd, name), Some(second_token), "after both");
     assert_eq!(
-        status_json(&etcd, name)["last_finished"]["token"],
+        status_json(etcd, name)["last_finished"]["token"],
         first_token
     );
 }
@@ -559,7 +559,7 @@ fn a_resumed_stale_leader_does_not_take_last_started_from_a_newer_run() {
     );
     read_pid(&pidfile, LIMIT);
     await_condition(LIMIT, "the old leader's start record", || {
-        started_token(&etcd, name).is_some()
+        started_token(etcd, name).is_some()
     });
     send(stale.pid(), nix::sys::signal::Signal::SIGSTOP);
     let job = format!("touch '{}'; sleep 0.9", started.display());
@@ -572,10 +572,10 @@ fn a_resumed_stale_leader_does_not_take_last_started_from_a_newer_run() {
     assert_eq!(code, Some(124), "{stderr}");
     let (code, stderr) = newer.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
-    let shown = status_json(&etcd, name);
+    let shown = status_json(etcd, name);
     let newest = shown["last_finished"]["token"].as_i64().unwrap();
     assert_eq!(shown["last_finished"]["outcome"], "succeeded", "{shown}");
-    assert_eq!(started_token(&etcd, name), Some(newest), "{shown}");
+    assert_eq!(started_token(etcd, name), Some(newest), "{shown}");
 }
 
 /// A `last-succeeded` record that does not say it succeeded (written by

@@ -43,7 +43,7 @@ fn an_overwritten_waiter_key_is_named_as_overwritten() {
     let jobs_overwait = unique("jobs/overwait");
     let name = &jobs_overwait;
     let dir = tempfile::tempdir().unwrap();
-    let (leader, _) = pid_job_leader(&etcd, name, dir.path());
+    let (leader, _) = pid_job_leader(etcd, name, dir.path());
     let waiter = Replica::spawn(
         leaderrun(&etcd.endpoint()).args(["-v", "--name", name, "--wait", "--", "true"]),
     );

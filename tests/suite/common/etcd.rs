@@ -868,6 +868,9 @@ impl Etcd {
             dir.display()
         );
         use std::os::unix::process::CommandExt;
+        // Never waited for: it outlives this test process by design, and
+        // whoever adopts it reaps it.
+        #[allow(clippy::zombie_processes)]
         Command::new("sh")
             .args(["-c", &script])
             .process_group(0)
