@@ -40,7 +40,7 @@ fn leader_rides_out(what: &str, fault: impl FnOnce(&mut Etcd)) {
     let held = Leader {
         name: "jobs/cluster".into(),
         ttl: TTL,
-        child: read_pid(&pidfile, Duration::from_secs(10)),
+        child: read_pid(&pidfile, SOON),
         key: etcd.candidates("jobs/cluster")[0].clone(),
     };
     fault(&mut etcd);
@@ -50,7 +50,7 @@ fn leader_rides_out(what: &str, fault: impl FnOnce(&mut Etcd)) {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let (code, stderr) = leader.finish(Duration::from_secs(10));
+    let (code, stderr) = leader.finish(SOON);
     assert_eq!(code, Some(143), "{stderr}");
     assert!(
         !stderr.contains("lost"),
@@ -71,7 +71,7 @@ fn a_raft_leader_change_keeps_the_leader_and_its_child() {
         let raft_leader = etcd.raft_leader().expect("a raft leader");
         let next = (raft_leader + 1) % 3;
         etcd.move_raft_leader(next);
-        await_condition(Duration::from_secs(10), "the raft leader to move", || {
+        await_condition(SOON, "the raft leader to move", || {
             etcd.raft_leader() == Some(next)
         });
     });
@@ -96,7 +96,7 @@ fn losing_quorum_longer_than_the_lease_stops_the_child_in_time() {
             .args(["--name", "jobs/cluster", "--ttl", &ttl, "--"])
             .args(pid_job(&pidfile)),
     );
-    let a_child = read_pid(&pidfile, Duration::from_secs(10));
+    let a_child = read_pid(&pidfile, SOON);
     let a_token = etcd.candidates("jobs/cluster")[0].1;
     let report = dir.path().join("b");
     let b = Replica::spawn(
@@ -104,7 +104,7 @@ fn losing_quorum_longer_than_the_lease_stops_the_child_in_time() {
             .args(["--name", "jobs/cluster", "--wait", "--ttl", &ttl, "--"])
             .args(checking_job(a_child, &report)),
     );
-    await_condition(Duration::from_secs(10), "B queued", || {
+    await_condition(SOON, "B queued", || {
         etcd.candidates("jobs/cluster").len() == 2
     });
 
@@ -127,7 +127,7 @@ fn losing_quorum_longer_than_the_lease_stops_the_child_in_time() {
 
     etcd.start_member(1);
     etcd.start_member(2);
-    let (state, b_token) = read_report(&report, Duration::from_secs(30));
+    let (state, b_token) = read_report(&report, LIMIT);
     eprintln!(
         "quorum back: B's child started {:?} after the loss",
         lost.elapsed()

@@ -18,7 +18,7 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
             .args(["--name", "jobs/partition", "--ttl", &seconds(ttl), "--"])
             .args(pid_job(&pidfile)),
     );
-    let a_child = read_pid(&pidfile, Duration::from_secs(10));
+    let a_child = read_pid(&pidfile, SOON);
     let a_token = etcd.candidates("jobs/partition")[0].1;
     let report = dir.path().join("b");
     let mut b = Replica::spawn(
@@ -27,7 +27,7 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
             .arg("--")
             .args(checking_job(a_child, &report)),
     );
-    await_condition(Duration::from_secs(10), "B queued", || {
+    await_condition(SOON, "B queued", || {
         etcd.candidates("jobs/partition").len() == 2
     });
 
@@ -53,7 +53,7 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
     );
     proxy.heal();
     send(b.pid(), Signal::SIGTERM);
-    b.finish(Duration::from_secs(10));
+    b.finish(SOON);
 }
 
 /// Two endpoints, and the one in use goes silent between the grant and the
@@ -85,7 +85,7 @@ fn a_partition_before_the_first_renewal_fails_over_in_time() {
     let held = Leader {
         name: "jobs/first-renewal".into(),
         ttl,
-        child: read_pid(&pidfile, Duration::from_secs(10)),
+        child: read_pid(&pidfile, SOON),
         key: etcd.candidates("jobs/first-renewal")[0].clone(),
     };
     // The command runs: the grant is answered, the first renewal is a
@@ -102,7 +102,7 @@ fn a_partition_before_the_first_renewal_fails_over_in_time() {
         ttl * 2,
     );
     send(a.pid(), Signal::SIGTERM);
-    let (code, stderr) = a.finish(Duration::from_secs(10));
+    let (code, stderr) = a.finish(SOON);
     assert_eq!(code, Some(143), "{stderr}");
     assert!(!stderr.contains("lost"), "{stderr}");
 }
@@ -113,12 +113,11 @@ fn frozen_etcd_stops_the_child_before_the_lease_could_expire() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
-    let mut a = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/frozen", "--ttl", &seconds(ttl), "--"])
-            .args(pid_job(&pidfile)),
-    );
-    let child = read_pid(&pidfile, Duration::from_secs(10));
+    let mut a = lr(&etcd)
+        .name("jobs/frozen")
+        .ttl(ttl)
+        .spawn(pid_job(&pidfile));
+    let child = read_pid(&pidfile, SOON);
     send(etcd.pid(), Signal::SIGSTOP);
     let frozen_at = Instant::now();
     await_condition(ttl * 3, "the child to die", || !alive(child));
@@ -128,7 +127,7 @@ fn frozen_etcd_stops_the_child_before_the_lease_could_expire() {
     // The last renewal was acknowledged before the freeze, so the lease
     // could expire on the server a TTL after the freeze at the earliest.
     assert!(took < ttl, "the child outlived the TTL: {took:?}");
-    assert_eq!(a.finish(Duration::from_secs(10)).0, Some(124));
+    assert_eq!(a.finish(SOON).0, Some(124));
 }
 
 #[test]
@@ -140,15 +139,14 @@ fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
     let mut etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
-    let mut a = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/restart", "--ttl", &seconds(ttl), "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut a = lr(&etcd)
+        .name("jobs/restart")
+        .ttl(ttl)
+        .spawn(pid_job(&pidfile));
     let held = Leader {
         name: "jobs/restart".into(),
         ttl,
-        child: read_pid(&pidfile, Duration::from_secs(10)),
+        child: read_pid(&pidfile, SOON),
         key: etcd.candidates("jobs/restart")[0].clone(),
     };
 
@@ -164,7 +162,7 @@ fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
     let took = down_at.elapsed();
     eprintln!("etcd down: child dead {took:?} after (TTL {ttl:?})");
     assert!(took < ttl, "the child outlived the TTL: {took:?}");
-    assert_eq!(a.finish(Duration::from_secs(10)).0, Some(124));
+    assert_eq!(a.finish(SOON).0, Some(124));
 }
 
 /// README's bound on an outage that costs nothing, in its worst case: an
@@ -178,15 +176,14 @@ fn an_outage_just_before_a_renewal_within_the_stated_bound_costs_nothing() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
-    let mut a = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/outage", "--ttl", &seconds(ttl), "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut a = lr(&etcd)
+        .name("jobs/outage")
+        .ttl(ttl)
+        .spawn(pid_job(&pidfile));
     let held = Leader {
         name: "jobs/outage".into(),
         ttl,
-        child: read_pid(&pidfile, Duration::from_secs(10)),
+        child: read_pid(&pidfile, SOON),
         key: etcd.candidates("jobs/outage")[0].clone(),
     };
     // A renewal is seen as the lease's time left going up (etcd counts it
@@ -214,7 +211,7 @@ fn an_outage_just_before_a_renewal_within_the_stated_bound_costs_nothing() {
         ttl,
     );
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(a.pid()), Signal::SIGTERM).unwrap();
-    a.finish(Duration::from_secs(10));
+    a.finish(SOON);
 }
 
 #[test]
@@ -223,27 +220,19 @@ fn paused_leaderrun_kills_its_child_on_resume() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
-    let mut a = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/pause", "--ttl", &seconds(ttl), "--"])
-            .args(pid_job(&pidfile)),
-    );
-    let a_child = read_pid(&pidfile, Duration::from_secs(10));
+    let mut a = lr(&etcd)
+        .name("jobs/pause")
+        .ttl(ttl)
+        .spawn(pid_job(&pidfile));
+    let a_child = read_pid(&pidfile, SOON);
     let a_token = etcd.candidates("jobs/pause")[0].1;
     let report = dir.path().join("b");
-    let mut b = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args([
-                "--name",
-                "jobs/pause",
-                "--wait",
-                "--ttl",
-                &seconds(ttl),
-                "--",
-            ])
-            .args(checking_job(0, &report)),
-    );
-    await_condition(Duration::from_secs(10), "B queued", || {
+    let mut b = lr(&etcd)
+        .name("jobs/pause")
+        .wait()
+        .ttl(ttl)
+        .spawn(checking_job(0, &report));
+    await_condition(SOON, "B queued", || {
         etcd.candidates("jobs/pause").len() == 2
     });
 
@@ -260,9 +249,9 @@ fn paused_leaderrun_kills_its_child_on_resume() {
     // Its deadline passed during the pause: no renewal to wait for, the
     // child dies as soon as leaderrun runs again.
     assert!(took < ttl / 2, "{took:?}");
-    assert_eq!(a.finish(Duration::from_secs(10)).0, Some(124));
+    assert_eq!(a.finish(SOON).0, Some(124));
     send(b.pid(), Signal::SIGTERM);
-    b.finish(Duration::from_secs(10));
+    b.finish(SOON);
 }
 
 #[test]
@@ -270,40 +259,31 @@ fn a_waiter_whose_lease_died_never_runs_under_the_dead_key() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("leader");
-    let mut leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/phantom", "--"])
-            .args(pid_job(&pidfile)),
-    );
-    read_pid(&pidfile, Duration::from_secs(10));
+    let mut leader = lr(&etcd).name("jobs/phantom").spawn(pid_job(&pidfile));
+    read_pid(&pidfile, SOON);
     let seen = dir.path().join("waiter");
     let script = format!(
         "echo $LEADERRUN_KEY $LEADERRUN_TOKEN > '{}'",
         seen.display()
     );
-    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        "jobs/phantom",
-        "--wait",
-        "-v",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
-    await_condition(Duration::from_secs(10), "the waiter queued", || {
+    let mut waiter = lr(&etcd)
+        .name("jobs/phantom")
+        .wait()
+        .verbose()
+        .spawn(["sh", "-c", &script]);
+    await_condition(SOON, "the waiter queued", || {
         etcd.candidates("jobs/phantom").len() == 2
     });
     let (dead_key, _, dead_lease) = etcd.candidates("jobs/phantom")[1].clone();
     etcd.revoke(dead_lease);
     // The waiter notices, and queues again under a fresh lease.
-    await_condition(Duration::from_secs(10), "the waiter to queue again", || {
+    await_condition(SOON, "the waiter to queue again", || {
         let candidates = etcd.candidates("jobs/phantom");
         candidates.len() == 2 && candidates[1].0 != dead_key
     });
     send(leader.pid(), Signal::SIGTERM);
-    leader.finish(Duration::from_secs(10));
-    let (code, stderr) = waiter.finish(Duration::from_secs(10));
+    leader.finish(SOON);
+    let (code, stderr) = waiter.finish(SOON);
     assert_eq!(code, Some(0), "{stderr}");
     let record = std::fs::read_to_string(&seen).unwrap();
     let key = record.split_whitespace().next().unwrap();

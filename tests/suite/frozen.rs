@@ -23,13 +23,12 @@ fn sigint_to_a_queued_replica_exits_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let name = "jobs/frozen-queued";
     let (_leader, _) = pid_job_leader(&etcd, name, dir.path());
-    let mut waiter = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--wait"])
-            .args(dial_timeout())
-            .args(["--", "true"]),
-    );
-    await_condition(Duration::from_secs(10), "the waiter queued", || {
+    let mut waiter = lr(&etcd)
+        .name(name)
+        .wait()
+        .args(dial_timeout())
+        .spawn(["true"]);
+    await_condition(SOON, "the waiter queued", || {
         etcd.candidates(name).len() == 2
     });
 
@@ -51,14 +50,13 @@ fn the_wait_timeout_holds() {
     let (_leader, _) = pid_job_leader(&etcd, name, dir.path());
     let wait_timeout = Duration::from_secs(4);
     let started = Instant::now();
-    let mut waiter = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(DEBUG_JSON)
-            .args(["--name", name, "--wait"])
-            .args(["--wait-timeout", &seconds(wait_timeout)])
-            .args(dial_timeout())
-            .args(["--", "true"]),
-    );
+    let mut waiter = lr(&etcd)
+        .debug_json()
+        .name(name)
+        .wait()
+        .args(["--wait-timeout", &seconds(wait_timeout)])
+        .args(dial_timeout())
+        .spawn(["true"]);
     // Queued, and frozen, well before the timeout. Queued as the waiter
     // sees it: its key in etcd is not enough, as etcd may write it before
     // it answers, and a freeze in between leaves the waiter without its
@@ -66,7 +64,7 @@ fn the_wait_timeout_holds() {
     waiter.await_watching(wait_timeout * 3 / 4);
 
     let _frozen = etcd.freeze();
-    let (code, stderr) = waiter.finish(Duration::from_secs(30));
+    let (code, stderr) = waiter.finish(LIMIT);
     let took = started.elapsed();
     eprintln!("exited {took:?} after it started waiting");
     assert_eq!(code, Some(75), "{stderr}");
@@ -88,7 +86,7 @@ fn sigterm_to_a_running_leader_ends_the_run_at_once() {
             .arg("--")
             .args(pid_job(&pidfile)),
     );
-    let child = read_pid(&pidfile, Duration::from_secs(10));
+    let child = read_pid(&pidfile, SOON);
 
     let _frozen = etcd.freeze();
     let signalled = Instant::now();
@@ -126,6 +124,6 @@ fn a_grant_answered_late_is_renewed_at_once() {
     // The fault: etcd answers nothing for half the TTL.
     std::thread::sleep(Duration::from_secs(3));
     frozen.thaw();
-    let (code, stderr) = replica.finish(Duration::from_secs(30));
+    let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
 }

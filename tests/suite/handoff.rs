@@ -13,8 +13,6 @@ use leaderrun::events;
 use nix::sys::signal::Signal;
 use std::time::{Duration, SystemTime};
 
-const LIMIT: Duration = Duration::from_secs(30);
-
 /// The mod revision and token of an election's `.last-finished` record.
 fn last_finished(etcd: &Etcd, name: &str) -> (i64, i64) {
     let key = format!("{name}.last-finished");
@@ -31,10 +29,7 @@ fn a_run_resigns_and_records_its_end_in_one_write() {
     let etcd = Etcd::start();
     let name = "jobs/handoff";
     let run = || {
-        let done = run_within(
-            leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
-            LIMIT,
-        );
+        let done = lr(&etcd).name(name).run(["true"]);
         assert_eq!(done.code, Some(0), "{}", done.stderr);
     };
     run();
@@ -146,10 +141,7 @@ fn keys_the_command_attached_to_its_lease_go_with_the_run() {
         "'{}' put --lease=\"$LEADERRUN_LEASE\" app/endpoint here >/dev/null",
         etcdctl_binary().display()
     );
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "sh", "-c", &put]),
-        LIMIT,
-    );
+    let done = lr(&etcd).name(name).run(["sh", "-c", &put]);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     // Revoked before leaderrun exited: gone at once, not a TTL later.
     assert_eq!(etcd.get("app/endpoint"), None);
@@ -232,8 +224,7 @@ fn a_record_written_while_we_ran_is_replaced_whatever_its_token() {
 fn a_run_that_lost_its_key_still_records_its_end() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-lost";
-    let mut leader =
-        Replica::spawn(leaderrun(&etcd.endpoint()).args(["--name", name, "--", "sleep", "60"]));
+    let mut leader = lr(&etcd).name(name).spawn(["sleep", "60"]);
     await_condition(LIMIT, "a leader", || etcd.candidates(name).len() == 1);
     let (key, token, _) = etcd.candidates(name)[0].clone();
     etcd.delete(&key);
@@ -254,9 +245,7 @@ fn lead_until_released(etcd: &Etcd, name: &str) -> (Replica, Release) {
     let dir = tempfile::tempdir().unwrap();
     let flag = dir.path().join("go");
     let until = until_exists(&flag);
-    let leader = Replica::spawn(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "sh", "-c", &until]),
-    );
+    let leader = lr(etcd).name(name).spawn(["sh", "-c", &until]);
     await_condition(LIMIT, "a leader", || etcd.candidates(name).len() == 1);
     (leader, Release { _dir: dir, flag })
 }
@@ -269,19 +258,7 @@ impl Release {
 
 /// A waiter queued with `-vv` (its re-reads of the queue show).
 fn queue(etcd: &Etcd, name: &str, command: &[&str]) -> Replica {
-    Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args([
-                "-vv",
-                "--log-format",
-                "json",
-                "--name",
-                name,
-                "--wait",
-                "--",
-            ])
-            .args(command),
-    )
+    lr(etcd).name(name).wait().debug_json().spawn(command)
 }
 
 /// Releases `leader` once two seconds have gone by since the waiter with
@@ -334,9 +311,7 @@ fn a_waiter_that_comes_to_lead_shows_since_when_it_leads() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-since";
     let (mut leader, release) = lead_until_released(&etcd, name);
-    let waiter = Replica::spawn(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--wait", "--", "sleep", "60"]),
-    );
+    let waiter = lr(&etcd).name(name).wait().spawn(["sleep", "60"]);
     await_condition(LIMIT, "a waiter", || etcd.candidates(name).len() == 2);
     let waiter_key = etcd.candidates(name)[1].0.clone();
     let leads_from = hand_over_seconds_after_queueing(&etcd, &waiter_key, &mut leader, &release);
@@ -577,13 +552,12 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
     let mut second = queue(&etcd, name, &["sh", "-c", &until_exists(&second_flag)]);
     second.await_watching(LIMIT);
     let touch = format!("touch '{}'", ran.display());
-    let mut stopped = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(DEBUG_JSON)
-            .args(["--name", name, "--wait"])
-            .args(options)
-            .args(["--", "sh", "-c", &touch]),
-    );
+    let mut stopped = lr(&etcd)
+        .debug_json()
+        .name(name)
+        .wait()
+        .args(options)
+        .spawn(["sh", "-c", &touch]);
     stopped.await_watching(LIMIT);
     let stopped_key = etcd.candidates(name)[2].0.clone();
     let mut third = queue(&etcd, name, &["sh", "-c", &until_exists(&third_flag)]);

@@ -27,16 +27,9 @@ fn pkill_9_leaderrun_leaves_nothing_of_the_job_running() {
         "sleep 301 & echo $! > '{d}/bg'; sleep 302 & echo $! > '{d}/fg'; wait",
         d = dir.path().display()
     );
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_pkill,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
-    let bg = read_pid(&dir.path().join("bg"), Duration::from_secs(10));
-    let fg = read_pid(&dir.path().join("fg"), Duration::from_secs(10));
+    let mut replica = lr(etcd).name(&jobs_pkill).spawn(["sh", "-c", &script]);
+    let bg = read_pid(&dir.path().join("bg"), SOON);
+    let fg = read_pid(&dir.path().join("fg"), SOON);
     let mut strays = Strays::new();
     strays.add(bg, "sleep 301");
     strays.add(fg, "sleep 302");
@@ -71,19 +64,17 @@ fn a_daemon_that_left_the_group_is_stopped_when_leadership_is_lost() {
     let jobs_setsid_loss = unique("jobs/setsid-loss");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("d");
-    let mut replica = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", &jobs_setsid_loss, "--"])
-            .args(daemonizing(&pidfile, "sleep 60")),
-    );
-    let daemon = read_pid(&pidfile, Duration::from_secs(10));
+    let mut replica = lr(etcd)
+        .name(&jobs_setsid_loss)
+        .spawn(daemonizing(&pidfile, "sleep 60"));
+    let daemon = read_pid(&pidfile, SOON);
     let mut strays = Strays::new();
     strays.add(daemon, "sleep 313");
     assert!(alive(daemon));
 
     let (_, _, lease) = etcd.candidates(&jobs_setsid_loss)[0];
     etcd.revoke(lease);
-    let (code, stderr) = replica.finish(Duration::from_secs(10));
+    let (code, stderr) = replica.finish(SOON);
     assert_eq!(code, Some(124), "{stderr}");
     let took = await_condition(Duration::from_secs(5), "the daemon to die", || {
         !alive(daemon)
@@ -155,9 +146,7 @@ fn the_guardian_is_released_once_the_resignation_is_answered() {
         )
     };
     let mut first = replica(until_exists(&release_first));
-    await_condition(Duration::from_secs(10), "a leader", || {
-        etcd.candidates(name).len() == 1
-    });
+    await_condition(SOON, "a leader", || etcd.candidates(name).len() == 1);
     // The second's command, once let go, freezes etcd as its last act, so
     // that its resignation waits (for CLEANUP, half a second, at most).
     let mut second = replica(format!(
@@ -166,23 +155,21 @@ fn the_guardian_is_released_once_the_resignation_is_answered() {
         etcd.pid(),
         frozen.display()
     ));
-    second.await_watching(Duration::from_secs(10));
+    second.await_watching(SOON);
     let mut third = replica("true".into());
-    third.await_watching(Duration::from_secs(10));
+    third.await_watching(SOON);
     // The first looked behind it before anyone queued: the second reads
     // its way to leading, then looks behind it, and finds the third.
     let reads = etcd.handled("Range");
     std::fs::write(&release_first, "").unwrap();
-    assert_eq!(first.finish(Duration::from_secs(10)).0, Some(0));
-    await_condition(
-        Duration::from_secs(10),
-        "the second to look behind it",
-        || etcd.handled("Range") > reads,
-    );
+    assert_eq!(first.finish(SOON).0, Some(0));
+    await_condition(SOON, "the second to look behind it", || {
+        etcd.handled("Range") > reads
+    });
     std::fs::write(&release_second, "").unwrap();
     let command_gone =
         || frozen.exists() && children_of(second.pid()) == guardians_of(second.pid());
-    await_condition(Duration::from_secs(10), "the command to end", command_gone);
+    await_condition(SOON, "the command to end", command_gone);
     let gone_at = std::time::Instant::now();
     // Well within the resignation's bound: released beside it, the
     // guardian would be gone within milliseconds.
@@ -196,7 +183,7 @@ fn the_guardian_is_released_once_the_resignation_is_answered() {
     }
     send(etcd.pid(), Signal::SIGCONT);
     for replica in [&mut second, &mut third] {
-        let (code, stderr) = replica.finish(Duration::from_secs(10));
+        let (code, stderr) = replica.finish(SOON);
         assert_eq!(code, Some(0), "{stderr}");
     }
 }
@@ -209,17 +196,14 @@ fn with_nobody_behind_the_guardian_is_released_beside_the_resignation() {
     let dir = tempfile::tempdir().unwrap();
     let frozen = dir.path().join("frozen");
     let script = format!("kill -STOP {}; touch '{}'", etcd.pid(), frozen.display());
-    let mut replica = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["-v", "--name", "jobs/guardian-beside", "--"])
-            .args(["sh", "-c", &script]),
-    );
-    await_condition(Duration::from_secs(10), "the command to end", || {
-        frozen.exists()
-    });
+    let mut replica = lr(&etcd)
+        .verbose()
+        .name("jobs/guardian-beside")
+        .spawn(["sh", "-c", &script]);
+    await_condition(SOON, "the command to end", || frozen.exists());
     // etcd is frozen: the resignation goes unanswered until its bound,
     // which leaderrun reports.
-    await_condition(Duration::from_secs(10), "the guardian to go", || {
+    await_condition(SOON, "the guardian to go", || {
         guardians_of(replica.pid()).is_empty()
     });
     assert!(
@@ -228,7 +212,7 @@ fn with_nobody_behind_the_guardian_is_released_beside_the_resignation() {
         replica.stderr_so_far()
     );
     send(etcd.pid(), Signal::SIGCONT);
-    let (code, stderr) = replica.finish(Duration::from_secs(10));
+    let (code, stderr) = replica.finish(SOON);
     assert_eq!(code, Some(0), "{stderr}");
 }
 
@@ -239,15 +223,10 @@ fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
     let dir = tempfile::tempdir().unwrap();
     let running = dir.path().join("running");
     let script = format!("echo $$ > '{}'; exec sleep 303", running.display());
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_guardian_asleep,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
-    let command = read_pid(&running, Duration::from_secs(10));
+    let mut replica = lr(etcd)
+        .name(&jobs_guardian_asleep)
+        .spawn(["sh", "-c", &script]);
+    let command = read_pid(&running, SOON);
     let guardians = guardians_of(replica.pid());
     assert_eq!(guardians.len(), 1, "one guardian");
     // The command's process named its group to the guardian before its
@@ -282,15 +261,10 @@ fn the_guardian_outlives_the_signals_it_can_ignore() {
         "sleep 323 & echo $! > '{}'; exec sleep 324",
         background.display()
     );
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_guardian_signalled,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
-    let background = read_pid(&background, Duration::from_secs(10));
+    let mut replica = lr(etcd)
+        .name(&jobs_guardian_signalled)
+        .spawn(["sh", "-c", &script]);
+    let background = read_pid(&background, SOON);
     let guardians = guardians_of(replica.pid());
     assert_eq!(guardians.len(), 1, "one guardian");
     let mut strays = Strays::new();
@@ -354,7 +328,7 @@ fn in_a_pid_namespace_without_its_own_proc_the_job_is_the_group_alone() {
         .env("LR", env!("CARGO_BIN_EXE_leaderrun"))
         .env("DIR", dir.path());
     leaderrun_env(&mut unshare, &etcd.endpoint());
-    let done = run_within(&mut unshare, Duration::from_secs(30));
+    let done = run_within(&mut unshare, LIMIT);
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
     assert_eq!(done.code, Some(0), "unshare: {}", done.stderr);
     let stderr = read("err");

@@ -15,7 +15,7 @@ fn sigterm_stops_the_child_and_a_waiting_replica_takes_over_at_once() {
     let ttl_arg = seconds(ttl);
     let args = ["--name", &jobs_handover, "--wait", "--ttl", &ttl_arg, "--"];
     let mut first = Replica::spawn(leaderrun(&etcd.endpoint()).args(args).args(&job));
-    await_condition(Duration::from_secs(10), "the first run", || {
+    await_condition(SOON, "the first run", || {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
             .lines()
@@ -23,12 +23,12 @@ fn sigterm_stops_the_child_and_a_waiting_replica_takes_over_at_once() {
             == 1
     });
     let mut second = Replica::spawn(leaderrun(&etcd.endpoint()).args(args).args(&job));
-    await_condition(Duration::from_secs(10), "the second replica queued", || {
+    await_condition(SOON, "the second replica queued", || {
         etcd.candidates(&jobs_handover).len() == 2
     });
     let signalled = Instant::now();
     send(first.pid(), Signal::SIGTERM);
-    let (code, stderr) = first.finish(Duration::from_secs(10));
+    let (code, stderr) = first.finish(SOON);
     assert_eq!(
         code,
         Some(128 + 15),
@@ -49,7 +49,7 @@ fn sigterm_stops_the_child_and_a_waiting_replica_takes_over_at_once() {
         "took over well inside the TTL: {handover:?}"
     );
     send(second.pid(), Signal::SIGINT);
-    assert_eq!(second.finish(Duration::from_secs(10)).0, Some(128 + 2));
+    assert_eq!(second.finish(SOON).0, Some(128 + 2));
 }
 
 #[test]
@@ -61,16 +61,9 @@ fn sigkill_of_leaderrun_leaves_no_child_or_background_job() {
         "sleep 100 & echo $! > '{d}/bg'; echo $$ > '{d}/sh'; sleep 100",
         d = dir.path().display()
     );
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_crash,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
-    let shell = read_pid(&dir.path().join("sh"), Duration::from_secs(10));
-    let background = read_pid(&dir.path().join("bg"), Duration::from_secs(10));
+    let mut replica = lr(etcd).name(&jobs_crash).spawn(["sh", "-c", &script]);
+    let shell = read_pid(&dir.path().join("sh"), SOON);
+    let background = read_pid(&dir.path().join("bg"), SOON);
     send(replica.pid(), Signal::SIGKILL);
     replica.finish(Duration::from_secs(5));
     let took = await_condition(
@@ -85,11 +78,10 @@ fn sigkill_of_leaderrun_leaves_no_child_or_background_job() {
 fn a_healthy_leader_with_a_short_ttl_finishes_a_long_job() {
     let etcd = Etcd::shared();
     let jobs_long = unique("jobs/long");
-    let done = run_within(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", &jobs_long, "--ttl", "2s", "--", "sleep", "10"]),
-        Duration::from_secs(30),
-    );
+    let done = lr(etcd)
+        .name(&jobs_long)
+        .ttl(Duration::from_secs(2))
+        .run_within(["sleep", "10"], LIMIT);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert!(done.stderr.is_empty(), "{}", done.stderr);
 }
@@ -108,7 +100,7 @@ fn a_run_shorter_than_a_third_of_the_ttl_opens_no_keep_alive_stream() {
             leaderrun(&etcd.endpoint())
                 .args(["--name", "jobs/renewed", "--ttl", "6s", "--"])
                 .args(command),
-            Duration::from_secs(30),
+            LIMIT,
         );
         assert_eq!(done.code, Some(0), "{}", done.stderr);
     };
@@ -117,11 +109,7 @@ fn a_run_shorter_than_a_third_of_the_ttl_opens_no_keep_alive_stream() {
     // a_healthy_leader_with_a_short_ttl_finishes_a_long_job's).
     run(&["sleep", "2.5"]);
     // etcd counts a stream once it ends, with its connection.
-    await_condition(
-        Duration::from_secs(10),
-        "the long run's stream to end",
-        || streams() > before,
-    );
+    await_condition(SOON, "the long run's stream to end", || streams() > before);
     assert_eq!(
         streams(),
         before + 1,

@@ -3,9 +3,6 @@
 //! shape tracing's JSON lines have, for log shippers.
 
 use crate::common::*;
-use std::time::Duration;
-
-const LIMIT: Duration = Duration::from_secs(30);
 
 /// Each line of `stderr` as a JSON object with a level and a message.
 fn objects(stderr: &str) -> Vec<serde_json::Value> {
@@ -26,18 +23,11 @@ fn objects(stderr: &str) -> Vec<serde_json::Value> {
 fn every_line_on_stderr_is_a_json_object() {
     let etcd = Etcd::shared();
     let jobs_log = unique("jobs/log");
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args([
-            "--log-format",
-            "json",
-            "-v",
-            "--name",
-            &jobs_log,
-            "--",
-            "true",
-        ]),
-        LIMIT,
-    );
+    let done = lr(etcd)
+        .verbose()
+        .name(&jobs_log)
+        .args(["--log-format", "json"])
+        .run(["true"]);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     let lines = objects(&done.stderr);
     assert!(
@@ -92,11 +82,10 @@ fn the_loss_line_is_json_too() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut replica = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--log-format", "json", "--name", "jobs/logloss", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut replica = lr(&etcd)
+        .name("jobs/logloss")
+        .args(["--log-format", "json"])
+        .spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
     etcd.revoke(etcd.candidates("jobs/logloss")[0].2);
     let (code, stderr) = replica.finish(LIMIT);

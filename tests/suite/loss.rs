@@ -17,7 +17,7 @@ fn family(dir: &Path) -> Vec<String> {
 fn family_pids(dir: &Path) -> Vec<i32> {
     ["sh", "bg1", "bg2"]
         .iter()
-        .map(|file| read_pid(&dir.join(file), Duration::from_secs(10)))
+        .map(|file| read_pid(&dir.join(file), SOON))
         .collect()
 }
 
@@ -37,7 +37,7 @@ fn lose_leadership(how: impl FnOnce(&Etcd, &(String, i64, i64))) {
         pids.iter().all(|pid| !alive(*pid))
     });
     eprintln!("group gone {took:?} after the loss");
-    let (code, stderr) = replica.finish(Duration::from_secs(10));
+    let (code, stderr) = replica.finish(SOON);
     assert_eq!(code, Some(124), "{stderr}");
     assert!(stderr.contains("leadership of jobs/loss lost"), "{stderr}");
 }
@@ -62,23 +62,17 @@ fn a_child_ignoring_the_stop_signal_is_killed_after_the_grace() {
         "trap '' TERM; echo $$ > '{}'; while :; do sleep 0.1; done",
         pidfile.display()
     );
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_stubborn,
-        "--kill-after",
-        "300ms",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
-    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    let mut replica = lr(etcd)
+        .name(&jobs_stubborn)
+        .args(["--kill-after", "300ms"])
+        .spawn(["sh", "-c", &script]);
+    let pid = read_pid(&pidfile, SOON);
     let (_, _, lease) = etcd.candidates(&jobs_stubborn)[0];
     etcd.revoke(lease);
     await_condition(Duration::from_secs(5), "SIGKILL after the grace", || {
         !alive(pid)
     });
-    assert_eq!(replica.finish(Duration::from_secs(10)).0, Some(124));
+    assert_eq!(replica.finish(SOON).0, Some(124));
 }
 
 #[test]
@@ -88,10 +82,9 @@ fn leftovers_of_a_finished_child_are_stopped_before_resigning() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("bg");
     let script = format!("sleep 100 & echo $! > '{}'", pidfile.display());
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", &jobs_leftover, "--", "sh", "-c", &script]),
-        Duration::from_secs(20),
-    );
+    let done = lr(etcd)
+        .name(&jobs_leftover)
+        .run_within(["sh", "-c", &script], Duration::from_secs(20));
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     let pid = read_pid(&pidfile, Duration::from_secs(1));
     assert!(!alive(pid), "the background job outlived the run");

@@ -5,9 +5,6 @@
 
 use crate::common::*;
 use leaderrun::events;
-use std::time::Duration;
-
-const LIMIT: Duration = Duration::from_secs(60);
 
 /// The most runs that overlapped at any instant.
 fn most_at_once(runs: &[Interval]) -> usize {
@@ -30,11 +27,11 @@ fn five_waiters_with_two_slots_run_two_at_a_time_never_three() {
     let job = recording_job(&log, "1");
     let mut replicas: Vec<Replica> = (0..5)
         .map(|_| {
-            Replica::spawn(
-                leaderrun(&etcd.endpoint())
-                    .args(["--name", &jobs_sem, "--max-running", "2", "--wait", "--"])
-                    .args(&job),
-            )
+            lr(etcd)
+                .name(&jobs_sem)
+                .wait()
+                .args(["--max-running", "2"])
+                .spawn(&job)
         })
         .collect();
     for replica in &mut replicas {
@@ -59,11 +56,10 @@ fn four_racers_without_wait_give_two_runs_and_two_conflicts() {
     let job = recording_job(&log, "3");
     let mut replicas: Vec<Replica> = (0..4)
         .map(|_| {
-            Replica::spawn(
-                leaderrun(&etcd.endpoint())
-                    .args(["--name", &jobs_race, "--max-running", "2", "--"])
-                    .args(&job),
-            )
+            lr(etcd)
+                .name(&jobs_race)
+                .args(["--max-running", "2"])
+                .spawn(&job)
         })
         .collect();
     let mut codes: Vec<Option<i32>> = replicas
@@ -84,11 +80,10 @@ fn losing_one_runners_lease_stops_only_that_runner() {
     let mut runners = Vec::new();
     for name in ["a", "b"] {
         let pidfile = dir.path().join(name);
-        let replica = Replica::spawn(
-            leaderrun(&etcd.endpoint())
-                .args(["--name", &jobs_two, "--max-running", "2", "--"])
-                .args(pid_job(&pidfile)),
-        );
+        let replica = lr(etcd)
+            .name(&jobs_two)
+            .args(["--max-running", "2"])
+            .spawn(pid_job(&pidfile));
         runners.push((replica, read_pid(&pidfile, LIMIT)));
     }
     let shown = run_within(
@@ -121,11 +116,10 @@ fn replicas_that_disagree_on_the_count_are_refused() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let _runner = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/odd", "--max-running", "2", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let _runner = lr(&etcd)
+        .name("jobs/odd")
+        .args(["--max-running", "2"])
+        .spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
     for (count, wait) in [("3", false), ("3", true), ("1", false)] {
         let mut command = leaderrun(&etcd.endpoint());
@@ -162,29 +156,21 @@ fn a_refused_replica_never_joins_the_line() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let _runner = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/apart", "--max-running", "2", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let _runner = lr(&etcd)
+        .name("jobs/apart")
+        .args(["--max-running", "2"])
+        .spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
     // The runner's last write: its start record, a second in.
     await_condition(LIMIT, "the runner's start record", || {
         etcd.get("jobs/apart.last-started").is_some()
     });
     let before = revision(&etcd);
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args([
-            "--name",
-            "jobs/apart",
-            "--max-running",
-            "3",
-            "--wait",
-            "--",
-            "true",
-        ]),
-        LIMIT,
-    );
+    let done = lr(&etcd)
+        .name("jobs/apart")
+        .wait()
+        .args(["--max-running", "3"])
+        .run(["true"]);
     assert_one_error_line(&done, "--max-running 3 disagrees", "a refused waiter");
     assert_eq!(revision(&etcd), before, "the refused replica wrote to etcd");
 }
@@ -201,16 +187,11 @@ fn replicas_that_disagree_started_together_let_the_leaders_count_run() {
         let mut replicas = Vec::new();
         for _ in 0..3 {
             for count in ["2", "3"] {
-                let replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-                    "--name",
-                    &name,
-                    "--max-running",
-                    count,
-                    "--wait",
-                    "--",
-                    "sleep",
-                    "0.5",
-                ]));
+                let replica = lr(&etcd)
+                    .name(&name)
+                    .wait()
+                    .args(["--max-running", count])
+                    .spawn(["sleep", "0.5"]);
                 replicas.push((count, replica));
             }
         }
@@ -246,24 +227,13 @@ fn another_tools_holder_is_not_shared() {
     let lease = etcd.grant(60).expect("a lease");
     // As `etcdctl elect jobs/shared etcdctl-holder` writes it.
     etcd.put(&format!("jobs/shared/{lease:x}"), "etcdctl-holder", lease);
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args([
-            "--name",
-            "jobs/shared",
-            "--max-running",
-            "2",
-            "--",
-            "echo",
-            "ran",
-        ]),
-        LIMIT,
-    );
+    let done = lr(&etcd)
+        .name("jobs/shared")
+        .args(["--max-running", "2"])
+        .run(["echo", "ran"]);
     assert_one_error_line(&done, "another tool's candidate", "--max-running 2");
     // One of one, as before: the conflict code.
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", "jobs/shared", "--", "echo", "ran"]),
-        LIMIT,
-    );
+    let done = lr(&etcd).name("jobs/shared").run(["echo", "ran"]);
     assert_eq!(done.code, Some(75), "{}", done.stderr);
     assert_eq!(
         etcd.candidates("jobs/shared").len(),
@@ -283,11 +253,10 @@ fn a_change_wakes_one_waiter_not_the_whole_queue() {
     let jobs_herd = unique("jobs/herd");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut first = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", &jobs_herd, "--max-running", "2", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut first = lr(etcd)
+        .name(&jobs_herd)
+        .args(["--max-running", "2"])
+        .spawn(pid_job(&pidfile));
     let job = read_pid(&pidfile, LIMIT);
     // The first waiter takes the second slot at once: it holds it until
     // the whole queue is there, or it could be done (and gone from the
@@ -347,21 +316,12 @@ fn a_runner_lets_go_of_its_watch_of_the_prefix_as_it_starts() {
         .collect();
     let runner = |flag: &std::path::Path| {
         let until = until_exists(flag);
-        Replica::spawn(
-            leaderrun(&etcd.endpoint())
-                .args([
-                    "-vv",
-                    "--log-format",
-                    "json",
-                    "--name",
-                    name,
-                    "--max-running",
-                    "2",
-                    "--wait",
-                    "--",
-                ])
-                .args(["sh", "-c", &until]),
-        )
+        lr(&etcd)
+            .name(name)
+            .wait()
+            .debug_json()
+            .args(["--max-running", "2"])
+            .spawn(["sh", "-c", &until])
     };
     let streams = |etcd: &Etcd| etcd.gauge("etcd_debugging_mvcc_watch_stream_total");
     let mut first = runner(&flags[0]);

@@ -19,7 +19,7 @@ fn a_nested_leaderrun_derives_its_own_election() {
             .args(["--name", &jobs_outer, "--"])
             .arg(env!("CARGO_BIN_EXE_leaderrun"))
             .args(["--", "sh", "-c", "echo inner ran"]),
-        Duration::from_secs(30),
+        LIMIT,
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert_eq!(done.stdout, "inner ran\n", "{}", done.stderr);
@@ -36,19 +36,11 @@ fn wait_timeout_zero_runs_when_free_and_gives_up_when_held() {
     let etcd = Etcd::shared();
     let jobs_wait0 = unique("jobs/wait0");
     let run = || {
-        run_within(
-            leaderrun(&etcd.endpoint()).args([
-                "--name",
-                &jobs_wait0,
-                "--wait",
-                "--wait-timeout",
-                "0",
-                "--",
-                "echo",
-                "ran",
-            ]),
-            Duration::from_secs(30),
-        )
+        lr(etcd)
+            .name(&jobs_wait0)
+            .wait()
+            .args(["--wait-timeout", "0"])
+            .run_within(["echo", "ran"], LIMIT)
     };
     let free = run();
     assert_eq!(free.code, Some(0), "{}", free.stderr);
@@ -56,20 +48,12 @@ fn wait_timeout_zero_runs_when_free_and_gives_up_when_held() {
 
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let _leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", &jobs_wait0, "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let _leader = lr(etcd).name(&jobs_wait0).spawn(pid_job(&pidfile));
     read_pid(&pidfile, Duration::from_secs(20));
     let held = run();
     assert_eq!(held.code, Some(75), "{}", held.stderr);
     assert!(held.stdout.is_empty(), "ran beside the leader");
-    assert!(
-        held.took < Duration::from_secs(10),
-        "gave up after {:?}",
-        held.took
-    );
+    assert!(held.took < SOON, "gave up after {:?}", held.took);
 }
 
 #[test]
@@ -93,10 +77,9 @@ fn small_input_errors_are_one_line_and_125() {
 fn an_empty_command_is_not_found() {
     let etcd = Etcd::shared();
     let jobs_empty_command = unique("jobs/empty-command");
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", &jobs_empty_command, "--", ""]),
-        Duration::from_secs(20),
-    );
+    let done = lr(etcd)
+        .name(&jobs_empty_command)
+        .run_within([""], Duration::from_secs(20));
     assert_eq!(done.code, Some(127), "{}", done.stderr);
     assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
     assert!(
@@ -206,10 +189,9 @@ fn a_full_etcd_is_refused_not_unreachable() {
     let etcd = Etcd::start();
     nospace_alarm(&etcd, etcd_client::AlarmAction::Activate);
     let run = || {
-        run_within(
-            leaderrun(&etcd.endpoint()).args(["--name", "jobs/full", "--", "echo", "ran"]),
-            Duration::from_secs(30),
-        )
+        lr(&etcd)
+            .name("jobs/full")
+            .run_within(["echo", "ran"], LIMIT)
     };
     let full = run();
     assert_one_error_line(&full, "refused", "NOSPACE alarm");
@@ -243,11 +225,7 @@ fn status_to_a_closed_pipe_is_not_an_error() {
     let jobs_pipe = unique("jobs/pipe");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let _leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", &jobs_pipe, "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let _leader = lr(etcd).name(&jobs_pipe).spawn(pid_job(&pidfile));
     read_pid(&pidfile, Duration::from_secs(20));
 
     for extra in [&[][..], &["--json"][..]] {
@@ -353,7 +331,7 @@ fn a_stderr_that_fails_changes_no_exit_code() {
             .stdout(Stdio::null())
             .stderr(full());
         let mut child = command.spawn().expect("leaderrun starts");
-        let status = wait_within(&mut child, Duration::from_secs(30), "leaderrun");
+        let status = wait_within(&mut child, LIMIT, "leaderrun");
         assert_eq!(status.code(), Some(expected), "{args:?}");
     }
 }

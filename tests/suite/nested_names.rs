@@ -43,7 +43,7 @@ fn an_election_whose_name_extends_ours_neither_leads_nor_queues_in_it() {
     crowd(&etcd, "pfx/a/zz", 300);
     let nested =
         Replica::spawn(leaderrun(&endpoint).args(["--name", "pfx/a/b", "--", "sleep", "60"]));
-    await_condition(Duration::from_secs(10), "pfx/a/b to lead", || {
+    await_condition(SOON, "pfx/a/b to lead", || {
         etcd.candidates("pfx/a/b").len() == 1
     });
 
@@ -75,7 +75,7 @@ fn an_election_whose_name_extends_ours_neither_leads_nor_queues_in_it() {
         "-c",
         "echo waited",
     ]));
-    await_condition(Duration::from_secs(10), "one waiter on pfx/a", || {
+    await_condition(SOON, "one waiter on pfx/a", || {
         status_json(&etcd, "pfx/a")["waiters"] == 1
     });
     let shown = status_json(&etcd, "pfx/a");
@@ -101,7 +101,7 @@ fn a_leader_of_the_shorter_name_does_not_block_the_longer() {
     let endpoint = etcd.endpoint();
     let _outer =
         Replica::spawn(leaderrun(&endpoint).args(["--name", "pfx/a", "--", "sleep", "60"]));
-    await_condition(Duration::from_secs(10), "pfx/a to lead", || {
+    await_condition(SOON, "pfx/a to lead", || {
         status_json(&etcd, "pfx/a")["key"] != serde_json::Value::Null
     });
     // `pfx/a/1f` would be a candidate key of pfx/a; as a name, it is an

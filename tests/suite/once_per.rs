@@ -32,24 +32,24 @@ fn staggered_replicas_run_the_job_once_per_window() {
     };
 
     let mut first = Replica::spawn(&mut replica(&[]));
-    await_condition(Duration::from_secs(10), "the first run", || {
+    await_condition(SOON, "the first run", || {
         std::fs::read_to_string(&log).is_ok_and(|text| text.contains("start"))
     });
     // On time, while the first runs: an ordinary conflict.
-    let on_time = run_within(&mut replica(&[]), Duration::from_secs(10));
+    let on_time = run_within(&mut replica(&[]), SOON);
     assert_eq!(on_time.code, Some(75), "{}", on_time.stderr);
     // Queued behind the first: wins when it is done, and then finds the
     // window taken.
     let mut queued = Replica::spawn(&mut replica(&["--wait", "-v"]));
-    await_condition(Duration::from_secs(10), "a queued replica", || {
+    await_condition(SOON, "a queued replica", || {
         etcd.candidates(NAME).len() == 2
     });
 
     std::fs::write(&release, "").unwrap();
-    let (code, stderr) = first.finish(Duration::from_secs(10));
+    let (code, stderr) = first.finish(SOON);
     assert_eq!(code, Some(0), "{stderr}");
     let token = intervals(&log)[0].token;
-    let (code, stderr) = queued.finish(Duration::from_secs(10));
+    let (code, stderr) = queued.finish(SOON);
     assert_eq!(code, Some(75), "{stderr}");
     let said = "already started in this --once-per window, at ";
     assert!(stderr.contains(said), "{stderr}");
@@ -57,10 +57,10 @@ fn staggered_replicas_run_the_job_once_per_window() {
 
     // Late (the replica whose clock is behind): quiet for cron, says why
     // with -v, and gives the same exit code either way.
-    let late = run_within(&mut replica(&[]), Duration::from_secs(10));
+    let late = run_within(&mut replica(&[]), SOON);
     assert_eq!(late.code, Some(75), "{}", late.stderr);
     assert!(late.stderr.is_empty(), "cron stays quiet: {}", late.stderr);
-    let late = run_within(&mut replica(&["-v"]), Duration::from_secs(10));
+    let late = run_within(&mut replica(&["-v"]), SOON);
     assert_eq!(late.code, Some(75), "{}", late.stderr);
     assert!(late.stderr.contains(said), "{}", late.stderr);
     assert!(
@@ -76,7 +76,7 @@ fn staggered_replicas_run_the_job_once_per_window() {
     // status shows the window's run.
     let status = run_within(
         leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", NAME]),
-        Duration::from_secs(10),
+        SOON,
     );
     assert_eq!(status.code, Some(3), "{}", status.stderr);
     let object: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
@@ -94,7 +94,7 @@ fn the_window_ends_by_itself_and_only_once_per_runs_look_at_it() {
                 .args(["--name", NAME])
                 .args(extra)
                 .args(["--", "sh", "-c", "echo $LEADERRUN_TOKEN"]),
-            Duration::from_secs(10),
+            SOON,
         );
         (
             done.code,
@@ -147,7 +147,7 @@ fn a_command_that_cannot_start_does_not_use_up_the_window() {
         leaderrun(&etcd.endpoint())
             .args(["--name", name, "--once-per", "1h", "--"])
             .arg(&script),
-        Duration::from_secs(10),
+        SOON,
     );
     assert_eq!(done.code, Some(127), "{}", done.stderr);
     assert_eq!(
@@ -156,10 +156,10 @@ fn a_command_that_cannot_start_does_not_use_up_the_window() {
         "a run that never started opened the window"
     );
 
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--once-per", "1h", "--", "true"]),
-        Duration::from_secs(10),
-    );
+    let done = lr(etcd)
+        .name(name)
+        .args(["--once-per", "1h"])
+        .run_within(["true"], SOON);
     assert_eq!(
         done.code,
         Some(0),
@@ -185,12 +185,12 @@ fn a_longer_window_is_kept_after_a_shorter_ones_marker_expires() {
             leaderrun(&etcd.endpoint())
                 .args(["--name", NAME, "--once-per", window])
                 .args(["--", "sh", "-c", &job]),
-            Duration::from_secs(10),
+            SOON,
         )
     };
     let short = run("3s");
     assert_eq!(short.code, Some(0), "{}", short.stderr);
-    await_condition(Duration::from_secs(10), "the short window's end", || {
+    await_condition(SOON, "the short window's end", || {
         etcd.get(MARKER).is_none()
     });
     let long = run("1h");
@@ -207,10 +207,7 @@ fn a_longer_window_is_kept_after_a_shorter_ones_marker_expires() {
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "ran\n");
     assert_eq!(etcd.get(MARKER), None, "the window is not opened again");
     // A run without --once-per, then one with it: it runs.
-    let plain = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", NAME, "--", "sh", "-c", &job]),
-        Duration::from_secs(10),
-    );
+    let plain = lr(&etcd).name(NAME).run_within(["sh", "-c", &job], SOON);
     assert_eq!(plain.code, Some(0), "{}", plain.stderr);
     let after_plain = run("1h");
     assert_eq!(after_plain.code, Some(0), "{}", after_plain.stderr);

@@ -3,7 +3,6 @@
 use crate::common::*;
 use std::io::Write;
 use std::process::Stdio;
-use std::time::Duration;
 
 #[test]
 fn stdin_and_stdout_pass_through() {
@@ -38,10 +37,7 @@ fn exit_status_table() {
         (vec!["no-such-command-anywhere".into()], 127),
     ];
     for (command, expected) in cases {
-        let done = run_within(
-            leaderrun(&etcd.endpoint()).arg("--").args(&command),
-            Duration::from_secs(10),
-        );
+        let done = run_within(leaderrun(&etcd.endpoint()).arg("--").args(&command), SOON);
         assert_eq!(done.code, Some(expected), "{command:?}: {}", done.stderr);
         if (126..=127).contains(&expected) {
             assert_eq!(done.stderr.lines().count(), 1, "one line: {}", done.stderr);

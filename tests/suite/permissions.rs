@@ -18,7 +18,7 @@ const ROOT_PASSWORD: &str = "root-pw-4bq7";
 const NAME: &str = "jobs/nightly";
 const MARKER: &str = "jobs/nightly.once-per";
 /// Every bound on one leaderrun run: far above the ~0.1 s one takes.
-const BOUND: Duration = Duration::from_secs(30);
+const BOUND: Duration = LIMIT;
 
 fn password(user: &str) -> String {
     format!("pw-{user}-x9")
@@ -192,9 +192,7 @@ fn readwrite_on_the_name_as_a_prefix_is_all_an_election_needs() {
         user,
         &["--name", NAME, "--ttl", "2s", "--", "sh", "-c", &job],
     ));
-    await_condition(Duration::from_secs(10), "a leader", || {
-        etcd.candidates(NAME).len() == 1
-    });
+    await_condition(SOON, "a leader", || etcd.candidates(NAME).len() == 1);
     let (code, json) = status_as(&etcd, user);
     assert_eq!(code, Some(0), "someone leads: {json}");
     assert_eq!(json["holder"]["pid"], leader.pid(), "{json}");
@@ -206,7 +204,7 @@ fn readwrite_on_the_name_as_a_prefix_is_all_an_election_needs() {
         &["--name", NAME, "--ttl", "2s", "--wait", "--", "echo", "ran"],
     );
     let waiter = std::thread::spawn(move || run_within(&mut waiter_command, BOUND));
-    await_condition(Duration::from_secs(10), "a queued replica", || {
+    await_condition(SOON, "a queued replica", || {
         etcd.candidates(NAME).len() == 2
     });
     let (code, json) = status_as(&etcd, user);
@@ -241,20 +239,11 @@ fn read_only_on_the_prefix_is_refused_in_one_line_but_may_read_status() {
     let (code, json) = status_as(&etcd, user);
     assert_eq!(code, Some(3), "{json}");
     let root = format!("root:{ROOT_PASSWORD}");
-    let mut leader = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--user",
-        &root,
-        "--name",
-        NAME,
-        "--once-per",
-        "1h",
-        "--",
-        "sleep",
-        "1000",
-    ]));
-    await_condition(Duration::from_secs(10), "root's run to start", || {
-        etcd.get(MARKER).is_some()
-    });
+    let mut leader = lr(&etcd)
+        .name(NAME)
+        .args(["--user", &root, "--once-per", "1h"])
+        .spawn(["sleep", "1000"]);
+    await_condition(SOON, "root's run to start", || etcd.get(MARKER).is_some());
     let (code, json) = status_as(&etcd, user);
     assert_eq!(code, Some(0), "{json}");
     assert_eq!(json["holder"]["pid"], leader.pid(), "{json}");
@@ -342,19 +331,10 @@ fn a_queued_replica_whose_permission_is_revoked_fails_in_one_line() {
     let etcd = etcd_with_user(user, vec![Permission::read_write(NAME).with_prefix()]);
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args([
-                "--user",
-                "root",
-                "--password",
-                ROOT_PASSWORD,
-                "--name",
-                NAME,
-                "--",
-            ])
-            .args(pid_job(&pidfile)),
-    );
+    let mut leader = lr(&etcd)
+        .name(NAME)
+        .args(["--user", "root", "--password", ROOT_PASSWORD])
+        .spawn(pid_job(&pidfile));
     let job = read_pid(&pidfile, BOUND);
     let mut waiter = Replica::spawn(&mut as_user(
         &etcd,
@@ -387,19 +367,10 @@ fn leader_and_waiter(
     waiter: &mut Command,
 ) -> (Replica, i32, Replica) {
     let pidfile = dir.join("pid");
-    let leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args([
-                "--user",
-                "root",
-                "--password",
-                ROOT_PASSWORD,
-                "--name",
-                NAME,
-                "--",
-            ])
-            .args(pid_job(&pidfile)),
-    );
+    let leader = lr(etcd)
+        .name(NAME)
+        .args(["--user", "root", "--password", ROOT_PASSWORD])
+        .spawn(pid_job(&pidfile));
     let job = read_pid(&pidfile, BOUND);
     let waiter = Replica::spawn(waiter);
     waiter.await_watching(BOUND);
@@ -433,25 +404,14 @@ fn a_waiter_without_a_user_fails_in_one_line_once_authentication_is_switched_on(
     let ttl = Duration::from_secs(3);
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", NAME, "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut leader = lr(&etcd).name(NAME).spawn(pid_job(&pidfile));
     read_pid(&pidfile, BOUND);
-    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--ttl",
-        &seconds(ttl),
-        "--name",
-        NAME,
-        "--wait",
-        "-vv",
-        "--log-format",
-        "json",
-        "--",
-        "echo",
-        "ran",
-    ]));
+    let mut waiter = lr(&etcd)
+        .ttl(ttl)
+        .name(NAME)
+        .wait()
+        .debug_json()
+        .spawn(["echo", "ran"]);
     waiter.await_watching(BOUND);
     etcd.enable_auth(ROOT_PASSWORD);
     // The leader's lease revoked (by root): the waiter's turn.

@@ -13,15 +13,15 @@ fn five_waiting_replicas_all_run_one_at_a_time() {
     let job = recording_job(&log, "0.3");
     let mut replicas: Vec<Replica> = (0..5)
         .map(|_| {
-            Replica::spawn(
-                leaderrun(&etcd.endpoint())
-                    .args(["--name", &jobs_queue, "--wait", "--ttl", "5s", "--"])
-                    .args(&job),
-            )
+            lr(etcd)
+                .name(&jobs_queue)
+                .wait()
+                .ttl(Duration::from_secs(5))
+                .spawn(&job)
         })
         .collect();
     for replica in &mut replicas {
-        let (code, stderr) = replica.finish(Duration::from_secs(30));
+        let (code, stderr) = replica.finish(LIMIT);
         assert_eq!(code, Some(0), "{stderr}");
     }
     let runs = intervals(&log);
@@ -43,17 +43,11 @@ fn five_replicas_without_wait_exactly_one_runs() {
     let log = dir.path().join("runs");
     let job = recording_job(&log, "2");
     let mut replicas: Vec<Replica> = (0..5)
-        .map(|_| {
-            Replica::spawn(
-                leaderrun(&etcd.endpoint())
-                    .args(["--name", "jobs/once", "-v", "--"])
-                    .args(&job),
-            )
-        })
+        .map(|_| lr(&etcd).name("jobs/once").verbose().spawn(&job))
         .collect();
     let mut codes = Vec::new();
     for replica in &mut replicas {
-        let (code, stderr) = replica.finish(Duration::from_secs(30));
+        let (code, stderr) = replica.finish(LIMIT);
         if code == Some(75) {
             assert!(
                 stderr.contains("not running: jobs/once is held by pid"),
@@ -79,21 +73,10 @@ fn five_replicas_without_wait_exactly_one_runs() {
 #[test]
 fn conflict_is_quiet_without_a_terminal_and_its_code_can_be_chosen() {
     let etcd = Etcd::start();
-    let mut holder = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        "jobs/held",
-        "--",
-        "sleep",
-        "30",
-    ]));
-    await_condition(Duration::from_secs(10), "a leader", || {
-        etcd.candidates("jobs/held").len() == 1
-    });
+    let mut holder = lr(&etcd).name("jobs/held").spawn(["sleep", "30"]);
+    await_condition(SOON, "a leader", || etcd.candidates("jobs/held").len() == 1);
 
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", "jobs/held", "--", "true"]),
-        Duration::from_secs(10),
-    );
+    let done = lr(&etcd).name("jobs/held").run_within(["true"], SOON);
     assert_eq!(done.code, Some(75));
     assert!(
         done.stderr.is_empty(),
@@ -101,17 +84,10 @@ fn conflict_is_quiet_without_a_terminal_and_its_code_can_be_chosen() {
         done.stderr
     );
 
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args([
-            "--name",
-            "jobs/held",
-            "--conflict-exit-code",
-            "0",
-            "--",
-            "true",
-        ]),
-        Duration::from_secs(10),
-    );
+    let done = lr(&etcd)
+        .name("jobs/held")
+        .args(["--conflict-exit-code", "0"])
+        .run_within(["true"], SOON);
     assert_eq!(done.code, Some(0));
 
     // --wait-timeout alone queues too, as `flock -w` does.
@@ -121,7 +97,7 @@ fn conflict_is_quiet_without_a_terminal_and_its_code_can_be_chosen() {
                 .args(["--name", "jobs/held"])
                 .args(wait)
                 .args(["--wait-timeout", "500ms", "-v", "--", "true"]),
-            Duration::from_secs(10),
+            SOON,
         );
         assert_eq!(done.code, Some(75), "{wait:?}: {}", done.stderr);
         assert!(
@@ -151,34 +127,21 @@ fn large_values_under_the_prefix_do_not_break_the_election() {
     for index in 0..4 {
         etcd.put(&format!("{name}/data-{index}"), &value, 0);
     }
-    let limit = Duration::from_secs(30);
+    let limit = LIMIT;
     for slots in ["1", "2"] {
-        let done = run_within(
-            leaderrun(&etcd.endpoint()).args([
-                "--name",
-                name,
-                "--max-running",
-                slots,
-                "--",
-                "true",
-            ]),
-            limit,
-        );
+        let done = lr(&etcd)
+            .name(name)
+            .args(["--max-running", slots])
+            .run_within(["true"], limit);
         assert_eq!(done.code, Some(0), "--max-running {slots}: {}", done.stderr);
     }
     let dir = tempfile::tempdir().unwrap();
     let flag = dir.path().join("go");
-    let mut leader = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        name,
-        "--",
-        "sh",
-        "-c",
-        &until_exists(&flag),
-    ]));
+    let mut leader = lr(&etcd)
+        .name(name)
+        .spawn(["sh", "-c", &until_exists(&flag)]);
     await_condition(limit, "a leader", || etcd.candidates(name).len() == 5);
-    let mut waiter =
-        Replica::spawn(leaderrun(&etcd.endpoint()).args(["--name", name, "--wait", "--", "true"]));
+    let mut waiter = lr(&etcd).name(name).wait().spawn(["true"]);
     await_condition(limit, "a waiter", || etcd.candidates(name).len() == 6);
     let status = run_within(
         leaderrun(&etcd.endpoint()).args(["status", "--name", name]),

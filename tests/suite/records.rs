@@ -7,8 +7,6 @@
 use crate::common::*;
 use std::time::{Duration, SystemTime};
 
-const LIMIT: Duration = Duration::from_secs(30);
-
 fn status_json(etcd: &Etcd, name: &str) -> serde_json::Value {
     let done = run_within(
         leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", name]),
@@ -91,11 +89,7 @@ fn a_lost_run_is_recorded_as_lost() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut replica = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/lost", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut replica = lr(&etcd).name("jobs/lost").spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
     await_condition(LIMIT, "the start record", || {
         status_json(&etcd, "jobs/lost")["last_finished"].is_null()
@@ -117,11 +111,10 @@ fn a_start_with_its_leader_gone_is_not_shown_as_running() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut replica = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/killed", "--ttl", "2s", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut replica = lr(&etcd)
+        .name("jobs/killed")
+        .ttl(Duration::from_secs(2))
+        .spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
     let text = || {
         run_within(
@@ -280,17 +273,13 @@ fn a_stale_leader_cannot_overwrite_a_newer_record() {
     let jobs_fence = unique("jobs/fence");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut stale = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", &jobs_fence, "--ttl", "2s", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut stale = lr(etcd)
+        .name(&jobs_fence)
+        .ttl(Duration::from_secs(2))
+        .spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
     send(stale.pid(), nix::sys::signal::Signal::SIGSTOP);
-    let newer = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", &jobs_fence, "--wait", "--", "true"]),
-        LIMIT,
-    );
+    let newer = lr(etcd).name(&jobs_fence).wait().run(["true"]);
     assert_eq!(newer.code, Some(0), "{}", newer.stderr);
     let before = status_json(etcd, &jobs_fence);
     assert_eq!(before["last_finished"]["outcome"], "succeeded", "{before}");
@@ -333,11 +322,9 @@ fn max_age_is_a_freshness_check() {
 
     // A failure does not refresh it, and time makes it stale.
     assert_eq!(run(&etcd, "jobs/age", &["--", "false"]), Some(1));
-    await_condition(
-        Duration::from_secs(10),
-        "the success to age past 1s",
-        || check("jobs/age", "1s").code == Some(2),
-    );
+    await_condition(SOON, "the success to age past 1s", || {
+        check("jobs/age", "1s").code == Some(2)
+    });
     let stale = check("jobs/age", "1s");
     assert!(
         stale.stdout.contains("stale: last success: succeeded on "),
@@ -365,10 +352,10 @@ fn with_several_runners_the_run_that_finishes_last_is_recorded() {
     await_condition(LIMIT, "the first runner's key", || {
         etcd.candidates(name).len() == 1
     });
-    let second = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--max-running", "2", "--", "true"]),
-        LIMIT,
-    );
+    let second = lr(etcd)
+        .name(name)
+        .args(["--max-running", "2"])
+        .run(["true"]);
     assert_eq!(second.code, Some(0), "{}", second.stderr);
     let between = status_json(etcd, name);
     let success = between["last_succeeded"].clone();
@@ -500,27 +487,19 @@ fn the_run_that_started_last_is_last_started_with_several_runners() {
     let dir = tempfile::tempdir().unwrap();
     let flag = dir.path().join("go");
     let name = &jobs_starts;
-    let mut first = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--max-running", "2", "--"])
-            .args(["sh", "-c", &until_exists(&flag)]),
-    );
+    let mut first =
+        lr(etcd)
+            .name(name)
+            .args(["--max-running", "2"])
+            .spawn(["sh", "-c", &until_exists(&flag)]);
     await_condition(LIMIT, "the first runner", || {
         etcd.candidates(name).len() == 1
     });
     let first_token = etcd.candidates(name)[0].1;
-    let second = run_within(
-        leaderrun(&etcd.endpoint()).args([
-            "--name",
-            name,
-            "--max-running",
-            "2",
-            "--",
-            "sleep",
-            "1.5",
-        ]),
-        LIMIT,
-    );
+    let second = lr(etcd)
+        .name(name)
+        .args(["--max-running", "2"])
+        .run(["sleep", "1.5"]);
     assert_eq!(second.code, Some(0), "{}", second.stderr);
     let second_token = status_json(etcd, name)["last_finished"]["token"]
         .as_i64()
@@ -552,20 +531,21 @@ fn a_resumed_stale_leader_does_not_take_last_started_from_a_newer_run() {
     let dir = tempfile::tempdir().unwrap();
     let (pidfile, started) = (dir.path().join("pid"), dir.path().join("b"));
     let name = &jobs_stale_start;
-    let mut stale = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--ttl", "2s", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut stale = lr(etcd)
+        .name(name)
+        .ttl(Duration::from_secs(2))
+        .spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
     await_condition(LIMIT, "the old leader's start record", || {
         started_token(etcd, name).is_some()
     });
     send(stale.pid(), nix::sys::signal::Signal::SIGSTOP);
     let job = format!("touch '{}'; sleep 0.9", started.display());
-    let mut newer = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name", name, "--ttl", "2s", "--wait", "--", "sh", "-c", &job,
-    ]));
+    let mut newer = lr(etcd)
+        .name(name)
+        .ttl(Duration::from_secs(2))
+        .wait()
+        .spawn(["sh", "-c", &job]);
     await_condition(LIMIT, "the newer run", || started.exists());
     send(stale.pid(), nix::sys::signal::Signal::SIGCONT);
     let (code, stderr) = stale.finish(LIMIT);

@@ -8,10 +8,8 @@
 use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
-const LIMIT: Duration = Duration::from_secs(20);
 
 /// The oldest glibc Rust supports, and the one the portable binary is
 /// linked against.

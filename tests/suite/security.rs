@@ -323,17 +323,10 @@ fn redacted_arguments_never_reach_etcd() {
         "echo $$ > '{}'; exec sleep 1000 # secret-arg",
         pidfile.display()
     );
-    let _leader = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--redact-args",
-        "--once-per",
-        "1h",
-        "--name",
-        "jobs/redact",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
+    let _leader = lr(&etcd)
+        .name("jobs/redact")
+        .args(["--redact-args", "--once-per", "1h"])
+        .spawn(["sh", "-c", &script]);
     read_pid(&pidfile, Duration::from_secs(20));
     let status =
         run(leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", "jobs/redact"]));

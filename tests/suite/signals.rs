@@ -50,9 +50,7 @@ fn a_signal_while_dialling_ends_leaderrun_at_once() {
             "--",
             "true",
         ]));
-        await_condition(Duration::from_secs(10), "leaderrun to dial", || {
-            silent.accepted() > 0
-        });
+        await_condition(SOON, "leaderrun to dial", || silent.accepted() > 0);
         signal_and_expect_exit(&mut replica, signal);
     }
 }
@@ -63,19 +61,13 @@ fn a_signal_while_queued_ends_leaderrun_and_the_command_never_runs() {
     let dir = tempfile::tempdir().unwrap();
     let name = "jobs/queued-signal";
     let leader_pid = dir.path().join("leader");
-    let _leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--"])
-            .args(pid_job(&leader_pid)),
-    );
-    read_pid(&leader_pid, Duration::from_secs(10));
+    let _leader = lr(&etcd).name(name).spawn(pid_job(&leader_pid));
+    read_pid(&leader_pid, SOON);
     for signal in SIGNALS {
         let ran = dir.path().join(format!("ran-{signal}"));
         let script = format!("echo ran > '{}'", ran.display());
-        let mut waiter = Replica::spawn(
-            leaderrun(&etcd.endpoint()).args(["--name", name, "--wait", "--", "sh", "-c", &script]),
-        );
-        await_condition(Duration::from_secs(10), "the waiter queued", || {
+        let mut waiter = lr(&etcd).name(name).wait().spawn(["sh", "-c", &script]);
+        await_condition(SOON, "the waiter queued", || {
             etcd.candidates(name).len() == 2
         });
         signal_and_expect_exit(&mut waiter, signal);
@@ -105,7 +97,7 @@ fn a_signal_while_the_command_runs_is_passed_on_to_it() {
                 .current_dir(dir.path())
                 .args(["--name", &name, "--", "sh", "-c", &script]),
         );
-        let child = read_pid(&pidfile, Duration::from_secs(10));
+        let child = read_pid(&pidfile, SOON);
         signal_and_expect_exit(&mut replica, signal);
         assert!(!alive(child), "{signal}: the command outlived leaderrun");
         assert!(etcd.candidates(&name).is_empty(), "{signal}: resigned");
@@ -118,26 +110,16 @@ fn sigint_while_etcd_is_frozen_mid_campaign_exits_at_once_and_never_runs() {
     let dir = tempfile::tempdir().unwrap();
     let name = "jobs/frozen-campaign";
     let leader_pid = dir.path().join("leader");
-    let mut leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--"])
-            .args(pid_job(&leader_pid)),
-    );
-    read_pid(&leader_pid, Duration::from_secs(10));
+    let mut leader = lr(&etcd).name(name).spawn(pid_job(&leader_pid));
+    read_pid(&leader_pid, SOON);
     let ran = dir.path().join("ran");
     let script = format!("echo ran > '{}'", ran.display());
-    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        name,
-        "--wait",
-        "--dial-timeout",
-        "8s",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
-    await_condition(Duration::from_secs(10), "the waiter queued", || {
+    let mut waiter = lr(&etcd)
+        .name(name)
+        .wait()
+        .args(["--dial-timeout", "8s"])
+        .spawn(["sh", "-c", &script]);
+    await_condition(SOON, "the waiter queued", || {
         etcd.candidates(name).len() == 2
     });
 
@@ -148,8 +130,8 @@ fn sigint_while_etcd_is_frozen_mid_campaign_exits_at_once_and_never_runs() {
     // The leader ends; the waiter's key goes (revoked, or with its lease),
     // and nothing ever runs the waiter's command.
     send(leader.pid(), Signal::SIGTERM);
-    leader.finish(Duration::from_secs(10));
-    await_condition(Duration::from_secs(30), "the election to empty", || {
+    leader.finish(SOON);
+    await_condition(LIMIT, "the election to empty", || {
         etcd.candidates(name).is_empty()
     });
     assert!(!ran.exists(), "the signalled waiter's command ran");
@@ -179,7 +161,7 @@ fn signals_blocked_by_whoever_started_leaderrun_still_reach_it() {
     let mut exits = leaderrun(&etcd.endpoint());
     exits.args(["--name", "jobs/blocked", "--", "sh", "-c", "exit 4"]);
     block_all(&mut exits);
-    let ran = run_within(&mut exits, Duration::from_secs(30));
+    let ran = run_within(&mut exits, LIMIT);
     assert_eq!(ran.code, Some(4), "{}", ran.stderr);
 
     let dir = tempfile::tempdir().unwrap();
@@ -189,7 +171,7 @@ fn signals_blocked_by_whoever_started_leaderrun_still_reach_it() {
     runs.args(["--name", "jobs/blocked", "--", "sh", "-c", &script]);
     block_all(&mut runs);
     let mut replica = Replica::spawn(&mut runs);
-    let child = read_pid(&pidfile, Duration::from_secs(10));
+    let child = read_pid(&pidfile, SOON);
     signal_and_expect_exit(&mut replica, Signal::SIGTERM);
     assert!(!alive(child), "the command outlived leaderrun");
 }
@@ -222,7 +204,7 @@ fn a_signal_ignored_on_entry_stays_ignored() {
         });
     }
     let mut replica = Replica::spawn(&mut command);
-    let child = read_pid(&pidfile, Duration::from_secs(10));
+    let child = read_pid(&pidfile, SOON);
     let mask = std::fs::read_to_string(&ignored).unwrap();
     let mask = u64::from_str_radix(mask.trim_start_matches("SigIgn:").trim(), 16).unwrap();
     for signal in [Signal::SIGHUP, Signal::SIGINT] {

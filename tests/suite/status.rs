@@ -10,25 +10,21 @@ fn status_names_the_leader_and_counts_waiters() {
     let endpoint = etcd.endpoint();
     let none = run_within(
         leaderrun(&endpoint).args(["status", "--name", &jobs_st]),
-        Duration::from_secs(10),
+        SOON,
     );
     assert_eq!(none.code, Some(3), "{}", none.stderr);
     assert!(none.stdout.contains("leader:   none"), "{}", none.stdout);
 
     let leader =
         Replica::spawn(leaderrun(&endpoint).args(["--name", &jobs_st, "--", "sleep", "30"]));
-    await_condition(Duration::from_secs(10), "a leader", || {
-        etcd.candidates(&jobs_st).len() == 1
-    });
+    await_condition(SOON, "a leader", || etcd.candidates(&jobs_st).len() == 1);
     let _waiter =
         Replica::spawn(leaderrun(&endpoint).args(["--name", &jobs_st, "--wait", "--", "true"]));
-    await_condition(Duration::from_secs(10), "a waiter", || {
-        etcd.candidates(&jobs_st).len() == 2
-    });
+    await_condition(SOON, "a waiter", || etcd.candidates(&jobs_st).len() == 2);
 
     let done = run_within(
         leaderrun(&endpoint).args(["status", "--name", &jobs_st, "--json"]),
-        Duration::from_secs(10),
+        SOON,
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     let status: serde_json::Value = serde_json::from_str(&done.stdout).expect("one JSON object");
@@ -46,10 +42,10 @@ fn status_names_the_leader_and_counts_waiters() {
     // The same election, named by the command line instead of --name.
     let _derived = Replica::spawn(leaderrun(&endpoint).args(["--", "sleep", "31"]));
     let mut by_command = None;
-    await_condition(Duration::from_secs(10), "status by command line", || {
+    await_condition(SOON, "status by command line", || {
         let done = run_within(
             leaderrun(&endpoint).args(["status", "--", "sleep", "31"]),
-            Duration::from_secs(10),
+            SOON,
         );
         let found = done.code == Some(0);
         by_command = Some(done.stdout);
@@ -98,15 +94,11 @@ fn status_watch_prints_a_line_per_change_of_leader() {
     let etcd = Etcd::start();
     let endpoint = etcd.endpoint();
     let (mut watcher, lines) = watch_status(&endpoint, "jobs/sw");
-    let next = || {
-        lines
-            .recv_timeout(Duration::from_secs(10))
-            .expect("a status line")
-    };
+    let next = || lines.recv_timeout(SOON).expect("a status line");
     assert!(next().ends_with("jobs/sw: no leader"));
     let done = run_within(
         leaderrun(&endpoint).args(["--name", "jobs/sw", "--", "sleep", "0.5"]),
-        Duration::from_secs(10),
+        SOON,
     );
     assert_eq!(done.code, Some(0));
     assert!(next().contains("jobs/sw: led by pid"));
@@ -123,11 +115,7 @@ fn status_watch_follows_every_leader_of_a_fast_queue() {
     let etcd = Etcd::start();
     let endpoint = etcd.endpoint();
     let (mut watcher, lines) = watch_status(&endpoint, "jobs/fast");
-    let next = || {
-        lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("a status line")
-    };
+    let next = || lines.recv_timeout(LIMIT).expect("a status line");
     assert!(next().ends_with("jobs/fast: no leader"));
 
     let dir = tempfile::tempdir().unwrap();
@@ -191,16 +179,12 @@ fn status_watch_rides_out_a_restart_with_authentication_on() {
     let endpoint = etcd.endpoint();
     let user = format!("root:{PASSWORD}");
     let (mut watcher, lines) = watch_status_with(&endpoint, "jobs/aw", &["--user", &user]);
-    let next = || {
-        lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("a status line")
-    };
+    let next = || lines.recv_timeout(LIMIT).expect("a status line");
     assert!(next().ends_with("jobs/aw: no leader"));
     etcd.restart();
     let done = run_within(
         leaderrun(&endpoint).args(["--user", &user, "--name", "jobs/aw", "--", "sleep", "0.5"]),
-        Duration::from_secs(30),
+        LIMIT,
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert!(next().contains("jobs/aw: led by pid"));
@@ -215,10 +199,9 @@ fn status_watch_rides_out_a_restart_with_authentication_on() {
 fn max_age_shows_control_characters_escaped() {
     let etcd = Etcd::start();
     let name = "jobs/c\nb\x1b[31m";
-    let ran = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
-        Duration::from_secs(20),
-    );
+    let ran = lr(&etcd)
+        .name(name)
+        .run_within(["true"], Duration::from_secs(20));
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     let fresh = run_within(
         leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),

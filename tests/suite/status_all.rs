@@ -5,8 +5,6 @@
 use crate::common::*;
 use std::time::Duration;
 
-const LIMIT: Duration = Duration::from_secs(30);
-
 fn all(etcd: &Etcd, extra: &[&str]) -> Finished {
     run_within(
         leaderrun(&etcd.endpoint())
@@ -22,17 +20,10 @@ fn every_election_under_a_prefix_as_lines_json_and_metrics() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     // jobs/a leads now; jobs/b ran once and succeeded; other/c is outside.
-    let _leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/a", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let _leader = lr(&etcd).name("jobs/a").spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
     for name in ["jobs/b", "other/c"] {
-        let done = run_within(
-            leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
-            LIMIT,
-        );
+        let done = lr(&etcd).name(name).run(["true"]);
         assert_eq!(done.code, Some(0), "{}", done.stderr);
     }
 
@@ -244,10 +235,7 @@ fn all_exits_zero_once_read_whoever_leads() {
             none.stderr
         );
     }
-    let ran = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", "jobs/over", "--", "true"]),
-        LIMIT,
-    );
+    let ran = lr(&etcd).name("jobs/over").run(["true"]);
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     // A record, and a stale-free election nobody leads.
     let one = run_within(
@@ -269,18 +257,14 @@ fn all_exits_zero_once_read_whoever_leads() {
 fn all_shows_a_run_that_died_without_its_end() {
     let etcd = Etcd::start();
     let name = "jobs/died";
-    let ran = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
-        LIMIT,
-    );
+    let ran = lr(&etcd).name(name).run(["true"]);
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut replica = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--ttl", "2s", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut replica = lr(&etcd)
+        .name(name)
+        .ttl(Duration::from_secs(2))
+        .spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
     await_condition(LIMIT, "the start record", || {
         etcd.get("jobs/died.last-started")

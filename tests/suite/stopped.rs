@@ -6,7 +6,7 @@
 use crate::common::*;
 use nix::sys::signal::Signal;
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[test]
 fn a_stopped_command_still_ends_on_sigterm() {
@@ -15,24 +15,17 @@ fn a_stopped_command_still_ends_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("p");
     let script = format!("echo $$ > '{}'; kill -STOP $$; sleep 60", pidfile.display());
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_stopped,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
-    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    let mut replica = lr(etcd).name(&jobs_stopped).spawn(["sh", "-c", &script]);
+    let pid = read_pid(&pidfile, SOON);
     let mut strays = Strays::new();
     strays.add(pid, "kill -STOP");
-    await_condition(Duration::from_secs(10), "the command to stop", || {
+    await_condition(SOON, "the command to stop", || {
         process_state(pid).as_deref() == Some("T")
     });
 
     let signalled = Instant::now();
     send(replica.pid(), Signal::SIGTERM);
-    let (code, stderr) = replica.finish(Duration::from_secs(10));
+    let (code, stderr) = replica.finish(SOON);
     eprintln!("exited {:?} after SIGTERM", signalled.elapsed());
     assert_eq!(code, Some(128 + 15), "{stderr}");
     assert!(!alive(pid), "the command outlived leaderrun");
@@ -49,7 +42,7 @@ fn a_stopped_command_still_ends_on_sigterm() {
 fn a_background_job_reading_the_terminal_stops_and_fg_resumes_it() {
     let etcd = Etcd::start();
     let (mut bash, mut master) = interactive_bash(&etcd);
-    let limit = Duration::from_secs(10);
+    let limit = SOON;
     // Report job changes at once, not only before the next prompt.
     master.write_all(b"set -b\n").unwrap();
     read_until(&mut master, "$ ", limit);

@@ -5,7 +5,6 @@
 
 use crate::common::*;
 use std::io::Write;
-use std::time::Duration;
 
 #[test]
 fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
@@ -21,15 +20,15 @@ fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
     ]));
 
     // Wait until the command runs (it holds the key), then type a line.
-    await_condition(Duration::from_secs(10), "the command to start", || {
+    await_condition(SOON, "the command to start", || {
         etcd.candidates(&jobs_tty).len() == 1
     });
     master.write_all(b"hello\n").unwrap();
-    read_until(&mut master, "got hello", Duration::from_secs(10));
+    read_until(&mut master, "got hello", SOON);
     // Not before `sleep` runs: `sh -c` catches SIGINT and acts on it only
     // once its current child is done, so a Ctrl-C between the echo and the
     // exec would wait out the sleep.
-    await_condition(Duration::from_secs(10), "the sleep to start", || {
+    await_condition(SOON, "the sleep to start", || {
         children_of(replica.id() as i32)
             .into_iter()
             .any(|pid| comm(pid).as_deref() == Some("sleep"))
@@ -37,11 +36,7 @@ fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
 
     // Ctrl-C: the terminal sends SIGINT to its foreground group.
     master.write_all(&[0x03]).unwrap();
-    let status = wait_within(
-        &mut replica,
-        Duration::from_secs(10),
-        "leaderrun after Ctrl-C",
-    );
+    let status = wait_within(&mut replica, SOON, "leaderrun after Ctrl-C");
     assert_eq!(
         status.code(),
         Some(128 + 2),
@@ -55,7 +50,7 @@ fn the_command_reads_the_terminal_and_ctrl_c_stops_it() {
 fn ctrl_z_stops_the_job_in_a_shell_and_fg_continues_it() {
     let etcd = Etcd::start();
     let (mut bash, mut master) = interactive_bash(&etcd);
-    let limit = Duration::from_secs(10);
+    let limit = SOON;
     master
         .write_all(b"\"$LR\" --name jobs/tstp -- sh -c 'read a; echo \"first $a\"; read b; echo \"second $b\"'\n")
         .unwrap();
@@ -100,7 +95,7 @@ fn ctrl_z_stops_the_job_in_a_shell_and_fg_continues_it() {
 fn fg_after_the_lease_could_have_expired_never_continues_the_command() {
     let etcd = Etcd::start();
     let (mut bash, mut master) = interactive_bash(&etcd);
-    let limit = Duration::from_secs(30);
+    let limit = LIMIT;
     master
         .write_all(b"\"$LR\" --name jobs/tstp-late --ttl 3s -- sh -c 'read a; echo \"first $a\"; read b; echo \"second $b\"'\n")
         .unwrap();
@@ -146,13 +141,13 @@ fn terminal_modes_are_restored_after_the_command_is_killed() {
         "stty raw -echo; echo ready; sleep 30",
     ]));
     let mut master = pty.master.try_clone().unwrap();
-    read_until(&mut master, "ready", Duration::from_secs(10));
+    read_until(&mut master, "ready", SOON);
     let changed = tcgetattr(&pty.slave).unwrap();
     assert!(!changed.local_flags.intersects(modes), "{changed:?}");
 
     let (_, _, lease) = etcd.candidates(&jobs_tty_modes)[0];
     etcd.revoke(lease);
-    let status = wait_within(&mut replica, Duration::from_secs(10), "leaderrun");
+    let status = wait_within(&mut replica, SOON, "leaderrun");
     assert_eq!(status.code(), Some(124));
     let after = tcgetattr(&pty.slave).unwrap();
     assert_eq!(

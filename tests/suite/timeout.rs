@@ -10,18 +10,10 @@ use std::time::Duration;
 fn a_command_past_its_timeout_is_stopped_and_leaves_no_key() {
     let etcd = Etcd::shared();
     let jobs_t = unique("jobs/t");
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args([
-            "--name",
-            &jobs_t,
-            "--timeout",
-            "1s",
-            "--",
-            "sleep",
-            "30",
-        ]),
-        Duration::from_secs(20),
-    );
+    let done = lr(etcd)
+        .name(&jobs_t)
+        .args(["--timeout", "1s"])
+        .run_within(["sleep", "30"], Duration::from_secs(20));
     assert_eq!(done.code, Some(123), "{}", done.stderr);
     assert!(
         done.took >= Duration::from_secs(1) && done.took < Duration::from_secs(15),
@@ -44,20 +36,12 @@ fn a_command_that_ignores_term_is_killed_after_kill_after() {
         "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
         pidfile.display()
     );
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_t,
-        "--timeout",
-        "1s",
-        "--kill-after",
-        "1s",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
+    let mut replica = lr(etcd)
+        .name(&jobs_t)
+        .args(["--timeout", "1s", "--kill-after", "1s"])
+        .spawn(["sh", "-c", &script]);
     let background = read_pid(&pidfile, Duration::from_secs(20));
-    let (code, stderr) = replica.finish(Duration::from_secs(30));
+    let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(123), "{stderr}");
     assert!(!alive(background), "the background job was killed too");
 }
@@ -76,22 +60,13 @@ fn a_timeout_gives_the_whole_kill_after_while_the_lease_is_kept() {
         pidfile.display()
     );
     let began = std::time::Instant::now();
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_t_grace,
-        "--ttl",
-        "3s",
-        "--timeout",
-        "1s",
-        "--kill-after",
-        "5s",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
+    let mut replica = lr(etcd)
+        .name(&jobs_t_grace)
+        .ttl(Duration::from_secs(3))
+        .args(["--timeout", "1s", "--kill-after", "5s"])
+        .spawn(["sh", "-c", &script]);
     let background = read_pid(&pidfile, Duration::from_secs(20));
-    let (code, stderr) = replica.finish(Duration::from_secs(30));
+    let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(123), "{stderr}");
     assert!(
         began.elapsed() >= Duration::from_secs(6),
@@ -115,20 +90,11 @@ fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
         "trap '' TERM; echo $$ > '{}'; while :; do sleep 0.1; done",
         pidfile.display()
     );
-    let mut replica = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_t_lost,
-        "--ttl",
-        "3s",
-        "--timeout",
-        "1s",
-        "--kill-after",
-        "20s",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
+    let mut replica = lr(etcd)
+        .name(&jobs_t_lost)
+        .ttl(Duration::from_secs(3))
+        .args(["--timeout", "1s", "--kill-after", "20s"])
+        .spawn(["sh", "-c", &script]);
     let job = read_pid(&pidfile, Duration::from_secs(20));
     await_condition(Duration::from_secs(20), "the timeout", || {
         replica.stderr_so_far().contains("ran past --timeout")
@@ -145,7 +111,7 @@ fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
         took < Duration::from_secs(3),
         "the job outlived the loss by {took:?}"
     );
-    let (code, stderr) = replica.finish(Duration::from_secs(30));
+    let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(123), "{stderr}");
     assert!(
         stderr.contains("lost while the command was being stopped"),
@@ -161,22 +127,13 @@ fn time_in_the_queue_does_not_count() {
     let jobs_t = unique("jobs/t");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", &jobs_t, "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut leader = lr(etcd).name(&jobs_t).spawn(pid_job(&pidfile));
     let job = read_pid(&pidfile, Duration::from_secs(20));
-    let mut waiter = Replica::spawn(leaderrun(&etcd.endpoint()).args([
-        "--name",
-        &jobs_t,
-        "--wait",
-        "--timeout",
-        "3s",
-        "--",
-        "sleep",
-        "1",
-    ]));
+    let mut waiter = lr(etcd)
+        .name(&jobs_t)
+        .wait()
+        .args(["--timeout", "3s"])
+        .spawn(["sleep", "1"]);
     await_condition(Duration::from_secs(20), "the waiter to queue", || {
         etcd.candidates(&jobs_t).len() == 2
     });

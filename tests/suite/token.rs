@@ -19,7 +19,7 @@ fn token_is_the_keys_create_revision_and_beats_an_inherited_one() {
             .env("LEADERRUN_KEY", "inherited"),
     );
     let mut fields = Vec::new();
-    await_condition(Duration::from_secs(10), "the child's record", || {
+    await_condition(SOON, "the child's record", || {
         fields = std::fs::read_to_string(&seen)
             .unwrap_or_default()
             .split_whitespace()
@@ -45,7 +45,7 @@ fn token_is_the_keys_create_revision_and_beats_an_inherited_one() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let (code, _) = replica.finish(Duration::from_secs(10));
+    let (code, _) = replica.finish(SOON);
     assert_eq!(code, Some(143));
     assert!(etcd.candidates("jobs/token").is_empty(), "resigned on exit");
 }
@@ -109,17 +109,9 @@ fn tokens_grow_from_one_leader_to_the_next() {
     let jobs_grow = unique("jobs/grow");
     let mut tokens = Vec::new();
     for _ in 0..3 {
-        let done = run_within(
-            leaderrun(&etcd.endpoint()).args([
-                "--name",
-                &jobs_grow,
-                "--",
-                "sh",
-                "-c",
-                "echo $LEADERRUN_TOKEN",
-            ]),
-            Duration::from_secs(10),
-        );
+        let done = lr(etcd)
+            .name(&jobs_grow)
+            .run_within(["sh", "-c", "echo $LEADERRUN_TOKEN"], SOON);
         assert_eq!(done.code, Some(0), "{}", done.stderr);
         tokens.push(done.stdout.trim().parse::<i64>().unwrap());
     }

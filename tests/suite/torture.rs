@@ -273,7 +273,7 @@ impl Soak {
         // settle.
         let log = self.log();
         let mut settled = read_writes(&log).len();
-        await_condition(Duration::from_secs(10), "the writes to settle", || {
+        await_condition(SOON, "the writes to settle", || {
             std::thread::sleep(Duration::from_millis(200));
             let count = read_writes(&log).len();
             std::mem::replace(&mut settled, count) == count

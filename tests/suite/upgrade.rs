@@ -14,12 +14,8 @@ fn a_waiter_runs_its_command_after_its_binary_was_replaced() {
     std::fs::copy(env!("CARGO_BIN_EXE_leaderrun"), &installed).unwrap();
 
     let pidfile = dir.path().join("leader");
-    let mut leader = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", "jobs/upgrade", "--"])
-            .args(pid_job(&pidfile)),
-    );
-    read_pid(&pidfile, Duration::from_secs(10));
+    let mut leader = lr(&etcd).name("jobs/upgrade").spawn(pid_job(&pidfile));
+    read_pid(&pidfile, SOON);
     let ran = dir.path().join("ran");
     let script = format!("echo $LEADERRUN_TOKEN > '{}'", ran.display());
     let mut waiter = Replica::spawn(leaderrun_at(&installed, &etcd.endpoint()).args([
@@ -31,7 +27,7 @@ fn a_waiter_runs_its_command_after_its_binary_was_replaced() {
         "-c",
         &script,
     ]));
-    await_condition(Duration::from_secs(10), "the waiter queued", || {
+    await_condition(SOON, "the waiter queued", || {
         etcd.candidates("jobs/upgrade").len() == 2
     });
 
@@ -42,7 +38,7 @@ fn a_waiter_runs_its_command_after_its_binary_was_replaced() {
     std::fs::rename(&new, &installed).unwrap();
 
     send(leader.pid(), Signal::SIGTERM);
-    leader.finish(Duration::from_secs(10));
+    leader.finish(SOON);
     let (code, stderr) = waiter.finish(Duration::from_secs(15));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(ran.exists(), "the command did not run: {stderr}");

@@ -4,7 +4,7 @@ use crate::common::*;
 use std::time::Duration;
 
 fn one_line_125(args: &[&str], endpoints: &str, mentions: &str) {
-    let done = run_within(leaderrun(endpoints).args(args), Duration::from_secs(10));
+    let done = run_within(leaderrun(endpoints).args(args), SOON);
     assert_one_error_line(&done, mentions, &format!("{args:?}"));
 }
 
@@ -83,10 +83,7 @@ fn credentials_in_an_endpoint_are_refused_unrepeated() {
         "http://someone:s3cret-pw@127.0.0.1:2379",
         "someone:s3cret-pw@127.0.0.1:2379",
     ] {
-        let done = run_within(
-            leaderrun(endpoint).args(["--", "true"]),
-            Duration::from_secs(10),
-        );
+        let done = run_within(leaderrun(endpoint).args(["--", "true"]), SOON);
         assert_one_error_line(&done, "--user", endpoint);
         assert!(
             !done.stderr.contains("s3cret-pw"),
@@ -110,7 +107,7 @@ fn silent_endpoint_fails_within_the_dial_timeout() {
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     let done = run_within(
         leaderrun(&endpoint).args(["--dial-timeout", "1s", "--", "true"]),
-        Duration::from_secs(10),
+        SOON,
     );
     assert_eq!(done.code, Some(125), "{}", done.stderr);
     assert!(done.stderr.contains("no answer"), "{}", done.stderr);
@@ -128,7 +125,7 @@ fn etcdctl_endpoints_is_the_fallback() {
             .env_remove("LEADERRUN_ENDPOINTS")
             .env("ETCDCTL_ENDPOINTS", "127.0.0.1:1")
             .args(["--", "true"]),
-        Duration::from_secs(10),
+        SOON,
     );
     assert_eq!(done.code, Some(125));
     assert!(

@@ -20,16 +20,12 @@ fn an_overwritten_leader_key_is_loss_of_leadership() {
     let jobs_overwrite = unique("jobs/overwrite");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut replica = Replica::spawn(
-        leaderrun(&etcd.endpoint())
-            .args(["--name", &jobs_overwrite, "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut replica = lr(etcd).name(&jobs_overwrite).spawn(pid_job(&pidfile));
     let pid = read_pid(&pidfile, Duration::from_secs(20));
     let candidates = etcd.candidates(&jobs_overwrite);
     assert_eq!(candidates.len(), 1, "{candidates:?}");
     etcd.put(&candidates[0].0, "x", 0);
-    await_condition(Duration::from_secs(10), "the child to die", || !alive(pid));
+    await_condition(SOON, "the child to die", || !alive(pid));
     let (code, stderr) = replica.finish(Duration::from_secs(20));
     assert_eq!(code, Some(124), "{stderr}");
     assert!(stderr.contains("overwritten"), "{stderr}");
@@ -44,9 +40,7 @@ fn an_overwritten_waiter_key_is_named_as_overwritten() {
     let name = &jobs_overwait;
     let dir = tempfile::tempdir().unwrap();
     let (leader, _) = pid_job_leader(etcd, name, dir.path());
-    let waiter = Replica::spawn(
-        leaderrun(&etcd.endpoint()).args(["-v", "--name", name, "--wait", "--", "true"]),
-    );
+    let waiter = lr(etcd).verbose().name(name).wait().spawn(["true"]);
     let limit = Duration::from_secs(20);
     await_condition(limit, "the waiter to queue", || {
         etcd.candidates(name).len() == 2
@@ -67,10 +61,10 @@ fn a_stale_key_with_no_lease_blocks_the_election_and_is_named() {
     let etcd = Etcd::start();
     etcd.put("jobs/stale/1234abcd", "x", 0);
 
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["-v", "--name", "jobs/stale", "--", "echo", "ran"]),
-        Duration::from_secs(20),
-    );
+    let done = lr(&etcd)
+        .verbose()
+        .name("jobs/stale")
+        .run_within(["echo", "ran"], Duration::from_secs(20));
     assert_eq!(done.code, Some(75), "{}", done.stderr);
     assert!(done.stdout.is_empty(), "the command ran: {}", done.stdout);
     assert!(
@@ -102,19 +96,11 @@ fn a_once_per_marker_with_no_lease_never_closes() {
     let marker = r#"{"host":"h","pid":1,"started":"2026-01-01T00:00:00Z","command":"c","token":5}"#;
     etcd.put("jobs/mk.once-per", marker, 0);
 
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args([
-            "-v",
-            "--once-per",
-            "1h",
-            "--name",
-            "jobs/mk",
-            "--",
-            "echo",
-            "ran",
-        ]),
-        Duration::from_secs(20),
-    );
+    let done = lr(&etcd)
+        .verbose()
+        .name("jobs/mk")
+        .args(["--once-per", "1h"])
+        .run_within(["echo", "ran"], Duration::from_secs(20));
     assert_eq!(done.code, Some(75), "{}", done.stderr);
     assert!(done.stdout.is_empty(), "the command ran: {}", done.stdout);
     assert!(done.stderr.contains("never closes"), "{}", done.stderr);
@@ -137,18 +123,10 @@ fn once_per_windows_of_different_lengths_disagree() {
     let etcd = Etcd::shared();
     let jobs_len = unique("jobs/len");
     let run = |window: &str| {
-        run_within(
-            leaderrun(&etcd.endpoint()).args([
-                "--once-per",
-                window,
-                "--name",
-                &jobs_len,
-                "--",
-                "echo",
-                "ran",
-            ]),
-            Duration::from_secs(20),
-        )
+        lr(etcd)
+            .name(&jobs_len)
+            .args(["--once-per", window])
+            .run_within(["echo", "ran"], Duration::from_secs(20))
     };
     let first = run("1h");
     assert_eq!(first.code, Some(0), "{}", first.stderr);

@@ -25,9 +25,9 @@ fn a_zombie_in_the_group_does_not_hold_up_the_exit() {
             .args(["--ttl", &seconds(ttl), "--name", &jobs_zombie])
             .args(["--", "sh", "-c", &script]),
     );
-    let shell = read_pid(&shell, Duration::from_secs(10));
+    let shell = read_pid(&shell, SOON);
     let mut sleep = None;
-    await_condition(Duration::from_secs(10), "the shell's sleep", || {
+    await_condition(SOON, "the shell's sleep", || {
         sleep = children_of(shell)
             .into_iter()
             .find(|pid| comm(*pid).as_deref() == Some("sleep"));
@@ -59,33 +59,19 @@ fn no_guardian_is_left_to_whoever_adopts_leaderrun_s_children() {
     nix::sys::prctl::set_child_subreaper(true).expect("a child subreaper");
     let etcd = Etcd::shared();
     let jobs_guardians = unique("jobs/guardians");
-    let limit = Duration::from_secs(30);
+    let limit = LIMIT;
     let name = &jobs_guardians;
-    let ran = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
-        limit,
-    );
+    let ran = lr(etcd).name(name).run_within(["true"], limit);
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
-    let mut holder =
-        Replica::spawn(leaderrun(&etcd.endpoint()).args(["--name", name, "--", "sleep", "60"]));
+    let mut holder = lr(etcd).name(name).spawn(["sleep", "60"]);
     await_condition(limit, "a holder", || etcd.candidates(name).len() == 1);
-    let lost = run_within(
-        leaderrun(&etcd.endpoint()).args(["--name", name, "--", "true"]),
-        limit,
-    );
+    let lost = lr(etcd).name(name).run_within(["true"], limit);
     assert_eq!(lost.code, Some(75), "{}", lost.stderr);
-    let waited = run_within(
-        leaderrun(&etcd.endpoint()).args([
-            "--name",
-            name,
-            "--wait",
-            "--wait-timeout",
-            "1s",
-            "--",
-            "true",
-        ]),
-        limit,
-    );
+    let waited = lr(etcd)
+        .name(name)
+        .wait()
+        .args(["--wait-timeout", "1s"])
+        .run_within(["true"], limit);
     assert_eq!(waited.code, Some(75), "{}", waited.stderr);
     send(holder.pid(), Signal::SIGTERM);
     let (code, stderr) = holder.finish(limit);

@@ -1,11 +1,99 @@
 //! The leaderrun invocation: the binary in a clean environment, run to its
 //! end within a limit, and what its output must look like.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::etcd::Etcd;
 use super::processes::wait_within;
+use super::replicas::{Replica, DEBUG_JSON};
+
+/// How long a run, or a wait for something that should come at once, may
+/// take before the test fails: it guards against a hang, and bounds
+/// nothing a test measures.
+pub const LIMIT: Duration = Duration::from_secs(30);
+
+/// The shorter limit many waits take: for a start, a pid file, a queue.
+pub const SOON: Duration = Duration::from_secs(10);
+
+/// A leaderrun invocation pointed at `etcd`, built option by option and
+/// ended by its command: `lr(&etcd).name("jobs/a").wait().spawn(["true"])`.
+pub fn lr(etcd: &Etcd) -> Lr {
+    Lr::at(&etcd.endpoint())
+}
+
+/// An invocation being built (see [`lr`]).
+pub struct Lr {
+    command: Command,
+}
+
+impl Lr {
+    /// Pointed at `endpoints` (a comma-separated list, or one that does
+    /// not answer).
+    pub fn at(endpoints: &str) -> Lr {
+        Lr {
+            command: leaderrun(endpoints),
+        }
+    }
+
+    /// `--name`: the election.
+    pub fn name(self, name: &str) -> Lr {
+        self.args(["--name", name])
+    }
+
+    /// `--wait`: queue instead of giving up when it is held.
+    pub fn wait(self) -> Lr {
+        self.args(["--wait"])
+    }
+
+    /// `--ttl`, in whole seconds.
+    pub fn ttl(self, ttl: Duration) -> Lr {
+        self.args(["--ttl", &seconds(ttl)])
+    }
+
+    /// `-v`: leaderrun's info lines.
+    pub fn verbose(self) -> Lr {
+        self.args(["-v"])
+    }
+
+    /// Debug lines as JSON, to be read by their event ([`DEBUG_JSON`]).
+    pub fn debug_json(self) -> Lr {
+        self.args(DEBUG_JSON)
+    }
+
+    /// Any other options, as given.
+    pub fn args(mut self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Lr {
+        self.command.args(args);
+        self
+    }
+
+    /// The command line, `--` and `job` after the options.
+    pub fn command(mut self, job: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Command {
+        self.command.arg("--").args(job);
+        self.command
+    }
+
+    /// Runs `job` in the background (see [`Replica`]).
+    pub fn spawn(self, job: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Replica {
+        Replica::spawn(&mut self.command(job))
+    }
+
+    /// Runs `job` to its end, within [`LIMIT`].
+    pub fn run(self, job: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Finished {
+        self.run_within(job, LIMIT)
+    }
+
+    /// Runs `job` to its end, within `limit` (see [`run_within`]).
+    pub fn run_within(
+        self,
+        job: impl IntoIterator<Item = impl AsRef<OsStr>>,
+        limit: Duration,
+    ) -> Finished {
+        run_within(&mut self.command(job), limit)
+    }
+}
 
 /// leaderrun, pointed at `endpoints`, with an environment cleaned of
 /// anything the developer's shell might carry.

@@ -11,6 +11,7 @@ use leaderrun::events;
 use super::await_condition;
 use super::etcd::Etcd;
 use super::invocation::leaderrun;
+use super::invocation::SOON;
 use super::processes::{read_pid, wait_within};
 
 /// A background leaderrun whose stderr is collected; killed on drop.
@@ -147,7 +148,7 @@ pub fn pid_job_leader(etcd: &Etcd, name: &str, dir: &Path) -> (Replica, i32) {
             .args(["--name", name, "--"])
             .args(pid_job(&pidfile)),
     );
-    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    let pid = read_pid(&pidfile, SOON);
     (leader, pid)
 }
 
