@@ -227,6 +227,11 @@ fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
         .name(&jobs_guardian_asleep)
         .spawn(["sh", "-c", &script]);
     let command = read_pid(&running, SOON);
+    // The guardian names itself after its fork, which nothing orders
+    // before the command's pid file: awaited, then there is one.
+    await_condition(SOON, "the guardian to name itself", || {
+        !guardians_of(replica.pid()).is_empty()
+    });
     let guardians = guardians_of(replica.pid());
     assert_eq!(guardians.len(), 1, "one guardian");
     // The command's process named its group to the guardian before its
@@ -265,6 +270,11 @@ fn the_guardian_outlives_the_signals_it_can_ignore() {
         .name(&jobs_guardian_signalled)
         .spawn(["sh", "-c", &script]);
     let background = read_pid(&background, SOON);
+    // The guardian names itself after its fork, which nothing orders
+    // before the command's pid file: awaited, then there is one.
+    await_condition(SOON, "the guardian to name itself", || {
+        !guardians_of(replica.pid()).is_empty()
+    });
     let guardians = guardians_of(replica.pid());
     assert_eq!(guardians.len(), 1, "one guardian");
     let mut strays = Strays::new();
