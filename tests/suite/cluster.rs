@@ -32,11 +32,10 @@ fn leader_rides_out(what: &str, fault: impl FnOnce(&mut Etcd)) {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("child");
     let ttl = seconds(TTL);
-    let mut leader = Replica::spawn(
-        leaderrun(&etcd.endpoints())
-            .args(["--name", "jobs/cluster", "--ttl", &ttl, "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut leader = Lr::at(&etcd.endpoints())
+        .name("jobs/cluster")
+        .args(["--ttl", &ttl])
+        .spawn(pid_job(&pidfile));
     let held = Leader {
         name: "jobs/cluster".into(),
         ttl: TTL,
@@ -91,19 +90,18 @@ fn losing_quorum_longer_than_the_lease_stops_the_child_in_time() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
     let ttl = seconds(TTL);
-    let mut a = Replica::spawn(
-        leaderrun(&etcd.endpoints())
-            .args(["--name", "jobs/cluster", "--ttl", &ttl, "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut a = Lr::at(&etcd.endpoints())
+        .name("jobs/cluster")
+        .args(["--ttl", &ttl])
+        .spawn(pid_job(&pidfile));
     let a_child = read_pid(&pidfile, SOON);
     let a_token = etcd.candidates("jobs/cluster")[0].1;
     let report = dir.path().join("b");
-    let b = Replica::spawn(
-        leaderrun(&etcd.endpoints())
-            .args(["--name", "jobs/cluster", "--wait", "--ttl", &ttl, "--"])
-            .args(checking_job(a_child, &report)),
-    );
+    let b = Lr::at(&etcd.endpoints())
+        .name("jobs/cluster")
+        .wait()
+        .args(["--ttl", &ttl])
+        .spawn(checking_job(a_child, &report));
     await_condition(SOON, "B queued", || {
         etcd.candidates("jobs/cluster").len() == 2
     });

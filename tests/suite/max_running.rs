@@ -86,10 +86,7 @@ fn losing_one_runners_lease_stops_only_that_runner() {
             .spawn(pid_job(&pidfile));
         runners.push((replica, read_pid(&pidfile, LIMIT)));
     }
-    let shown = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", &jobs_two]),
-        LIMIT,
-    );
+    let shown = lr(etcd).status().name(&jobs_two).args(["--json"]).finish();
     let status: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
     assert_eq!(status["max_running"], 2, "{status}");
     assert_eq!(

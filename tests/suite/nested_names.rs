@@ -25,10 +25,11 @@ fn crowd(etcd: &Etcd, under: &str, count: usize) {
 }
 
 fn status_json(etcd: &Etcd, name: &str) -> serde_json::Value {
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", name]),
-        Duration::from_secs(20),
-    );
+    let done = lr(etcd)
+        .status()
+        .name(name)
+        .args(["--json"])
+        .finish_within(Duration::from_secs(20));
     serde_json::from_str(&done.stdout)
         .unwrap_or_else(|_| panic!("JSON: {} {}", done.stdout, done.stderr))
 }
@@ -41,17 +42,15 @@ fn an_election_whose_name_extends_ours_neither_leads_nor_queues_in_it() {
     // older than any candidate of ours, so every read in line order has to
     // read past them.
     crowd(&etcd, "pfx/a/zz", 300);
-    let nested =
-        Replica::spawn(leaderrun(&endpoint).args(["--name", "pfx/a/b", "--", "sleep", "60"]));
+    let nested = Lr::at(&endpoint).name("pfx/a/b").spawn(["sleep", "60"]);
     await_condition(SOON, "pfx/a/b to lead", || {
         etcd.candidates("pfx/a/b").len() == 1
     });
 
     // Nobody leads pfx/a: it runs at once, without --wait.
-    let done = run_within(
-        leaderrun(&endpoint).args(["--name", "pfx/a", "--", "echo", "ran"]),
-        Duration::from_secs(20),
-    );
+    let done = Lr::at(&endpoint)
+        .name("pfx/a")
+        .run_within(["echo", "ran"], Duration::from_secs(20));
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert_eq!(done.stdout, "ran\n");
     assert_eq!(status_json(&etcd, "pfx/a")["key"], serde_json::Value::Null);
@@ -60,21 +59,12 @@ fn an_election_whose_name_extends_ours_neither_leads_nor_queues_in_it() {
     // only, and runs when it leaves, while pfx/a/b still leads.
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut leader = Replica::spawn(
-        leaderrun(&endpoint)
-            .args(["--name", "pfx/a", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut leader = Lr::at(&endpoint).name("pfx/a").spawn(pid_job(&pidfile));
     let job = read_pid(&pidfile, Duration::from_secs(20));
-    let mut waiter = Replica::spawn(leaderrun(&endpoint).args([
-        "--name",
-        "pfx/a",
-        "--wait",
-        "--",
-        "sh",
-        "-c",
-        "echo waited",
-    ]));
+    let mut waiter = Lr::at(&endpoint)
+        .name("pfx/a")
+        .wait()
+        .spawn(["sh", "-c", "echo waited"]);
     await_condition(SOON, "one waiter on pfx/a", || {
         status_json(&etcd, "pfx/a")["waiters"] == 1
     });
@@ -99,18 +89,16 @@ fn an_election_whose_name_extends_ours_neither_leads_nor_queues_in_it() {
 fn a_leader_of_the_shorter_name_does_not_block_the_longer() {
     let etcd = Etcd::start();
     let endpoint = etcd.endpoint();
-    let _outer =
-        Replica::spawn(leaderrun(&endpoint).args(["--name", "pfx/a", "--", "sleep", "60"]));
+    let _outer = Lr::at(&endpoint).name("pfx/a").spawn(["sleep", "60"]);
     await_condition(SOON, "pfx/a to lead", || {
         status_json(&etcd, "pfx/a")["key"] != serde_json::Value::Null
     });
     // `pfx/a/1f` would be a candidate key of pfx/a; as a name, it is an
     // election of its own.
     for name in ["pfx/a/b", "pfx/a/1f"] {
-        let done = run_within(
-            leaderrun(&endpoint).args(["--name", name, "--", "echo", "ran"]),
-            Duration::from_secs(20),
-        );
+        let done = Lr::at(&endpoint)
+            .name(name)
+            .run_within(["echo", "ran"], Duration::from_secs(20));
         assert_eq!(done.code, Some(0), "{name}: {}", done.stderr);
         assert_eq!(done.stdout, "ran\n");
     }

@@ -74,10 +74,11 @@ fn staggered_replicas_run_the_job_once_per_window() {
     assert!(etcd.candidates(NAME).is_empty(), "everyone resigned");
 
     // status shows the window's run.
-    let status = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", NAME]),
-        SOON,
-    );
+    let status = lr(&etcd)
+        .status()
+        .name(NAME)
+        .args(["--json"])
+        .finish_within(SOON);
     assert_eq!(status.code, Some(3), "{}", status.stderr);
     let object: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
     assert_eq!(object["last_run"]["token"], token, "{object}");

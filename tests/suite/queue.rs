@@ -143,10 +143,7 @@ fn large_values_under_the_prefix_do_not_break_the_election() {
     await_condition(limit, "a leader", || etcd.candidates(name).len() == 5);
     let mut waiter = lr(&etcd).name(name).wait().spawn(["true"]);
     await_condition(limit, "a waiter", || etcd.candidates(name).len() == 6);
-    let status = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--name", name]),
-        limit,
-    );
+    let status = lr(&etcd).status().name(name).finish_within(limit);
     assert_eq!(status.code, Some(0), "{}", status.stderr);
     assert!(
         status.stdout.contains("\nwaiting:  1\n"),

@@ -63,8 +63,7 @@ fn the_ci_example_reports_every_outcome_under_set_e() {
     );
 
     // Another deploy holds the lock past the wait (shortened from 10m).
-    let _other =
-        Replica::spawn(leaderrun(&endpoint).args(["--name", "deploy/prod", "--", "sleep", "60"]));
+    let _other = Lr::at(&endpoint).name("deploy/prod").spawn(["sleep", "60"]);
     await_condition(Duration::from_secs(20), "the other deploy to lead", || {
         etcd.candidates("deploy/prod").len() == 1
     });

@@ -8,10 +8,7 @@ use crate::common::*;
 use std::time::{Duration, SystemTime};
 
 fn status_json(etcd: &Etcd, name: &str) -> serde_json::Value {
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", name]),
-        LIMIT,
-    );
+    let done = lr(etcd).status().name(name).args(["--json"]).finish();
     serde_json::from_str(&done.stdout)
         .unwrap_or_else(|_| panic!("JSON: {} {}", done.stdout, done.stderr))
 }
@@ -68,10 +65,7 @@ fn every_ending_is_recorded_and_the_last_success_kept() {
             "the last success stays: {shown}"
         );
     }
-    let text = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--name", name]),
-        LIMIT,
-    );
+    let text = lr(etcd).status().name(name).finish();
     assert!(
         text.stdout.contains("\nlast run: timed out on "),
         "{}",
@@ -116,13 +110,7 @@ fn a_start_with_its_leader_gone_is_not_shown_as_running() {
         .ttl(Duration::from_secs(2))
         .spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
-    let text = || {
-        run_within(
-            leaderrun(&etcd.endpoint()).args(["status", "--name", "jobs/killed"]),
-            LIMIT,
-        )
-        .stdout
-    };
+    let text = || lr(&etcd).status().name("jobs/killed").finish().stdout;
     await_condition(LIMIT, "the start record", || {
         etcd.get("jobs/killed.last-started").is_some()
     });
@@ -163,10 +151,11 @@ const START: &str = "leaderrun_last_start_timestamp_seconds";
 
 /// One election's sample of `metric` in `status --format prometheus`.
 fn metric(etcd: &Etcd, name: &str, metric: &str) -> Option<f64> {
-    let done = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--format", "prometheus"]),
-        LIMIT,
-    );
+    let done = lr(etcd)
+        .status()
+        .name(name)
+        .args(["--format", "prometheus"])
+        .finish();
     let scrape =
         prometheus_parse::Scrape::parse(done.stdout.lines().map(|line| Ok(line.to_string())))
             .unwrap_or_else(|err| panic!("{err}: {}", done.stdout));
@@ -224,10 +213,11 @@ fn a_start_that_ended_is_shown_as_ended() {
 fn a_success_dated_ahead_of_our_clock_is_not_fresh() {
     let etcd = Etcd::start();
     let check = |name: &str| {
-        run_within(
-            leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
-            LIMIT,
-        )
+        lr(&etcd)
+            .status()
+            .name(name)
+            .args(["--max-age", "1h"])
+            .finish()
     };
     let day = Duration::from_secs(24 * 3600);
     let ahead = SystemTime::now() + day;
@@ -294,10 +284,11 @@ fn a_stale_leader_cannot_overwrite_a_newer_record() {
 fn max_age_is_a_freshness_check() {
     let etcd = Etcd::start();
     let check = |name: &str, age: &str| {
-        run_within(
-            leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", age]),
-            LIMIT,
-        )
+        lr(&etcd)
+            .status()
+            .name(name)
+            .args(["--max-age", age])
+            .finish()
     };
     // Never succeeded: stale, whoever leads (nobody).
     let never = check("jobs/age", "1h");
@@ -409,10 +400,11 @@ fn records_copied_from_another_cluster_do_not_freeze_the_records() {
             assert_ne!(shown[which]["host"], "old-cluster", "{which}: {shown}");
             assert!(shown[which]["token"].as_i64().unwrap() < 900000, "{shown}");
         }
-        let fresh = run_within(
-            leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
-            LIMIT,
-        );
+        let fresh = lr(etcd)
+            .status()
+            .name(name)
+            .args(["--max-age", "1h"])
+            .finish();
         assert_eq!(
             fresh.code,
             Some(0),
@@ -571,10 +563,11 @@ fn max_age_takes_only_a_success_for_a_success() {
         "finished": now, "duration_s": 1.0, "exit_code": 1, "outcome": "failed",
     });
     etcd.put(&format!("{name}.last-succeeded"), &failed.to_string(), 0);
-    let check = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
-        LIMIT,
-    );
+    let check = lr(etcd)
+        .status()
+        .name(name)
+        .args(["--max-age", "1h"])
+        .finish();
     assert_eq!(check.code, Some(2), "{}", check.stdout);
     assert!(
         check.stdout.contains("no run has succeeded"),

@@ -8,24 +8,23 @@ fn status_names_the_leader_and_counts_waiters() {
     let etcd = Etcd::shared();
     let jobs_st = unique("jobs/st");
     let endpoint = etcd.endpoint();
-    let none = run_within(
-        leaderrun(&endpoint).args(["status", "--name", &jobs_st]),
-        SOON,
-    );
+    let none = Lr::at(&endpoint)
+        .status()
+        .name(&jobs_st)
+        .finish_within(SOON);
     assert_eq!(none.code, Some(3), "{}", none.stderr);
     assert!(none.stdout.contains("leader:   none"), "{}", none.stdout);
 
-    let leader =
-        Replica::spawn(leaderrun(&endpoint).args(["--name", &jobs_st, "--", "sleep", "30"]));
+    let leader = Lr::at(&endpoint).name(&jobs_st).spawn(["sleep", "30"]);
     await_condition(SOON, "a leader", || etcd.candidates(&jobs_st).len() == 1);
-    let _waiter =
-        Replica::spawn(leaderrun(&endpoint).args(["--name", &jobs_st, "--wait", "--", "true"]));
+    let _waiter = Lr::at(&endpoint).name(&jobs_st).wait().spawn(["true"]);
     await_condition(SOON, "a waiter", || etcd.candidates(&jobs_st).len() == 2);
 
-    let done = run_within(
-        leaderrun(&endpoint).args(["status", "--name", &jobs_st, "--json"]),
-        SOON,
-    );
+    let done = Lr::at(&endpoint)
+        .status()
+        .name(&jobs_st)
+        .args(["--json"])
+        .finish_within(SOON);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     let status: serde_json::Value = serde_json::from_str(&done.stdout).expect("one JSON object");
     let (key, token, lease) = etcd.candidates(&jobs_st)[0].clone();
@@ -40,13 +39,10 @@ fn status_names_the_leader_and_counts_waiters() {
     assert!((1..=15).contains(&ttl), "{ttl}");
 
     // The same election, named by the command line instead of --name.
-    let _derived = Replica::spawn(leaderrun(&endpoint).args(["--", "sleep", "31"]));
+    let _derived = Lr::at(&endpoint).spawn(["sleep", "31"]);
     let mut by_command = None;
     await_condition(SOON, "status by command line", || {
-        let done = run_within(
-            leaderrun(&endpoint).args(["status", "--", "sleep", "31"]),
-            SOON,
-        );
+        let done = Lr::at(&endpoint).status().run_within(["sleep", "31"], SOON);
         let found = done.code == Some(0);
         by_command = Some(done.stdout);
         found
@@ -96,10 +92,9 @@ fn status_watch_prints_a_line_per_change_of_leader() {
     let (mut watcher, lines) = watch_status(&endpoint, "jobs/sw");
     let next = || lines.recv_timeout(SOON).expect("a status line");
     assert!(next().ends_with("jobs/sw: no leader"));
-    let done = run_within(
-        leaderrun(&endpoint).args(["--name", "jobs/sw", "--", "sleep", "0.5"]),
-        SOON,
-    );
+    let done = Lr::at(&endpoint)
+        .name("jobs/sw")
+        .run_within(["sleep", "0.5"], SOON);
     assert_eq!(done.code, Some(0));
     assert!(next().contains("jobs/sw: led by pid"));
     assert!(next().ends_with("jobs/sw: no leader"));
@@ -120,22 +115,10 @@ fn status_watch_follows_every_leader_of_a_fast_queue() {
 
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let mut first = Replica::spawn(
-        leaderrun(&endpoint)
-            .args(["--name", "jobs/fast", "--"])
-            .args(pid_job(&pidfile)),
-    );
+    let mut first = Lr::at(&endpoint).name("jobs/fast").spawn(pid_job(&pidfile));
     let job = read_pid(&pidfile, Duration::from_secs(20));
     let mut queued: Vec<Replica> = (0..QUEUED)
-        .map(|_| {
-            Replica::spawn(leaderrun(&endpoint).args([
-                "--name",
-                "jobs/fast",
-                "--wait",
-                "--",
-                "true",
-            ]))
-        })
+        .map(|_| Lr::at(&endpoint).name("jobs/fast").wait().spawn(["true"]))
         .collect();
     await_condition(Duration::from_secs(60), "the whole queue", || {
         etcd.candidates("jobs/fast").len() == QUEUED + 1
@@ -182,10 +165,10 @@ fn status_watch_rides_out_a_restart_with_authentication_on() {
     let next = || lines.recv_timeout(LIMIT).expect("a status line");
     assert!(next().ends_with("jobs/aw: no leader"));
     etcd.restart();
-    let done = run_within(
-        leaderrun(&endpoint).args(["--user", &user, "--name", "jobs/aw", "--", "sleep", "0.5"]),
-        LIMIT,
-    );
+    let done = Lr::at(&endpoint)
+        .name("jobs/aw")
+        .args(["--user", &user])
+        .run(["sleep", "0.5"]);
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert!(next().contains("jobs/aw: led by pid"));
     assert!(next().ends_with("jobs/aw: no leader"));
@@ -203,10 +186,11 @@ fn max_age_shows_control_characters_escaped() {
         .name(name)
         .run_within(["true"], Duration::from_secs(20));
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
-    let fresh = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--name", name, "--max-age", "1h"]),
-        Duration::from_secs(20),
-    );
+    let fresh = lr(&etcd)
+        .status()
+        .name(name)
+        .args(["--max-age", "1h"])
+        .finish_within(Duration::from_secs(20));
     assert_eq!(fresh.code, Some(0), "{}", fresh.stderr);
     assert_eq!(fresh.stdout.lines().count(), 1, "{:?}", fresh.stdout);
     assert!(

@@ -130,10 +130,11 @@ fn names_that_are_not_utf8_stay_apart_with_their_leaders() {
         assert!(key.starts_with(&format!("{name}/")), "{object}");
     }
     // A UTF-8 name has no name_base64: its "name" is exact.
-    let plain = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--json", "--name", "odd/plain"]),
-        LIMIT,
-    );
+    let plain = lr(&etcd)
+        .status()
+        .name("odd/plain")
+        .args(["--json"])
+        .finish();
     let plain: serde_json::Value = serde_json::from_str(&plain.stdout).expect("one object");
     assert!(plain.get("name_base64").is_none(), "{plain}");
 
@@ -238,10 +239,7 @@ fn all_exits_zero_once_read_whoever_leads() {
     let ran = lr(&etcd).name("jobs/over").run(["true"]);
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     // A record, and a stale-free election nobody leads.
-    let one = run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--name", "jobs/over"]),
-        LIMIT,
-    );
+    let one = lr(&etcd).status().name("jobs/over").finish();
     assert_eq!(one.code, Some(3), "{}", one.stderr);
     let listed = all(&etcd, &[]);
     assert_eq!(listed.code, Some(0), "{}", listed.stderr);

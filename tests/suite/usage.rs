@@ -83,7 +83,7 @@ fn credentials_in_an_endpoint_are_refused_unrepeated() {
         "http://someone:s3cret-pw@127.0.0.1:2379",
         "someone:s3cret-pw@127.0.0.1:2379",
     ] {
-        let done = run_within(leaderrun(endpoint).args(["--", "true"]), SOON);
+        let done = Lr::at(endpoint).run_within(["true"], SOON);
         assert_one_error_line(&done, "--user", endpoint);
         assert!(
             !done.stderr.contains("s3cret-pw"),
@@ -105,10 +105,9 @@ fn silent_endpoint_fails_within_the_dial_timeout() {
     // Accepts connections and never answers: a hung etcd.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
-    let done = run_within(
-        leaderrun(&endpoint).args(["--dial-timeout", "1s", "--", "true"]),
-        SOON,
-    );
+    let done = Lr::at(&endpoint)
+        .args(["--dial-timeout", "1s"])
+        .run_within(["true"], SOON);
     assert_eq!(done.code, Some(125), "{}", done.stderr);
     assert!(done.stderr.contains("no answer"), "{}", done.stderr);
     assert!(

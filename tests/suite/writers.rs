@@ -6,10 +6,10 @@ use crate::common::*;
 use std::time::Duration;
 
 fn status(etcd: &Etcd, name: &str) -> Finished {
-    run_within(
-        leaderrun(&etcd.endpoint()).args(["status", "--name", name]),
-        Duration::from_secs(20),
-    )
+    lr(etcd)
+        .status()
+        .name(name)
+        .finish_within(Duration::from_secs(20))
 }
 
 /// A plain `put` keeps the key's create revision but drops its lease: the

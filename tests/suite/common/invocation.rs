@@ -38,6 +38,11 @@ impl Lr {
         }
     }
 
+    /// `leaderrun status`: must come first.
+    pub fn status(self) -> Lr {
+        self.args(["status"])
+    }
+
     /// `--name`: the election.
     pub fn name(self, name: &str) -> Lr {
         self.args(["--name", name])
@@ -78,6 +83,17 @@ impl Lr {
     /// Runs `job` in the background (see [`Replica`]).
     pub fn spawn(self, job: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Replica {
         Replica::spawn(&mut self.command(job))
+    }
+
+    /// Runs it as built, with no command (`status`, or options that must
+    /// be refused), to its end within [`LIMIT`].
+    pub fn finish(self) -> Finished {
+        self.finish_within(LIMIT)
+    }
+
+    /// [`Lr::finish`], within `limit`.
+    pub fn finish_within(mut self, limit: Duration) -> Finished {
+        run_within(&mut self.command, limit)
     }
 
     /// Runs `job` to its end, within [`LIMIT`].
