@@ -114,9 +114,12 @@ fn sigint_while_etcd_is_frozen_mid_campaign_exits_at_once_and_never_runs() {
     read_pid(&leader_pid, SOON);
     let ran = dir.path().join("ran");
     let script = format!("echo ran > '{}'", ran.display());
+    // A short TTL: a waiter that exits at once while etcd is frozen may
+    // leave its key to go with its lease.
     let mut waiter = lr(&etcd)
         .name(name)
         .wait()
+        .ttl(Duration::from_secs(3))
         .args(["--dial-timeout", "8s"])
         .spawn(["sh", "-c", &script]);
     await_condition(SOON, "the waiter queued", || {
