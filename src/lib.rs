@@ -26,7 +26,8 @@
 //! Shared by all: `clock` (the boot-time clock every timer runs on),
 //! `retry` (every retry wait and the clean-up bound), `error` (finding an
 //! error by its type; which errors no retry changes), `signals`, `logging`.
-//! Only [`main`] is public: the compiler sees everything else's use.
+//! Only [`main`] and [`events`] (the log event names the tests read) are
+//! public: the compiler sees everything else's use.
 
 mod child;
 mod cli;
@@ -41,6 +42,8 @@ mod retry;
 mod run;
 mod signals;
 mod status;
+
+pub use logging::events;
 
 use std::ffi::OsString;
 

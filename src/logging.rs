@@ -13,6 +13,8 @@ use std::time::SystemTime;
 
 use tracing_subscriber::EnvFilter;
 
+pub mod events;
+
 pub const LOG_ENV: &str = "LEADERRUN_LOG";
 
 /// How leaderrun writes to stderr.

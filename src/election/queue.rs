@@ -15,6 +15,7 @@ use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of};
 use crate::lease::LeaseState;
+use crate::logging::events;
 use crate::retry::{self, Backoff};
 
 impl Election<'_> {
@@ -103,6 +104,7 @@ impl Election<'_> {
         let handover = ours.and_then(|ours| own.handed_over_in(&ours));
         if let Some(at) = handover.filter(|at| self.matters(&OwnKeyNews::HandedOver(*at))) {
             tracing::debug!(
+                event = events::HANDED_OVER_TO_US,
                 revision = at.0,
                 "our turn: handed over by the leader (the read came first)"
             );
@@ -124,7 +126,7 @@ impl Election<'_> {
         // Our key was ours at `revision`: what came before says nothing.
         own.skip_to(revision.next());
         let watched = String::from_utf8_lossy(&ahead.key).into_owned();
-        tracing::debug!(%watched, "queued; watching");
+        tracing::debug!(event = events::QUEUED, %watched, "queued; watching");
         let mut from = revision.next();
         // The watch lives here, outside the race, to be kept open.
         let mut opened = None;
@@ -318,7 +320,11 @@ impl Election<'_> {
 fn turn_from(news: OwnKeyNews) -> Option<Turn> {
     match news {
         OwnKeyNews::HandedOver(at) => {
-            tracing::debug!(revision = at.0, "our turn: handed over by the leader");
+            tracing::debug!(
+                event = events::HANDED_OVER_TO_US,
+                revision = at.0,
+                "our turn: handed over by the leader"
+            );
             Some(Turn::Ours(at))
         }
         OwnKeyNews::Lost(loss) => Some(Turn::Gone(PlaceLost::Key(loss))),

@@ -32,6 +32,7 @@ use crate::etcd::connection::NoSpace;
 use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::Connection;
 use crate::lease::Lease;
+use crate::logging;
 
 /// A run before its command exists.
 pub struct Campaigning<'a> {
@@ -326,7 +327,7 @@ impl<'a> Campaigning<'a> {
         // proof refused above, or a replica refused by the window, must not
         // seem to have led.
         let Some(window) = self.config.once_per else {
-            tracing::info!(token = leadership.token.0, key = %leadership.key, "leader");
+            tracing::info!(event = logging::events::LEADER, token = leadership.token.0, key = %leadership.key, "leader");
             return Ok(Event::Claimed);
         };
         let claim = once_per::claim(
@@ -338,7 +339,7 @@ impl<'a> Campaigning<'a> {
         );
         Ok(match claim.await? {
             Claim::Ours => {
-                tracing::info!(token = leadership.token.0, key = %leadership.key, "leader");
+                tracing::info!(event = logging::events::LEADER, token = leadership.token.0, key = %leadership.key, "leader");
                 tracing::info!(
                     "this run opens a --once-per {} window",
                     humantime::format_duration(window)

@@ -251,7 +251,10 @@ impl<'a> Run<'a> {
             }
             Action::CampaignAgain => {
                 let line = campaign::describe(&event, campaign.error.take().as_ref());
-                tracing::info!("{line}; campaigning again");
+                tracing::info!(
+                    event = logging::events::CAMPAIGNING_AGAIN,
+                    "{line}; campaigning again"
+                );
                 campaign.again();
                 Next::State(State::Campaigning(campaign))
             }

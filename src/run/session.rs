@@ -238,7 +238,11 @@ impl Session {
         };
         tracing::trace!(written = outcome.written, "resigned with the run's records");
         if let Some(next) = successor.filter(|_| outcome.written) {
-            tracing::debug!(to = %next.key, "handed over (if it is still there)");
+            tracing::debug!(
+                event = crate::logging::events::HANDED_OVER,
+                to = %next.key,
+                "handed over (if it is still there)"
+            );
         }
         let alone = |keys: &[Vec<u8>]| keys.iter().all(|attached| *attached == key.as_bytes());
         // The slow path revokes, always.

@@ -1,0 +1,24 @@
+//! The names of the log events that are read by their fields rather than
+//! their wording: each is the `event` field of one tracing line, so that
+//! `--log-format json` shows `"fields": {"event": "...", ...}`. The tests
+//! read these (`leaderrun::events`), and a log shipper may; the message
+//! beside it stays free to change.
+
+/// A waiter has had its look at the queue and watches the key ahead of it
+/// (field `watched`: that key). Debug level.
+pub const QUEUED: &str = "queued";
+
+/// A resigning leader rewrote the key of the one behind it, handing it the
+/// turn (field `to`: that key). Debug level.
+pub const HANDED_OVER: &str = "handed_over";
+
+/// A waiter's turn came from the leader ahead of it handing over, not from
+/// a read of the line (field `revision`). Debug level.
+pub const HANDED_OVER_TO_US: &str = "handed_over_to_us";
+
+/// A candidate won and leads (fields `token`, `key`). Info level.
+pub const LEADER: &str = "leader";
+
+/// A run lost its place or its leadership before its command ran, and
+/// campaigns again. Info level.
+pub const CAMPAIGNING_AGAIN: &str = "campaigning_again";

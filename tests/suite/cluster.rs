@@ -1,0 +1,139 @@
+//! A three-member etcd cluster, all endpoints given: losing the member
+//! leaderrun talks to, any one member, or the raft leader costs a healthy
+//! leader neither its leadership nor its child (etcd-client does not fail
+//! over by itself); losing quorum for longer than the lease stops the child
+//! in time, and a waiting replica takes over with a larger token.
+
+use crate::common::*;
+use std::time::{Duration, Instant};
+
+const TTL: Duration = Duration::from_secs(6);
+
+fn three_members() -> Etcd {
+    Etcd::start_with(EtcdOptions {
+        members: 3,
+        ..EtcdOptions::default()
+    })
+}
+
+/// Checks that the leader rides out a fault that just happened (see
+/// [`Leader::assert_survives`]): for two whole TTLs its child runs and its
+/// key stays.
+fn survives(etcd: &Etcd, what: &str, leader: &Leader) {
+    leader.assert_survives(etcd, what, Instant::now(), TTL * 2);
+}
+
+/// A leader on a three-member cluster (member 0 first, so that it is the
+/// one leaderrun talks to) rides out `fault`, named `what`: see
+/// [`survives`]. Then SIGTERM ends it with 143, and it lost nothing on the
+/// way. Each fault has a cluster of its own, so that the three run at once.
+fn leader_rides_out(what: &str, fault: impl FnOnce(&mut Etcd)) {
+    let mut etcd = three_members();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("child");
+    let ttl = seconds(TTL);
+    let mut leader = Lr::at(&etcd.endpoints())
+        .name("jobs/cluster")
+        .args(["--ttl", &ttl])
+        .spawn(pid_job(&pidfile));
+    let held = Leader {
+        name: "jobs/cluster".into(),
+        ttl: TTL,
+        child: read_pid(&pidfile, SOON),
+        key: etcd.candidates("jobs/cluster")[0].clone(),
+    };
+    fault(&mut etcd);
+    survives(&etcd, what, &held);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(leader.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let (code, stderr) = leader.finish(SOON);
+    assert_eq!(code, Some(143), "{stderr}");
+    assert!(
+        !stderr.contains("lost"),
+        "no leadership was lost on the way: {stderr}"
+    );
+}
+
+#[test]
+fn losing_the_member_leaderrun_talks_to_keeps_the_leader_and_its_child() {
+    leader_rides_out("killing the member leaderrun talks to", |etcd| {
+        etcd.kill_member(0)
+    });
+}
+
+#[test]
+fn a_raft_leader_change_keeps_the_leader_and_its_child() {
+    leader_rides_out("a raft leader change", |etcd| {
+        let raft_leader = etcd.raft_leader().expect("a raft leader");
+        let next = (raft_leader + 1) % 3;
+        etcd.move_raft_leader(next);
+        await_condition(SOON, "the raft leader to move", || {
+            etcd.raft_leader() == Some(next)
+        });
+    });
+}
+
+#[test]
+fn losing_the_raft_leader_keeps_the_leader_and_its_child() {
+    leader_rides_out("killing the raft leader", |etcd| {
+        let raft_leader = etcd.raft_leader().expect("a raft leader");
+        etcd.kill_member(raft_leader);
+    });
+}
+
+#[test]
+fn losing_quorum_longer_than_the_lease_stops_the_child_in_time() {
+    let mut etcd = three_members();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("a");
+    let ttl = seconds(TTL);
+    let mut a = Lr::at(&etcd.endpoints())
+        .name("jobs/cluster")
+        .args(["--ttl", &ttl])
+        .spawn(pid_job(&pidfile));
+    let a_child = read_pid(&pidfile, SOON);
+    let a_token = etcd.candidates("jobs/cluster")[0].1;
+    let report = dir.path().join("b");
+    let b = Lr::at(&etcd.endpoints())
+        .name("jobs/cluster")
+        .wait()
+        .args(["--ttl", &ttl])
+        .spawn(checking_job(a_child, &report));
+    await_condition(SOON, "B queued", || {
+        etcd.candidates("jobs/cluster").len() == 2
+    });
+
+    // Two of three members down: no quorum, no renewal can succeed.
+    let lost = Instant::now();
+    etcd.kill_member(1);
+    etcd.kill_member(2);
+    let a_dead = await_condition(TTL * 2, "A's child to be stopped", || !alive(a_child));
+    eprintln!("quorum lost: A's child stopped {a_dead:?} after (TTL {TTL:?})");
+    assert!(
+        a_dead < TTL,
+        "A's child must be dead within the TTL of the last renewal: {a_dead:?}"
+    );
+    let (code, stderr) = a.finish(TTL);
+    assert_eq!(code, Some(124), "{stderr}");
+    assert!(
+        stderr.contains("leadership of jobs/cluster lost"),
+        "{stderr}"
+    );
+
+    etcd.start_member(1);
+    etcd.start_member(2);
+    let (state, b_token) = read_report(&report, LIMIT);
+    eprintln!(
+        "quorum back: B's child started {:?} after the loss",
+        lost.elapsed()
+    );
+    assert!(
+        matches!(state.as_str(), "gone" | "Z"),
+        "A's child ran ({state}) when B's started"
+    );
+    assert!(b_token > a_token, "{b_token} > {a_token}");
+    drop(b);
+}

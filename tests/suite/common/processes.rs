@@ -1,0 +1,193 @@
+//! Processes as /proc shows them: alive or not, their state, children and
+//! command lines; signals; and the clean-up of what a failing test leaves.
+
+use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use super::await_condition;
+
+/// Waits for `child` to exit, polling every 10 ms; kills it and panics,
+/// naming it `what`, if that takes over `limit`.
+pub fn wait_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > limit {
+            let tree = process_tree(child.id() as i32);
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {limit:?}; its processes:\n{tree}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether a process exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X") | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Reads a pid that a child wrote to `path`, once it is there.
+pub fn read_pid(path: &Path, limit: Duration) -> i32 {
+    let mut pid = None;
+    await_condition(limit, &format!("a pid in {}", path.display()), || {
+        pid = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse().ok());
+        pid.is_some()
+    });
+    pid.unwrap()
+}
+
+pub fn send(pid: i32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal delivered");
+}
+
+/// The process state letter of `pid` ("R", "S", "Z"...), or None if gone.
+pub fn process_state(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .next()
+        .map(String::from)
+}
+
+/// The command name of `pid` (/proc/PID/comm), if it exists.
+pub fn comm(pid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|comm| comm.trim_end().to_string())
+}
+
+/// The command line of `pid`, arguments joined by spaces, if it exists.
+pub fn cmdline(pid: i32) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<String> = raw
+        .split(|byte| *byte == 0)
+        .filter(|arg| !arg.is_empty())
+        .map(|arg| String::from_utf8_lossy(arg).into_owned())
+        .collect();
+    Some(args.join(" "))
+}
+
+/// `pid` and its descendants, one a line: pid, state, kernel wait channel
+/// and command line, for the message of a test that waited in vain.
+pub fn process_tree(pid: i32) -> String {
+    let mut lines = String::new();
+    let mut todo = vec![(pid, 0)];
+    while let Some((pid, depth)) = todo.pop() {
+        let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let masks: Vec<&str> = status
+            .lines()
+            .filter(|line| line.starts_with("SigBlk") || line.starts_with("SigIgn"))
+            .collect();
+        lines.push_str(&format!(
+            "{:indent$}{pid} {} pgrp {:?} tty-fg {:?} {wchan} {} {}\n",
+            "",
+            process_state(pid).unwrap_or_else(|| "gone".into()),
+            stat_field(pid, 1),
+            stat_field(pid, 4),
+            masks.join(" "),
+            cmdline(pid).unwrap_or_default(),
+            indent = depth * 2
+        ));
+        todo.extend(children_of(pid).into_iter().map(|child| (child, depth + 1)));
+    }
+    lines
+}
+
+/// The processes whose parent is `parent`, zombies included.
+pub fn children_of(parent: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|pid| stat_field(*pid, 0) == Some(parent))
+        .collect()
+}
+
+/// The direct children of `pid` that are leaderrun's guardian
+/// (`lr-guardian`).
+pub fn guardians_of(pid: i32) -> Vec<i32> {
+    children_of(pid)
+        .into_iter()
+        .filter(|child| comm(*child).as_deref() == Some("lr-guardian"))
+        .collect()
+}
+
+/// Processes a test expects to be gone, SIGKILLed on drop if they are not,
+/// so that a failing test does not leave them behind. Each is named by its
+/// pid and a piece of its command line, checked before killing so that a
+/// reused pid is left alone.
+/// A whole session can be named too (a shell on a terminal and its jobs).
+#[derive(Default)]
+pub struct Strays {
+    processes: Vec<(i32, String)>,
+    sessions: Vec<i32>,
+}
+
+impl Strays {
+    pub fn new() -> Strays {
+        Strays::default()
+    }
+
+    pub fn add(&mut self, pid: i32, cmdline_contains: &str) {
+        self.processes.push((pid, cmdline_contains.to_string()));
+    }
+
+    /// Every process of the session `sid` (whose leader is `sid`).
+    pub fn add_session(&mut self, sid: i32) {
+        self.sessions.push(sid);
+    }
+}
+
+impl Drop for Strays {
+    fn drop(&mut self) {
+        let kill = |pid: i32| {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        };
+        for (pid, expected) in &self.processes {
+            if cmdline(*pid).is_some_and(|line| line.contains(expected.as_str())) {
+                kill(*pid);
+            }
+        }
+        for sid in &self.sessions {
+            all_pids()
+                .into_iter()
+                .filter(|pid| stat_field(*pid, 2) == Some(*sid))
+                .for_each(kill);
+        }
+    }
+}
+
+fn all_pids() -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .collect()
+}
+
+/// A numeric field of /proc/PID/stat, counted from the one after the state
+/// (0: ppid, 1: pgrp, 2: session).
+fn stat_field(pid: i32, index: usize) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let field = stat.rsplit(')').next()?.split_whitespace().nth(index + 1)?;
+    field.parse().ok()
+}

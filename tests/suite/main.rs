@@ -1,0 +1,40 @@
+//! The integration suite, one test binary: a module per area, and the
+//! harness they share (common). Tests start real etcds and the real
+//! leaderrun binary; tests/docs.rs, which needs neither, is its own binary.
+
+mod common;
+
+mod cluster;
+mod faults;
+mod frozen;
+mod handoff;
+mod harness;
+mod install;
+mod job;
+mod lifecycle;
+mod log_format;
+mod loss;
+mod max_running;
+mod messages;
+mod nested_names;
+mod once_per;
+mod passthrough;
+mod permissions;
+mod queue;
+mod readme;
+mod records;
+mod refusing;
+mod release;
+mod security;
+mod signals;
+mod status;
+mod status_all;
+mod stopped;
+mod terminal;
+mod timeout;
+mod token;
+mod torture;
+mod upgrade;
+mod usage;
+mod writers;
+mod zombies;

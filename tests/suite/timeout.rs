@@ -1,0 +1,152 @@
+//! `--timeout`: a limit on the command's run, counted from its start. Past
+//! it, the whole job is stopped as on loss of leadership, leaderrun resigns
+//! at once and exits 123, a code of its own (not `timeout(1)`'s 124, which
+//! is leaderrun's "leadership lost").
+
+use crate::common::*;
+use std::time::Duration;
+
+#[test]
+fn a_command_past_its_timeout_is_stopped_and_leaves_no_key() {
+    let etcd = Etcd::shared();
+    let jobs_t = unique("jobs/t");
+    let done = lr(etcd)
+        .name(&jobs_t)
+        .args(["--timeout", "1s"])
+        .run_within(["sleep", "30"], Duration::from_secs(20));
+    assert_eq!(done.code, Some(123), "{}", done.stderr);
+    assert!(
+        done.took >= Duration::from_secs(1) && done.took < Duration::from_secs(15),
+        "about a second: {:?}",
+        done.took
+    );
+    assert_one_line_mentioning(&done.stderr, "ran past --timeout 1s");
+    assert!(etcd.candidates(&jobs_t).is_empty(), "resigned");
+}
+
+/// A job that ignores --kill-signal gets SIGKILL after --kill-after, as on
+/// loss; a shell's background job goes with it.
+#[test]
+fn a_command_that_ignores_term_is_killed_after_kill_after() {
+    let etcd = Etcd::shared();
+    let jobs_t = unique("jobs/t");
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
+        pidfile.display()
+    );
+    let mut replica = lr(etcd)
+        .name(&jobs_t)
+        .args(["--timeout", "1s", "--kill-after", "1s"])
+        .spawn(["sh", "-c", &script]);
+    let background = read_pid(&pidfile, Duration::from_secs(20));
+    let (code, stderr) = replica.finish(LIMIT);
+    assert_eq!(code, Some(123), "{stderr}");
+    assert!(!alive(background), "the background job was killed too");
+}
+
+/// On a --timeout the lease is healthy, so the whole --kill-after is
+/// given, kept alive past a TTL: it was cut to the bound that protects a
+/// loss (under half a second at a 3 s TTL), silently.
+#[test]
+fn a_timeout_gives_the_whole_kill_after_while_the_lease_is_kept() {
+    let etcd = Etcd::shared();
+    let jobs_t_grace = unique("jobs/t-grace");
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
+        pidfile.display()
+    );
+    let began = std::time::Instant::now();
+    let mut replica = lr(etcd)
+        .name(&jobs_t_grace)
+        .ttl(Duration::from_secs(3))
+        .args(["--timeout", "1s", "--kill-after", "5s"])
+        .spawn(["sh", "-c", &script]);
+    let background = read_pid(&pidfile, Duration::from_secs(20));
+    let (code, stderr) = replica.finish(LIMIT);
+    assert_eq!(code, Some(123), "{stderr}");
+    assert!(
+        began.elapsed() >= Duration::from_secs(6),
+        "SIGKILL came {:?} after the start, before --timeout 1s + --kill-after 5s: {stderr}",
+        began.elapsed()
+    );
+    assert!(!alive(background), "the background job was killed too");
+    assert!(!stderr.contains("SIGKILL before"), "{stderr}");
+}
+
+/// The key deleted during that whole --kill-after: leadership is lost, and
+/// the next leader may start at once, so the grace is cut to the loss's.
+/// The old job ran beside the new leader for the whole --kill-after.
+#[test]
+fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
+    let etcd = Etcd::shared();
+    let jobs_t_lost = unique("jobs/t-lost");
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "trap '' TERM; echo $$ > '{}'; while :; do sleep 0.1; done",
+        pidfile.display()
+    );
+    let mut replica = lr(etcd)
+        .name(&jobs_t_lost)
+        .ttl(Duration::from_secs(3))
+        .args(["--timeout", "1s", "--kill-after", "20s"])
+        .spawn(["sh", "-c", &script]);
+    let job = read_pid(&pidfile, Duration::from_secs(20));
+    await_condition(Duration::from_secs(20), "the timeout", || {
+        replica.stderr_so_far().contains("ran past --timeout")
+    });
+    let (key, _, _) = etcd.candidates(&jobs_t_lost)[0].clone();
+    etcd.delete(&key);
+    let deleted = std::time::Instant::now();
+    // The loss's grace at a 3 s TTL is under half a second.
+    await_condition(Duration::from_secs(5), "the job to be killed", || {
+        !alive(job)
+    });
+    let took = deleted.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "the job outlived the loss by {took:?}"
+    );
+    let (code, stderr) = replica.finish(LIMIT);
+    assert_eq!(code, Some(123), "{stderr}");
+    assert!(
+        stderr.contains("lost while the command was being stopped"),
+        "{stderr}"
+    );
+}
+
+/// The limit counts from the command's start: time spent queued with
+/// --wait does not count (--wait-timeout bounds that).
+#[test]
+fn time_in_the_queue_does_not_count() {
+    let etcd = Etcd::shared();
+    let jobs_t = unique("jobs/t");
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut leader = lr(etcd).name(&jobs_t).spawn(pid_job(&pidfile));
+    let job = read_pid(&pidfile, Duration::from_secs(20));
+    let mut waiter = lr(etcd)
+        .name(&jobs_t)
+        .wait()
+        .args(["--timeout", "3s"])
+        .spawn(["sleep", "1"]);
+    await_condition(Duration::from_secs(20), "the waiter to queue", || {
+        etcd.candidates(&jobs_t).len() == 2
+    });
+    // The point of the test: queued for longer than its --timeout.
+    std::thread::sleep(Duration::from_secs(4));
+    send(job, nix::sys::signal::Signal::SIGTERM);
+    leader.finish(Duration::from_secs(20));
+    let (code, stderr) = waiter.finish(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+fn assert_one_line_mentioning(stderr: &str, mentions: &str) {
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("leaderrun: "), "{stderr}");
+    assert!(stderr.contains(mentions), "{stderr}");
+}
