@@ -14,10 +14,10 @@ use clap::ArgMatches;
 
 use super::{Cli, ConnectionArgs, StatusArgs};
 use crate::child::{self, env};
+use crate::election::handoff::Handoff;
 use crate::election::holder::Holder;
 use crate::election::name;
 use crate::etcd;
-use crate::run::handoff::Handoff;
 use crate::run::Config;
 use crate::status::{self, Elections, Format};
 

@@ -26,14 +26,18 @@
 //! and `line.rs` reads the candidates in order. Beside them, `name.rs`
 //! names the election and lays out every key leaderrun writes,
 //! `holder.rs` is the value under a candidate's key, `record.rs` the run
-//! records and `once_per.rs` the --once-per window. Nothing here runs
-//! processes or keeps the lease alive.
+//! records and `once_per.rs` the --once-per window; `handoff.rs` is the
+//! fast path of a change of leader (who is behind us, what is passed on,
+//! the lease left to expire) and its one switch. Nothing here keeps the
+//! lease alive or runs processes, but for the look-up behind us, a task
+//! of its own beside the command.
 //!
 //! Only keys `<name>/<lease hex>` are candidates ([`name::is_candidate`]).
 //! The keys of an election whose name extends ours (`<name>/sub/<lease>`)
 //! share our prefix, so every read in line order skips them, reading on (at
 //! the same revision) when a page holds none of ours.
 
+pub mod handoff;
 pub mod holder;
 mod line;
 pub mod name;
@@ -42,13 +46,14 @@ mod queue;
 pub mod record;
 mod watch;
 
+pub use handoff::Successor;
 pub use line::{read_leader, Line, Snapshot};
 pub use watch::{watch_for_loss, OwnKey};
 
 use anyhow::{Context, Result};
 use etcd_client::{Compare, CompareOp, PutOptions, SortOrder, Txn, TxnOp, TxnResponse};
 
-use crate::election::holder::{etcdctl_del, printable, Behind, Holder};
+use crate::election::holder::{etcdctl_del, printable, Holder};
 use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of, Range};
@@ -76,57 +81,9 @@ pub struct Leadership {
     pub proven_at: Revision,
 }
 
-/// The candidate just behind a leader, and the value that hands over to it.
-#[derive(Debug, Clone)]
-pub struct Successor {
-    pub key: String,
-    pub token: Token,
-    pub lease: LeaseId,
-    /// Its value, saying who handed over to it, and passing on who is
-    /// behind it.
-    pub value: Vec<u8>,
-}
-
 /// How many times a join tries again when the leader it agreed with left
 /// before its key was written: each try follows the next leader.
 const JOIN_ATTEMPTS: usize = 16;
-
-/// How many candidates behind the successor a leader passes on at most,
-/// so that that many leaders after it hand over with no read of who is
-/// behind them (one read every few changes of leader, not one each).
-const PASSED_ON: usize = 3;
-
-/// The most the values passed on may hold, in bytes: a handover is the
-/// next leader's wait, and a value holds a command line of up to 4 KiB.
-const PASSED_ON_BYTES: usize = 2048;
-
-impl Successor {
-    /// The first of `line` (candidates behind a leader with `token`, in
-    /// line order), handed over to with the rest passed on, as many as
-    /// [`PASSED_ON`] and [`PASSED_ON_BYTES`] allow. None if `line` is
-    /// empty.
-    pub fn first_of(mut line: Vec<Behind>, token: Token) -> Option<Successor> {
-        if line.is_empty() {
-            return None;
-        }
-        let first = line.remove(0);
-        let mut bytes = 0;
-        let passed: Vec<Behind> = line
-            .into_iter()
-            .take(PASSED_ON)
-            .take_while(|behind| {
-                bytes += behind.key.len() + behind.value.to_string().len();
-                bytes <= PASSED_ON_BYTES
-            })
-            .collect();
-        Some(Successor {
-            value: Holder::handed_over(&first.value, token, &passed)?,
-            key: first.key,
-            token: first.token,
-            lease: first.lease,
-        })
-    }
-}
 
 /// Whoever leads, as read from their key.
 #[derive(Debug, Clone)]
@@ -555,39 +512,6 @@ impl<'a> Election<'a> {
         Ok(response.succeeded().then_some(response))
     }
 
-    /// The candidate just behind our key, as read now: the one a
-    /// resignation hands over to. None if nobody is behind, or the one
-    /// behind is not a leaderrun of one runner (another tool's candidate
-    /// watches only the key ahead of it).
-    pub async fn successor(&self, leadership: &Leadership) -> Result<Option<Successor>> {
-        let behind = line::in_line(SortOrder::Ascend, line::FIRST_PAGE)
-            .with_min_create_revision(leadership.token.revision().next().0)
-            .with_serializable();
-        let page = self
-            .connection
-            .get("reading the queue", name::prefix(self.name), Some(behind))
-            .await?;
-        let next = self
-            .first_candidates(page, SortOrder::Ascend, 1 + PASSED_ON)
-            .await?;
-        // Only leaderruns of one runner, up to the first that is not.
-        let line = next
-            .iter()
-            .take_while(|kv| Holder::decode(&kv.value).max_running == 1)
-            .map_while(Behind::read)
-            .collect();
-        Ok(Successor::first_of(line, leadership.token))
-    }
-
-    /// The candidate behind us as the leader that handed over to us passed
-    /// it on ([`Holder::handover`]), with those behind it: taken on trust
-    /// only as far as it names candidates of this election created after
-    /// our key. None if nothing usable was passed on: a read is needed.
-    pub fn passed_on_to(&self, leadership: &Leadership, line: Vec<Behind>) -> Option<Successor> {
-        let line = in_line_after(self.name, leadership.token, line);
-        Successor::first_of(line, leadership.token)
-    }
-
     /// Rewrites our key's value with `holder`, if the key is still ours:
     /// how `status` learns since when we lead, off the path to running.
     pub async fn mark_leading(&self, leadership: &Leadership, holder: &Holder) -> Result<()> {
@@ -609,33 +533,9 @@ pub(crate) fn ours(key: &str, token: Token, lease: LeaseId) -> [Compare; 2] {
     ]
 }
 
-/// The start of `line` that names candidates of election `name`, each
-/// created after the one before it, the first after `token`.
-fn in_line_after(name: &str, token: Token, line: Vec<Behind>) -> Vec<Behind> {
-    let mut last = token;
-    line.into_iter()
-        .take_while(|behind| {
-            let in_line = name::is_candidate(name, behind.key.as_bytes()) && behind.token > last;
-            last = behind.token;
-            in_line
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn behind(key: &str, token: i64, command: &str) -> Behind {
-        let value = serde_json::json!({"host": "h", "pid": 1, "started": "s", "command": command});
-        Behind::read(&Kv::written(
-            key,
-            token,
-            token,
-            value.to_string().as_bytes(),
-        ))
-        .unwrap()
-    }
 
     #[test]
     fn a_key_stays_ours_only_with_our_create_revision_and_lease() {
@@ -719,45 +619,5 @@ mod tests {
         );
         assert!(foreign.stale());
         assert!(foreign.describe().starts_with("a stale key with no lease"));
-    }
-
-    #[test]
-    fn a_successor_is_passed_on_as_much_of_the_line_as_fits() {
-        let line: Vec<Behind> = (1..=6)
-            .map(|at| behind(&format!("j/{at}"), 10 + at, "true"))
-            .collect();
-        let next = Successor::first_of(line.clone(), Token(10)).unwrap();
-        assert_eq!((next.key.as_str(), next.token), ("j/1", Token(11)));
-        assert_eq!(Holder::handover(&next.value).unwrap(), line[1..=PASSED_ON]);
-        // A long command line stops what is passed on, in order.
-        let mut long = line.clone();
-        long[2] = behind("j/3", 13, &"x".repeat(PASSED_ON_BYTES));
-        let next = Successor::first_of(long, Token(10)).unwrap();
-        assert_eq!(Holder::handover(&next.value).unwrap(), line[1..2]);
-        assert!(Successor::first_of(Vec::new(), Token(10)).is_none());
-    }
-
-    #[test]
-    fn only_candidates_of_this_election_in_line_order_are_taken_on_trust() {
-        let line = vec![
-            behind("j/1", 11, "a"),
-            behind("j/2", 12, "b"),
-            behind("other/3", 13, "c"),
-        ];
-        assert_eq!(
-            in_line_after("j", Token(10), line.clone()).len(),
-            2,
-            "another election's key ends it"
-        );
-        assert!(
-            in_line_after("j", Token(11), line).is_empty(),
-            "not behind us"
-        );
-        let backwards = vec![behind("j/1", 12, "a"), behind("j/2", 11, "b")];
-        assert_eq!(
-            in_line_after("j", Token(10), backwards).len(),
-            1,
-            "out of order ends it"
-        );
     }
 }

@@ -7,13 +7,12 @@
 //! [`campaign`] (everything before the command exists), [`supervise`] (the
 //! command running), [`stopping`] (the kill sequence; [`schedule`] says
 //! when), and [`session`] (what the run holds in etcd, and the way out).
-//! [`handoff`] is the fast path of a change of leader, behind one switch;
-//! [`explain`] says why a run did not run. This file starts the guardian,
+//! The handoff's fast path (`election::handoff`) is used here, behind its
+//! one switch; [`explain`] says why a run did not run. This file starts the guardian,
 //! dials etcd and hands over to the machine.
 
 mod campaign;
 mod explain;
-pub mod handoff;
 mod machine;
 pub mod phase;
 pub mod schedule;
@@ -63,7 +62,7 @@ pub struct Config {
     /// wherever it is written.
     pub holder: Holder,
     /// The handoff fast path, or only the slow path (`handoff`).
-    pub handoff: handoff::Handoff,
+    pub handoff: crate::election::handoff::Handoff,
 }
 
 impl Config {

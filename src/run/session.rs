@@ -15,8 +15,8 @@ use etcd_client::TxnResponse;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::handoff::Handoff;
 use crate::clock;
+use crate::election::handoff::Handoff;
 use crate::election::name;
 use crate::election::record::{self, Ended};
 use crate::election::{Election, OwnKey, Successor};
@@ -220,7 +220,10 @@ impl Session {
                     _ => None,
                 };
                 let nothing_attached = revision.is_some_and(|revision| {
-                    super::handoff::nothing_attached_since(ended.proven_at().0, revision.0)
+                    crate::election::handoff::nothing_attached_since(
+                        ended.proven_at().0,
+                        revision.0,
+                    )
                 });
                 let read = revision.is_some() && !nothing_attached;
                 let attached = if read { attached.await } else { None };
@@ -263,7 +266,7 @@ impl Session {
     /// runners), it is called off.
     async fn successor(&mut self, wanted: bool) -> Option<Successor> {
         let lookup = self.successor.take()?;
-        super::handoff::successor(lookup, wanted).await
+        crate::election::handoff::successor(lookup, wanted).await
     }
 }
 

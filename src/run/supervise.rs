@@ -13,12 +13,12 @@
 use tokio::task::JoinHandle;
 
 use super::campaign::Won;
-use super::handoff;
 use super::phase::{Event, Loss, Status};
 use super::schedule::KillSchedule;
 use super::Config;
 use crate::child::{Child, ChildEvent};
 use crate::clock;
+use crate::election::handoff;
 use crate::election::holder::{self, Holder};
 use crate::election::record;
 use crate::election::{self, Election, Leadership, OwnKey, Successor};
