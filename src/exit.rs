@@ -4,9 +4,14 @@
 //!
 //! [`TABLE`] is the one text of what each code means; `--help`, the man page
 //! and README's table are all made from it (README's is checked by a test).
-//! [`exit_of`] is the one place that gives an error its code.
+//! Every number is given here, and only here: an [`Exit`]'s by
+//! [`Exit::code`], a run's [`Code`] (what the run's table decides) by
+//! [`Code::value`], an error's by [`exit_of`]. The modes return these, and
+//! `main` turns them into the process's status.
 
 use std::process::ExitStatus;
+
+use nix::sys::signal::Signal;
 
 use crate::child::SpawnError;
 use crate::error;
@@ -63,6 +68,51 @@ impl Exit {
 /// it; also leaderrun's own status when signal N ended it before the
 /// command started.
 pub const SIGNAL_BASE: i32 = 128;
+
+/// The code a run exits with: what the run's table (`run::phase`) decides,
+/// given its number here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// The command's own status.
+    Command(Status),
+    /// --conflict-exit-code (75 unless changed).
+    Conflict,
+    /// A signal ended the campaign: 128 + N, nothing ran.
+    Signalled(Signal),
+    /// One of leaderrun's own.
+    Own(Exit),
+}
+
+impl Code {
+    /// The number, with `conflict` for --conflict-exit-code.
+    pub fn value(self, conflict: i32) -> i32 {
+        match self {
+            Code::Command(status) => status.code,
+            Code::Conflict => conflict,
+            Code::Signalled(signal) => SIGNAL_BASE + signal as i32,
+            Code::Own(exit) => exit.code(),
+        }
+    }
+}
+
+/// The shell's view of how the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    /// Its exit code, or 128 + N when signal N ended it.
+    pub code: i32,
+    /// Ended by a signal.
+    pub signalled: bool,
+}
+
+impl Status {
+    pub fn of(status: std::process::ExitStatus) -> Status {
+        use std::os::unix::process::ExitStatusExt;
+        Status {
+            code: from_status(status),
+            signalled: status.signal().is_some(),
+        }
+    }
+}
 
 /// One row of the exit status table: the code as shown, and its meaning.
 pub struct Row {

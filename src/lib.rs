@@ -81,7 +81,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
     }
     match cli.mode(&matches) {
         Mode::Docs(text) => print_docs(&text),
-        Mode::Status(options) => execute(verbose, async { status::status((*options)?).await }),
+        Mode::Status(options) => execute(verbose, async {
+            status::status((*options)?).await.map(Exit::code)
+        }),
         Mode::Run(values) => execute(verbose, async {
             let cli::Run {
                 config,

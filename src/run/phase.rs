@@ -75,6 +75,7 @@ use nix::sys::signal::Signal;
 use crate::election::record::Outcome;
 use crate::election::{KeyLoss, PlaceLost};
 use crate::exit::Exit;
+pub use crate::exit::{Code, Status};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -195,25 +196,6 @@ pub enum Trouble {
     Outage,
 }
 
-/// The shell's view of how the command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Status {
-    /// Its exit code, or 128 + N when signal N ended it.
-    pub code: i32,
-    /// Ended by a signal.
-    pub signalled: bool,
-}
-
-impl Status {
-    pub fn of(status: std::process::ExitStatus) -> Status {
-        use std::os::unix::process::ExitStatusExt;
-        Status {
-            code: crate::exit::from_status(status),
-            signalled: status.signal().is_some(),
-        }
-    }
-}
-
 /// What the policy of a run needs to know beyond the phase.
 #[derive(Debug, Clone, Copy)]
 pub struct Policy {
@@ -227,29 +209,7 @@ pub struct Policy {
     pub single: bool,
 }
 
-/// The code a run exits with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Code {
-    /// The command's own status.
-    Command(Status),
-    /// --conflict-exit-code (75 unless changed).
-    Conflict,
-    /// A signal ended the campaign: 128 + N, nothing ran.
-    Signalled(Signal),
-    /// One of leaderrun's own.
-    Own(Exit),
-}
-
 impl Code {
-    pub fn value(self, conflict: i32) -> i32 {
-        match self {
-            Code::Command(status) => status.code,
-            Code::Conflict => conflict,
-            Code::Signalled(signal) => crate::exit::SIGNAL_BASE + signal as i32,
-            Code::Own(exit) => exit.code(),
-        }
-    }
-
     /// What the run's end record says of a command that ended with this
     /// code (or never started).
     pub fn outcome(self) -> Outcome {

@@ -28,7 +28,7 @@ use crate::exit::Exit;
 /// Keys per page when looking for elections.
 const PAGE: i64 = 1000;
 
-pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Result<i32> {
+pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Result<Exit> {
     let names = elections(connection, prefix).await?;
     match format {
         Format::Prometheus => {
@@ -52,12 +52,12 @@ pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Resul
             for election in &names {
                 let report = Report::read(connection, election).await?;
                 if !write_out(format!("{}\n", line(&report)).as_bytes())? {
-                    return Ok(Exit::Success.code());
+                    return Ok(Exit::Success);
                 }
             }
         }
     }
-    Ok(Exit::Success.code())
+    Ok(Exit::Success)
 }
 
 /// The names of the elections whose keys lie under `prefix`: those with a

@@ -49,7 +49,7 @@ pub struct Options {
     pub etcd: etcd::Options,
 }
 
-pub async fn status(options: Options) -> Result<i32> {
+pub async fn status(options: Options) -> Result<Exit> {
     let connection = etcd::connect(&options.etcd, PING)?;
     let election = match options.elections {
         Elections::All { prefix } => return all::all(&connection, &prefix, options.format).await,
@@ -69,8 +69,8 @@ pub async fn status(options: Options) -> Result<i32> {
     };
     write_out(shown.as_bytes())?;
     Ok(match report.leader {
-        Some(_) => Exit::Success.code(),
-        None => Exit::NoLeader.code(),
+        Some(_) => Exit::Success,
+        None => Exit::NoLeader,
     })
 }
 
@@ -213,7 +213,7 @@ fn freshness(age: Option<record::Age>, max_age: Duration) -> Freshness {
 
 /// `status --max-age`: did a run succeed within `max_age`? One line, and
 /// the exit code a monitoring check reads.
-async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Result<i32> {
+async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Result<Exit> {
     let records = record::read(connection, election).await?;
     let election = crate::election::holder::printable(election);
     let within = humantime::format_duration(max_age);
@@ -259,7 +259,7 @@ async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Re
         ),
     };
     write_out(format!("{line}\n").as_bytes())?;
-    Ok(code.code())
+    Ok(code)
 }
 
 /// Writes to stdout in one go; false if the reader went away (a closed

@@ -11,7 +11,7 @@ use crate::exit::Exit;
 use crate::signals::Signals;
 
 /// The first read must succeed; after it, etcd restarting is ridden out.
-pub async fn watch(connection: &Connection, election: &str) -> Result<i32> {
+pub async fn watch(connection: &Connection, election: &str) -> Result<Exit> {
     let mut signals = Signals::install()?;
     let line = Line::read(connection, election).await?;
     let report = |leader: Option<&Leader>| {
@@ -22,7 +22,7 @@ pub async fn watch(connection: &Connection, election: &str) -> Result<i32> {
         followed = line.follow(connection, report) => followed?,
         _ = signals.recv() => {}
     }
-    Ok(Exit::Success.code())
+    Ok(Exit::Success)
 }
 
 /// A watch line. The line's own time is when the change was seen; the
