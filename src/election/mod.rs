@@ -49,6 +49,7 @@ use crate::election::holder::{etcdctl_del, printable, Behind, Holder};
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
 use crate::exit::{CodedError, Exit};
+use crate::planted::{planted, Defect};
 use line::first_in_line;
 
 /// Proof that we lead: our key existed, first in line, with this create
@@ -248,12 +249,30 @@ impl std::fmt::Display for PlaceLost {
 /// What a key we hold has become, judged from its latest version (None:
 /// deleted): still ours, or lost and how.
 fn judge(kv: Option<&KeyValue>, token: i64, lease: i64) -> Option<KeyLoss> {
-    match kv {
+    judge_version(kv.map(|kv| (kv.create_revision(), kv.lease())), token, lease)
+}
+
+/// [`judge`] of a key's latest version as (create revision, lease), or
+/// None if it is deleted: the rule on plain values, which the model
+/// checker drives.
+pub(crate) fn judge_version(
+    version: Option<(i64, i64)>,
+    token: i64,
+    lease: i64,
+) -> Option<KeyLoss> {
+    match version {
         None => Some(KeyLoss::Deleted),
-        Some(kv) if kv.create_revision() != token => Some(KeyLoss::Replaced),
-        Some(kv) if kv.lease() != lease => Some(KeyLoss::Overwritten),
+        Some((created, _)) if created != token => Some(KeyLoss::Replaced),
+        Some((_, attached)) if attached != lease => Some(KeyLoss::Overwritten),
         Some(_) => None,
     }
+}
+
+/// The proof rule's count: a key with `ahead` candidates ahead of it in
+/// line (at the revision it was read at, itself intact) is among the first
+/// `slots`, and runs.
+pub(crate) fn among_first(ahead: usize, slots: usize) -> bool {
+    ahead < slots || planted(Defect::SpawnUnproven)
 }
 
 /// One election: where it lives, its name, and how many of its candidates
@@ -389,7 +408,8 @@ impl<'a> Election<'a> {
             let runners = runners?;
             let token = ours.create_revision();
             let intact = judge(Some(&ours), token, lease).is_none();
-            let running = runners.iter().any(|runner| runner.token == token);
+            let ahead = runners.iter().filter(|runner| runner.token < token).count();
+            let running = among_first(ahead, self.slots);
             return Ok(Queued {
                 candidate: Candidate {
                     key,
@@ -489,10 +509,11 @@ impl<'a> Election<'a> {
         }
         let revision = revision_of(&response);
         let runners = self.runners(range_at(&response, 0), revision).await?;
-        if !runners
+        let ahead = runners
             .iter()
-            .any(|runner| runner.token == candidate.revision)
-        {
+            .filter(|runner| runner.token < candidate.revision)
+            .count();
+        if !among_first(ahead, self.slots) {
             return Ok(None);
         }
         Ok(Some(Leadership {

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
-use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
+use super::{among_first, judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
 use crate::etcd::requests::{range_at, revision_of};
 use crate::exit;
 use crate::lease::LeaseState;
@@ -219,7 +219,7 @@ impl Election<'_> {
             return Ok(Ahead::Nobody(revision, ours));
         };
         let first_waiter = ahead.len() == self.slots;
-        let watch = match (ahead.len() < self.slots, first_waiter && self.slots > 1) {
+        let watch = match (among_first(ahead.len(), self.slots), first_waiter && self.slots > 1) {
             (true, _) => return Ok(Ahead::Nobody(revision, ours)),
             (false, true) => Watch {
                 key: name::prefix(self.name).into_bytes(),

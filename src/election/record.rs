@@ -52,6 +52,7 @@ use crate::election::holder::Holder;
 use crate::election::{ours, Leadership};
 use crate::etcd::requests::{ranges, revision_of};
 use crate::etcd::Connection;
+use crate::planted::{planted, Defect};
 use crate::retry::CLEANUP;
 
 /// How a run ended, from a fixed set that scripts may rely on.
@@ -148,14 +149,81 @@ impl Run {
     }
 }
 
-/// The keys a run's end is written under, beside `last-started` (which
-/// has a rule of its own).
-fn end_keys(election: &str, record: &Record) -> Vec<String> {
-    let mut keys = vec![key(election, FINISHED)];
-    if record.outcome == Outcome::Succeeded {
-        keys.push(key(election, SUCCEEDED));
+/// Which of an election's records a write is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    Started,
+    Finished,
+    Succeeded,
+}
+
+impl Which {
+    fn key(self, election: &str) -> String {
+        key(
+            election,
+            match self {
+                Which::Started => STARTED,
+                Which::Finished => FINISHED,
+                Which::Succeeded => SUCCEEDED,
+            },
+        )
     }
-    keys
+}
+
+/// When a record write is made, judged by etcd as it is made (the
+/// module's rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// Unconditionally: a run still entitled, in the transaction whose
+    /// comparison is the entitlement.
+    Always,
+    /// Only if the key was not written after this revision (the proof's).
+    NotWrittenSince(i64),
+    /// `last-started` of an entitled run: not written since the proof, or
+    /// still our own start record, which was written at `ours`.
+    NotWrittenSinceOr { proof: i64, ours: i64 },
+    /// Unless a run that started later (a larger token of this cluster) is
+    /// recorded there ([`keeps_later`]): a read, then a swap, so never in
+    /// the resignation's transaction.
+    NoLaterStart,
+}
+
+/// The end writes of a run whose win was proven at `proven_at`:
+/// `entitled` in the transaction that deletes its key, else after its
+/// lease is revoked. `started_at`: where its own start record was
+/// written, if it was. `last-started` first.
+pub fn end_plan(
+    outcome: Outcome,
+    entitled: bool,
+    proven_at: i64,
+    started_at: Option<i64>,
+) -> Vec<(Which, Guard)> {
+    let started = match (entitled, started_at) {
+        (false, _) => Guard::NoLaterStart,
+        (true, None) => Guard::NotWrittenSince(proven_at),
+        (true, Some(ours)) => Guard::NotWrittenSinceOr {
+            proof: proven_at,
+            ours,
+        },
+    };
+    let end = match entitled {
+        _ if planted(Defect::FenceByToken) => Guard::NoLaterStart,
+        true => Guard::Always,
+        false => Guard::NotWrittenSince(proven_at),
+    };
+    let mut plan = vec![(Which::Started, started), (Which::Finished, end)];
+    if outcome == Outcome::Succeeded {
+        plan.push((Which::Succeeded, end));
+    }
+    plan
+}
+
+/// Whether a record of token `theirs`, found where a run of token `ours`
+/// would write, is of a run that started later and stays: tokens order
+/// the starts of one cluster's runs, and a token above the store's
+/// revision `store` belongs to no run of this cluster.
+pub fn keeps_later(theirs: Option<i64>, ours: i64, store: i64) -> bool {
+    theirs.is_some_and(|theirs| theirs > ours && theirs <= store)
 }
 
 fn encode(record: &Record) -> String {
@@ -178,6 +246,28 @@ fn put_if(key: &str, value: &str, when: Vec<Compare>) -> TxnOp {
     )
 }
 
+/// The write of `value` under `key` with `guard`, as an operation of a
+/// transaction; None for a guard that needs a read first.
+fn guarded_put(key: &str, value: &str, guard: Guard) -> Option<TxnOp> {
+    Some(match guard {
+        Guard::Always => TxnOp::put(key, value, None),
+        Guard::NotWrittenSince(proof) => put_if(key, value, vec![not_written_since(key, proof)]),
+        // Our own start record, or one no newer than our proof.
+        Guard::NotWrittenSinceOr { proof, ours } => TxnOp::txn(
+            Txn::new()
+                .when([not_written_since(key, proof)])
+                .and_then([TxnOp::put(key, value, None)])
+                .or_else([put_if(
+                    key,
+                    value,
+                    vec![Compare::mod_revision(key, CompareOp::Equal, ours)],
+                )]),
+        ),
+        // Not planned in a transaction but by a planted defect.
+        Guard::NoLaterStart => return None,
+    })
+}
+
 /// Writes `record` as `last-started` unless the record there is of a run
 /// that started after ours: one with a larger token, since tokens order
 /// the starts of one cluster's runs. A token above the store's revision
@@ -188,11 +278,10 @@ fn put_if(key: &str, value: &str, when: Vec<Compare>) -> TxnOp {
 /// revision written at, or None if it was left alone.
 async fn replace_started(
     connection: &Connection,
-    election: &str,
+    started: String,
     record: &Record,
     entitled: Option<&Leadership>,
 ) -> Result<Option<i64>> {
-    let started = key(election, STARTED);
     let value = encode(record);
     for _ in 0..3 {
         let read = Txn::new().and_then([TxnOp::get(started.as_str(), None)]);
@@ -203,7 +292,7 @@ async fn replace_started(
             .next()
             .and_then(|range| range.kvs.into_iter().next());
         let theirs = found.as_ref().and_then(|kv| token_of(kv.value()));
-        if theirs.is_some_and(|theirs| theirs > record.token && theirs <= store) {
+        if keeps_later(theirs, record.token, store) {
             tracing::debug!("a later run's start record is there: left alone");
             return Ok(None);
         }
@@ -309,7 +398,7 @@ pub fn start(
         clock::sleep(START_DELAY).await;
         let record = async {
             let written =
-                replace_started(&connection, &leadership.name, &record, Some(&leadership));
+                replace_started(&connection, started_key(&leadership.name), &record, Some(&leadership));
             let written = clock::timeout(WRITE_BOUND, written).await;
             match written {
                 None => {
@@ -388,30 +477,10 @@ impl Ended {
     /// left to [`Ended::write_started`], which reads it first.
     pub fn writes(&self, election: &str) -> Vec<TxnOp> {
         let value = encode(&self.record);
-        let started = key(election, STARTED);
-        let proof = not_written_since(&started, self.proven_at);
-        let mut writes = vec![match self.started_at {
-            // Our own start record, or one no newer than our proof.
-            Some(ours) => TxnOp::txn(
-                Txn::new()
-                    .when([proof])
-                    .and_then([TxnOp::put(started.as_str(), value.as_str(), None)])
-                    .or_else([put_if(
-                        &started,
-                        &value,
-                        vec![Compare::mod_revision(
-                            started.as_str(),
-                            CompareOp::Equal,
-                            ours,
-                        )],
-                    )]),
-            ),
-            None => put_if(&started, &value, vec![proof]),
-        }];
-        for key in end_keys(election, &self.record) {
-            writes.push(TxnOp::put(key.as_str(), value.as_str(), None));
-        }
-        writes
+        let plan = end_plan(self.record.outcome, true, self.proven_at, self.started_at);
+        plan.into_iter()
+            .filter_map(|(which, guard)| guarded_put(&which.key(election), &value, guard))
+            .collect()
     }
 
     /// Whether the resignation that carried [`Ended::writes`] wrote our end
@@ -434,7 +503,7 @@ impl Ended {
     /// Writes our end into `last-started` unless a run that started after
     /// ours is recorded there ([`replace_started`]), bounded.
     pub async fn write_started(&self, connection: &Connection, election: &str) {
-        let written = replace_started(connection, election, &self.record, None);
+        let written = replace_started(connection, started_key(election), &self.record, None);
         match clock::timeout(CLEANUP, written).await {
             Some(written) => {
                 log_failure(written);
@@ -450,9 +519,12 @@ impl Ended {
     pub async fn write(mut self, connection: &Connection, election: &str) {
         self.settle_start().await;
         let value = encode(&self.record);
-        let guarded = end_keys(election, &self.record)
-            .iter()
-            .map(|key| put_if(key, &value, vec![not_written_since(key, self.proven_at)]))
+        let plan = end_plan(self.record.outcome, false, self.proven_at, self.started_at);
+        // last-started by write_started, below.
+        let guarded = plan
+            .into_iter()
+            .filter(|(which, _)| *which != Which::Started)
+            .filter_map(|(which, guard)| guarded_put(&which.key(election), &value, guard))
             .collect::<Vec<_>>();
         let txn = Txn::new().and_then(guarded);
         let finished = async {
