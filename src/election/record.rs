@@ -56,7 +56,7 @@ use crate::planted::{planted, Defect};
 use crate::retry::CLEANUP;
 
 /// How a run ended, from a fixed set that scripts may rely on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Running,
