@@ -198,6 +198,8 @@ impl World {
         let replica = &mut self.replicas[r];
         replica.job = Job::Running { term: false };
         replica.ran = true;
+        self.starts += 1;
+        replica.started = self.starts;
         // A run whose key another writer took between its proof and now
         // cannot know yet (the robbed exception, for fencing to cover).
         if self.slots == 1 && !replica.robbed {
@@ -274,9 +276,20 @@ impl World {
                 let ended = self.etcd.ended.get(&token).copied().unwrap_or(i64::MAX);
                 self.finished_floor = self.finished_floor.max(ended);
             }
-            Which::Started => self.started_floor = self.started_floor.max(token),
+            Which::Started => {
+                let started = self.start_of(token);
+                self.started_floor = self.started_floor.max(started);
+            }
             Which::Succeeded => {}
         }
+    }
+
+    /// Where the run of `token` came in the order of starts.
+    pub fn start_of(&self, token: i64) -> u8 {
+        self.replicas
+            .iter()
+            .find(|replica| replica.token == Some(token))
+            .map_or(0, |replica| replica.started)
     }
 
     /// The outcome a record of this run says, checked against the ghost.

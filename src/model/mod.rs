@@ -46,6 +46,8 @@ pub struct Bounds {
     pub wait: &'static [bool],
     /// How many faults may strike (ending one is free).
     pub faults: u8,
+    /// Which kinds.
+    pub kinds: &'static [world::Kind],
 }
 
 #[derive(Debug)]
@@ -75,7 +77,12 @@ const SETTLE: usize = 2_000;
 /// with the shortest trace to it.
 pub fn check(bounds: Bounds) -> Result<Explored, Failure> {
     let start = Instant::now();
-    let init = World::new(bounds.replicas, bounds.slots, bounds.wait, bounds.faults);
+    let init = World::new(
+        bounds.replicas,
+        bounds.slots,
+        bounds.wait,
+        (bounds.faults, bounds.kinds),
+    );
     // Per state: its parent and the step from it (the root is its own).
     let mut nodes: Vec<(u32, Step)> = vec![(0, Step::Tick)];
     let mut seen: HashMap<u64, u32> = HashMap::from([(fingerprint(&init), 0)]);
@@ -230,12 +237,11 @@ fn heal(world: &mut World) {
     world.etcd.down = false;
 }
 
-/// How deep the checks go: LEADERRUN_MODEL_DEPTH faults (1 in CI).
-fn depth() -> u8 {
+/// The deeper run: LEADERRUN_MODEL_DEPTH faults of any kind at once.
+fn deeper() -> Option<u8> {
     std::env::var("LEADERRUN_MODEL_DEPTH")
         .ok()
         .and_then(|depth| depth.parse().ok())
-        .unwrap_or(1)
 }
 
 /// Prints past the test harness's capture, so that CI's log shows it.

@@ -68,8 +68,9 @@ fn tokens(world: &World) -> Option<String> {
 
 /// 4. Records tell the truth: last-finished is of the run that finished
 ///    last (by the revision its key stopped being its own) among those
-///    that wrote it or were entitled to; last-started of the latest start
-///    written; a success recorded is a command that exited 0.
+///    that wrote it or were entitled to; last-started of the run that
+///    started last (in the order the commands started) among those
+///    written there; a success recorded is a command that exited 0.
 fn records(world: &World) -> Option<String> {
     let record = |key| match world.etcd.keys.get(&key).map(|found| found.value) {
         Some(Value::Record { token, outcome }) => Some((token, outcome)),
@@ -93,8 +94,9 @@ fn records(world: &World) -> Option<String> {
         }
     }
     match record(Key::Started) {
-        Some((token, _)) if token < world.started_floor => Some(format!(
-            "records: last-started holds token {token}, but token {} was written there",
+        Some((token, _)) if world.start_of(token) < world.started_floor => Some(format!(
+            "records: last-started holds token {token}'s run, start {} in order, but start {} was written there",
+            world.start_of(token),
             world.started_floor
         )),
         _ => None,

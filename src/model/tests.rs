@@ -1,45 +1,67 @@
 //! The checks CI runs, and the planted defects each caught.
+//!
+//! CI: each configuration under one fault of each kind in turn (a fault
+//! of every kind at once, or more faults, with LEADERRUN_MODEL_DEPTH).
 
+use super::world::{Kind, ALL};
 use super::*;
 use crate::planted::{with, Defect};
 
 const WAIT: &[bool] = &[true];
 
-fn bounds(replicas: usize, slots: usize, faults: u8) -> Bounds {
+fn bounds(replicas: usize, slots: usize, faults: u8, kinds: &'static [Kind]) -> Bounds {
     Bounds {
         replicas,
         slots,
         wait: WAIT,
         faults,
+        kinds,
     }
 }
 
+/// Checks `bounds` for each kind of fault in turn, or, deeper, with
+/// LEADERRUN_MODEL_DEPTH faults of every kind.
 fn holds(what: &str, bounds: Bounds) {
-    match check(bounds) {
-        Ok(explored) => tell(what, &explored),
-        Err(failure) => panic!(
-            "{what}: {}\n{}",
-            failure.property,
-            failure.trace.join("\n")
-        ),
+    let runs: Vec<Bounds> = match deeper() {
+        Some(faults) => vec![Bounds { faults, kinds: ALL, ..bounds }],
+        None if bounds.faults == 0 => vec![bounds],
+        None => ALL
+            .iter()
+            .map(|kind| Bounds {
+                kinds: std::slice::from_ref(kind),
+                ..bounds
+            })
+            .collect(),
+    };
+    for bounds in runs {
+        let what = format!("{what}, {} {:?} fault(s)", bounds.faults, bounds.kinds);
+        match check(bounds) {
+            Ok(explored) => tell(&what, &explored),
+            Err(failure) => panic!("{what}: {}\n{}", failure.property, failure.trace.join("\n")),
+        }
     }
 }
 
 #[test]
 fn one_runner_of_two_replicas_holds_under_faults() {
-    holds("--max-running 1, 2 replicas", bounds(2, 1, depth()));
+    holds("--max-running 1, 2 replicas", bounds(2, 1, 1, ALL));
 }
 
 #[test]
-fn two_runners_of_three_replicas_hold_under_faults() {
-    holds("--max-running 2, 3 replicas", bounds(3, 2, depth()));
+fn one_runner_of_three_replicas_holds() {
+    holds("--max-running 1, 3 replicas", bounds(3, 1, 0, ALL));
+}
+
+#[test]
+fn two_runners_of_three_replicas_hold() {
+    holds("--max-running 2, 3 replicas", bounds(3, 2, 0, ALL));
 }
 
 #[test]
 fn replicas_without_wait_hold_under_faults() {
     let bounds = Bounds {
         wait: &[true, false],
-        ..bounds(2, 1, depth())
+        ..bounds(2, 1, 1, ALL)
     };
     holds("--max-running 1, one replica without --wait", bounds);
 }
@@ -60,20 +82,35 @@ fn caught(defect: Defect, bounds: Bounds, property: &str) {
 
 #[test]
 fn spawning_before_the_win_is_proven_is_caught() {
-    caught(Defect::SpawnUnproven, bounds(2, 1, 0), "exclusion");
+    caught(Defect::SpawnUnproven, bounds(2, 1, 0, ALL), "exclusion");
 }
 
 #[test]
 fn skipping_the_local_deadline_is_caught() {
-    caught(Defect::SkipLocalDeadline, bounds(2, 1, 1), "lease");
+    caught(Defect::SkipLocalDeadline, bounds(2, 1, 1, &[Kind::Network]), "lease");
 }
 
 #[test]
 fn resigning_before_the_job_is_dead_is_caught() {
-    caught(Defect::ResignBeforeDead, bounds(2, 1, 1), "exclusion");
+    // Caught as two commands at once, or as one left running by a
+    // leaderrun that ended, whichever the search meets first.
+    caught(Defect::ResignBeforeDead, bounds(2, 1, 1, &[Kind::Process]), "");
 }
 
 #[test]
 fn fencing_records_by_token_with_two_runners_is_caught() {
-    caught(Defect::FenceByToken, bounds(2, 2, 0), "records");
+    caught(Defect::FenceByToken, bounds(2, 2, 0, ALL), "records");
+}
+
+/// Found by the checker in today's protocol (reported to the lead, not
+/// fixed here): with --max-running 2, a run no longer entitled writes
+/// last-started by token order, but tokens do not order the starts of
+/// several runners (a runner proves its win, and starts, after one
+/// behind it in line has). Flip this into a `holds` once fixed.
+#[test]
+fn today_s_last_started_rule_lies_with_two_runners() {
+    let failure = check(bounds(2, 2, 1, &[Kind::Writer])).expect_err("fixed? make it a holds");
+    let trace = failure.trace.join("\n");
+    let _ = writeln!(std::io::stderr(), "last-started with two runners:\n{trace}");
+    assert!(failure.property.starts_with("records: last-started"), "{trace}");
 }

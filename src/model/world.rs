@@ -124,6 +124,8 @@ pub struct Replica {
     /// overwritten): it runs on until it notices, as any lock's holder
     /// would; fencing's case too.
     pub robbed: bool,
+    /// Ghost: when its command started, in the order of all starts.
+    pub started: u8,
     /// Ghost: the command ran (in this replica's life).
     pub ran: bool,
     /// Ghost: the command exited 0 by itself.
@@ -149,6 +151,7 @@ impl Replica {
             lost_seen: false,
             overslept: false,
             robbed: false,
+            started: 0,
             ran: false,
             exited_zero: false,
         }
@@ -206,7 +209,28 @@ pub enum Fault {
     Signal(u8),
 }
 
+/// The faults, in three groups that CI checks one at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// SIGKILL, SIGSTOP (and SIGCONT), a signal to leaderrun.
+    Process,
+    /// A replica cut off (and healed), etcd unavailable (and back).
+    Network,
+    /// Another writer revokes a lease, deletes or overwrites a key.
+    Writer,
+}
+
+pub const ALL: &[Kind] = &[Kind::Process, Kind::Network, Kind::Writer];
+
 impl Fault {
+    pub fn kind(self) -> Kind {
+        match self {
+            Fault::Kill(_) | Fault::Pause(_) | Fault::Resume(_) | Fault::Signal(_) => Kind::Process,
+            Fault::Partition(_) | Fault::Heal(_) | Fault::Down | Fault::Up => Kind::Network,
+            Fault::Revoke(_) | Fault::Delete(_) | Fault::Overwrite(_) => Kind::Writer,
+        }
+    }
+
     /// Whether it spends the fault budget (ending a fault does not).
     fn costs(self) -> bool {
         !matches!(self, Fault::Resume(_) | Fault::Heal(_) | Fault::Up)
@@ -250,6 +274,8 @@ pub struct World {
     pub etcd: Etcd,
     pub replicas: Vec<Replica>,
     pub faults_left: u8,
+    /// The kinds of fault that may strike.
+    pub kinds: &'static [Kind],
     /// Ghost: the largest token a command started with.
     pub max_started: i64,
     /// Ghost: a command started with a token no larger than one before.
@@ -257,25 +283,29 @@ pub struct World {
     /// Ghost: the latest end, by revision, of a run entitled to write the
     /// last-finished record or that wrote it.
     pub finished_floor: i64,
-    /// Ghost: the largest token written to last-started.
-    pub started_floor: i64,
+    /// Ghost: how many commands started.
+    pub starts: u8,
+    /// Ghost: the latest start (in start order) written to last-started.
+    pub started_floor: u8,
 }
 
 /// Where a step's story goes, if anyone listens (only for a trace).
 pub type Say<'a> = Option<&'a mut Vec<String>>;
 
 impl World {
-    pub fn new(replicas: usize, slots: usize, wait: &[bool], faults: u8) -> World {
+    pub fn new(replicas: usize, slots: usize, wait: &[bool], faults: (u8, &'static [Kind])) -> World {
         World {
             now: NOW,
             elapsed: Elapsed(0),
             slots,
             etcd: Etcd::new(),
             replicas: (0..replicas).map(|r| Replica::new(wait[r % wait.len()])).collect(),
-            faults_left: faults,
+            faults_left: faults.0,
+            kinds: faults.1,
             max_started: 0,
             token_went_back: false,
             finished_floor: 0,
+            starts: 0,
             started_floor: 0,
         }
     }
@@ -425,7 +455,7 @@ impl World {
     fn faults(&self, steps: &mut Vec<Step>) {
         let budget = self.faults_left > 0;
         let mut add = |fault: Fault| {
-            if budget || !fault.costs() {
+            if (budget || !fault.costs()) && self.kinds.contains(&fault.kind()) {
                 steps.push(Step::Fault(fault));
             }
         };
