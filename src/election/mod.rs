@@ -249,7 +249,11 @@ impl std::fmt::Display for PlaceLost {
 /// What a key we hold has become, judged from its latest version (None:
 /// deleted): still ours, or lost and how.
 fn judge(kv: Option<&KeyValue>, token: i64, lease: i64) -> Option<KeyLoss> {
-    judge_version(kv.map(|kv| (kv.create_revision(), kv.lease())), token, lease)
+    judge_version(
+        kv.map(|kv| (kv.create_revision(), kv.lease())),
+        token,
+        lease,
+    )
 }
 
 /// [`judge`] of a key's latest version as (create revision, lease), or

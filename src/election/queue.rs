@@ -219,7 +219,10 @@ impl Election<'_> {
             return Ok(Ahead::Nobody(revision, ours));
         };
         let first_waiter = ahead.len() == self.slots;
-        let watch = match (among_first(ahead.len(), self.slots), first_waiter && self.slots > 1) {
+        let watch = match (
+            among_first(ahead.len(), self.slots),
+            first_waiter && self.slots > 1,
+        ) {
             (true, _) => return Ok(Ahead::Nobody(revision, ours)),
             (false, true) => Watch {
                 key: name::prefix(self.name).into_bytes(),

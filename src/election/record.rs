@@ -397,8 +397,12 @@ pub fn start(
     tokio::spawn(async move {
         clock::sleep(START_DELAY).await;
         let record = async {
-            let written =
-                replace_started(&connection, started_key(&leadership.name), &record, Some(&leadership));
+            let written = replace_started(
+                &connection,
+                started_key(&leadership.name),
+                &record,
+                Some(&leadership),
+            );
             let written = clock::timeout(WRITE_BOUND, written).await;
             match written {
                 None => {

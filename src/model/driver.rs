@@ -6,7 +6,9 @@
 //! a waiter learns of its turn by reading the line, never by a handover.
 
 use super::etcd::{Key, Value};
-use super::world::{at, millis, schedule, Held, Job, Proc, Say, World, KILL_AFTER, RENEW_EVERY, TTL};
+use super::world::{
+    at, millis, schedule, Held, Job, Proc, Say, World, KILL_AFTER, RENEW_EVERY, TTL,
+};
 use crate::election::record::{end_plan, Outcome, Which};
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::run::phase_next::{Action, Code, Event, Grace, Phase, Trouble};
@@ -240,7 +242,10 @@ impl World {
             self.etcd.revision = revision;
             self.finished_floor = self.finished_floor.max(revision);
             self.etcd.revoke(lease);
-            say!(say, "replica {r} resigns at revision {revision}, entitled: {outcome:?}");
+            say!(
+                say,
+                "replica {r} resigns at revision {revision}, entitled: {outcome:?}"
+            );
             return;
         }
         self.etcd.revoke(lease);

@@ -92,7 +92,12 @@ pub fn check(bounds: Bounds) -> Result<Explored, Failure> {
     while let Some((world, index, level)) = queue.pop_front() {
         depth = depth.max(level);
         if nodes.len() % 200_000 == 0 && std::env::var_os("LEADERRUN_MODEL_VERBOSE").is_some() {
-            let _ = writeln!(std::io::stderr(), "  {} states, depth {level}, {:.1?}", nodes.len(), start.elapsed());
+            let _ = writeln!(
+                std::io::stderr(),
+                "  {} states, depth {level}, {:.1?}",
+                nodes.len(),
+                start.elapsed()
+            );
         }
         let broken = properties::broken(&world).or_else(|| progress.stalls(&world));
         if let Some(property) = broken {
@@ -201,7 +206,11 @@ impl Progress {
                 break;
             }
             on_the_way.push(print);
-            if world.replicas.iter().all(|replica| replica.proc != Proc::Alive) {
+            if world
+                .replicas
+                .iter()
+                .all(|replica| replica.proc != Proc::Alive)
+            {
                 // A command left running by an ended leaderrun: no end.
                 let orphan = world.replicas.iter().any(|replica| replica.runs());
                 outcome = (!orphan).then(|| ran(&world));

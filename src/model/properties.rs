@@ -85,12 +85,16 @@ fn records(world: &World) -> Option<String> {
             ));
         }
         if !world.says_truth(token, outcome) {
-            return Some(format!("records: last-finished says token {token} {outcome:?}, untrue"));
+            return Some(format!(
+                "records: last-finished says token {token} {outcome:?}, untrue"
+            ));
         }
     }
     if let Some((token, outcome)) = record(Key::Succeeded) {
         if outcome != Outcome::Succeeded || !world.says_truth(token, outcome) {
-            return Some(format!("records: last-succeeded holds token {token} {outcome:?}"));
+            return Some(format!(
+                "records: last-succeeded holds token {token} {outcome:?}"
+            ));
         }
     }
     match record(Key::Started) {

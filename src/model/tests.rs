@@ -1,7 +1,7 @@
 //! The checks CI runs, and the planted defects each caught.
 //!
-//! CI: each configuration under one fault of each kind in turn (a fault
-//! of every kind at once, or more faults, with LEADERRUN_MODEL_DEPTH).
+//! CI: each configuration under one fault of one kind (more faults, of
+//! every kind at once, with LEADERRUN_MODEL_DEPTH=<faults>).
 
 use super::world::{Kind, ALL};
 use super::*;
@@ -19,21 +19,18 @@ fn bounds(replicas: usize, slots: usize, faults: u8, kinds: &'static [Kind]) -> 
     }
 }
 
-/// Checks `bounds` for each kind of fault in turn, or, deeper, with
-/// LEADERRUN_MODEL_DEPTH faults of every kind.
+/// Checks `bounds`, or, deeper, with LEADERRUN_MODEL_DEPTH faults of
+/// every kind.
 fn holds(what: &str, bounds: Bounds) {
-    let runs: Vec<Bounds> = match deeper() {
-        Some(faults) => vec![Bounds { faults, kinds: ALL, ..bounds }],
-        None if bounds.faults == 0 => vec![bounds],
-        None => ALL
-            .iter()
-            .map(|kind| Bounds {
-                kinds: std::slice::from_ref(kind),
-                ..bounds
-            })
-            .collect(),
+    let bounds = match deeper() {
+        Some(faults) => Bounds {
+            faults,
+            kinds: ALL,
+            ..bounds
+        },
+        None => bounds,
     };
-    for bounds in runs {
+    {
         let what = format!("{what}, {} {:?} fault(s)", bounds.faults, bounds.kinds);
         match check(bounds) {
             Ok(explored) => tell(&what, &explored),
@@ -43,8 +40,27 @@ fn holds(what: &str, bounds: Bounds) {
 }
 
 #[test]
-fn one_runner_of_two_replicas_holds_under_faults() {
-    holds("--max-running 1, 2 replicas", bounds(2, 1, 1, ALL));
+fn one_runner_of_two_replicas_holds_under_a_process_fault() {
+    holds(
+        "--max-running 1, 2 replicas",
+        bounds(2, 1, 1, &[Kind::Process]),
+    );
+}
+
+#[test]
+fn one_runner_of_two_replicas_holds_under_a_network_fault() {
+    holds(
+        "--max-running 1, 2 replicas",
+        bounds(2, 1, 1, &[Kind::Network]),
+    );
+}
+
+#[test]
+fn one_runner_of_two_replicas_holds_under_another_writer() {
+    holds(
+        "--max-running 1, 2 replicas",
+        bounds(2, 1, 1, &[Kind::Writer]),
+    );
 }
 
 #[test]
@@ -52,18 +68,28 @@ fn one_runner_of_three_replicas_holds() {
     holds("--max-running 1, 3 replicas", bounds(3, 1, 0, ALL));
 }
 
+/// Without faults: with one, today's last-started rule is caught lying
+/// (below).
 #[test]
-fn two_runners_of_three_replicas_hold() {
-    holds("--max-running 2, 3 replicas", bounds(3, 2, 0, ALL));
+fn two_runners_of_two_replicas_hold() {
+    holds("--max-running 2, 2 replicas", bounds(2, 2, 0, ALL));
 }
 
 #[test]
-fn replicas_without_wait_hold_under_faults() {
+fn a_replica_without_wait_holds_under_another_writer() {
     let bounds = Bounds {
         wait: &[true, false],
-        ..bounds(2, 1, 1, ALL)
+        ..bounds(2, 1, 1, &[Kind::Writer])
     };
     holds("--max-running 1, one replica without --wait", bounds);
+}
+
+/// Only in the deeper run: too many states for CI's debug build.
+#[test]
+fn two_runners_of_three_replicas_hold_in_the_deeper_run() {
+    if deeper().is_some() {
+        holds("--max-running 2, 3 replicas", bounds(3, 2, 0, ALL));
+    }
 }
 
 /// The checker, with `defect` planted, breaks `property` (its name's
@@ -87,14 +113,22 @@ fn spawning_before_the_win_is_proven_is_caught() {
 
 #[test]
 fn skipping_the_local_deadline_is_caught() {
-    caught(Defect::SkipLocalDeadline, bounds(2, 1, 1, &[Kind::Network]), "lease");
+    caught(
+        Defect::SkipLocalDeadline,
+        bounds(2, 1, 1, &[Kind::Network]),
+        "lease",
+    );
 }
 
 #[test]
 fn resigning_before_the_job_is_dead_is_caught() {
     // Caught as two commands at once, or as one left running by a
     // leaderrun that ended, whichever the search meets first.
-    caught(Defect::ResignBeforeDead, bounds(2, 1, 1, &[Kind::Process]), "");
+    caught(
+        Defect::ResignBeforeDead,
+        bounds(2, 1, 1, &[Kind::Process]),
+        "",
+    );
 }
 
 #[test]
@@ -112,5 +146,8 @@ fn today_s_last_started_rule_lies_with_two_runners() {
     let failure = check(bounds(2, 2, 1, &[Kind::Writer])).expect_err("fixed? make it a holds");
     let trace = failure.trace.join("\n");
     let _ = writeln!(std::io::stderr(), "last-started with two runners:\n{trace}");
-    assert!(failure.property.starts_with("records: last-started"), "{trace}");
+    assert!(
+        failure.property.starts_with("records: last-started"),
+        "{trace}"
+    );
 }

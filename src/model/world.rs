@@ -79,7 +79,9 @@ pub enum Proc {
 pub enum Job {
     None,
     /// The command's job runs; `term` once --kill-signal went to it.
-    Running { term: bool },
+    Running {
+        term: bool,
+    },
     /// It ended (code, by a signal); leaderrun has not waited for it yet.
     Ended(i32, bool),
     /// Waited for: nothing of it is left.
@@ -293,13 +295,20 @@ pub struct World {
 pub type Say<'a> = Option<&'a mut Vec<String>>;
 
 impl World {
-    pub fn new(replicas: usize, slots: usize, wait: &[bool], faults: (u8, &'static [Kind])) -> World {
+    pub fn new(
+        replicas: usize,
+        slots: usize,
+        wait: &[bool],
+        faults: (u8, &'static [Kind]),
+    ) -> World {
         World {
             now: NOW,
             elapsed: Elapsed(0),
             slots,
             etcd: Etcd::new(),
-            replicas: (0..replicas).map(|r| Replica::new(wait[r % wait.len()])).collect(),
+            replicas: (0..replicas)
+                .map(|r| Replica::new(wait[r % wait.len()]))
+                .collect(),
             faults_left: faults.0,
             kinds: faults.1,
             max_started: 0,
@@ -359,9 +368,9 @@ impl World {
             News::Deadline => {
                 leading
                     && !replica.lost_seen
-                    && replica.lease.is_some_and(|held| {
-                        schedule().must_stop_at(at(held.expires), at(self.now))
-                    })
+                    && replica
+                        .lease
+                        .is_some_and(|held| schedule().must_stop_at(at(held.expires), at(self.now)))
             }
             News::LeaseGone => {
                 replica.lease.is_some_and(|held| held.gone)
@@ -391,10 +400,7 @@ impl World {
     fn has_work(&self, r: usize) -> bool {
         let replica = &self.replicas[r];
         match replica.phase.0 {
-            Phase::Waiting => {
-                self.reachable(r)
-                    && (self.key_loss(r).is_some() || self.turn(r))
-            }
+            Phase::Waiting => self.reachable(r) && (self.key_loss(r).is_some() || self.turn(r)),
             Phase::Running => false,
             // Nothing of the job is left: JobGone (an end still to wait
             // for is News::Ended's).
@@ -465,13 +471,25 @@ impl World {
                 continue;
             }
             add(Fault::Kill(r8));
-            add(if replica.paused { Fault::Resume(r8) } else { Fault::Pause(r8) });
-            add(if replica.connected { Fault::Partition(r8) } else { Fault::Heal(r8) });
+            add(if replica.paused {
+                Fault::Resume(r8)
+            } else {
+                Fault::Pause(r8)
+            });
+            add(if replica.connected {
+                Fault::Partition(r8)
+            } else {
+                Fault::Heal(r8)
+            });
             if !replica.signal {
                 add(Fault::Signal(r8));
             }
         }
-        add(if self.etcd.down { Fault::Up } else { Fault::Down });
+        add(if self.etcd.down {
+            Fault::Up
+        } else {
+            Fault::Down
+        });
         for id in self.etcd.leases.keys() {
             add(Fault::Revoke(*id));
         }
@@ -496,8 +514,7 @@ impl World {
             News::Ended,
             News::Signal,
         ];
-        (0..self.replicas.len())
-            .any(|r| LOCAL.into_iter().any(|news| self.has(r, news)))
+        (0..self.replicas.len()).any(|r| LOCAL.into_iter().any(|news| self.has(r, news)))
             || self.etcd.due(self.now).is_some()
     }
 
@@ -720,7 +737,12 @@ impl World {
         }
         if self.etcd.renew(held.id, now, TTL) {
             held.expires = now + TTL;
-            say!(say, "replica {r} renews lease {}: expires {} ms", held.id, held.expires);
+            say!(
+                say,
+                "replica {r} renews lease {}: expires {} ms",
+                held.id,
+                held.expires
+            );
         } else {
             held.gone = true;
             say!(say, "replica {r} learns lease {} is gone", held.id);

@@ -312,10 +312,16 @@ pub fn decide(phase: Phase, event: &Event, policy: Policy) -> Action {
         Event::Signal(signal) => signalled(phase, *signal),
         Event::PlaceLost(_) if policy.wait => before_the_command(phase, Action::CampaignAgain),
         Event::PlaceLost(_) => before_the_command(phase, Action::Exit(Code::Conflict)),
-        Event::Lost(_) => leading(phase, stop(Exit::LeadershipLost, Grace::Lost), Action::CutGrace),
-        Event::CommandExited(status) => {
-            progress(phase, Phase::Running, Action::Stop(Code::Command(*status), Grace::Kept))
-        }
+        Event::Lost(_) => leading(
+            phase,
+            stop(Exit::LeadershipLost, Grace::Lost),
+            Action::CutGrace,
+        ),
+        Event::CommandExited(status) => progress(
+            phase,
+            Phase::Running,
+            Action::Stop(Code::Command(*status), Grace::Kept),
+        ),
         Event::WaitFailed => progress(phase, Phase::Running, stop(Exit::Internal, Grace::Kept)),
         Event::TimedOut => leading(phase, stop(Exit::TimedOut, Grace::Kept), Action::Ignore),
         Event::CommandStopped(_) => progress(phase, Phase::Running, Action::FollowStop),
@@ -486,7 +492,13 @@ mod tests {
                 true,
                 Action::CampaignAgain,
             ),
-            (Phase::Proving, lost.clone(), false, false, Action::Exit(Code::Conflict)),
+            (
+                Phase::Proving,
+                lost.clone(),
+                false,
+                false,
+                Action::Exit(Code::Conflict),
+            ),
             (Phase::Running, lost, true, true, Action::Ignore),
             (
                 Phase::Running,
@@ -506,7 +518,13 @@ mod tests {
         let stopped = Event::CommandStopped(Signal::SIGTSTP);
         let exited = Event::CommandExited(EXITED);
         check(&[
-            (Phase::Running, stopped.clone(), false, false, Action::FollowStop),
+            (
+                Phase::Running,
+                stopped.clone(),
+                false,
+                false,
+                Action::FollowStop,
+            ),
             (Phase::Stopping, stopped, false, false, Action::Ignore),
             (
                 Phase::Running,
@@ -530,7 +548,13 @@ mod tests {
                 false,
                 Action::Stop(Code::Own(Exit::TimedOut), Grace::Kept),
             ),
-            (Phase::Stopping, Event::TimedOut, false, false, Action::Ignore),
+            (
+                Phase::Stopping,
+                Event::TimedOut,
+                false,
+                false,
+                Action::Ignore,
+            ),
             (
                 Phase::Waiting,
                 Event::WaitTimeout,
@@ -538,20 +562,50 @@ mod tests {
                 true,
                 Action::Exit(Code::Conflict),
             ),
-            (Phase::Running, Event::WaitTimeout, true, true, Action::Ignore),
+            (
+                Phase::Running,
+                Event::WaitTimeout,
+                true,
+                true,
+                Action::Ignore,
+            ),
         ]);
     }
 
     #[test]
     fn each_phase_s_work_leads_to_the_next_and_nowhere_else() {
         let progress = [
-            (Event::Dialled, Phase::Dialling, Action::Enter(Phase::Granting)),
-            (Event::Granted, Phase::Granting, Action::Enter(Phase::Joining)),
+            (
+                Event::Dialled,
+                Phase::Dialling,
+                Action::Enter(Phase::Granting),
+            ),
+            (
+                Event::Granted,
+                Phase::Granting,
+                Action::Enter(Phase::Joining),
+            ),
             (Event::Queued, Phase::Joining, Action::Enter(Phase::Waiting)),
-            (Event::Proven, Phase::Waiting, Action::Enter(Phase::Claiming)),
-            (Event::Proven, Phase::Proving, Action::Enter(Phase::Claiming)),
-            (Event::Claimed, Phase::Claiming, Action::Enter(Phase::Running)),
-            (Event::WindowTaken, Phase::Claiming, Action::Exit(Code::Conflict)),
+            (
+                Event::Proven,
+                Phase::Waiting,
+                Action::Enter(Phase::Claiming),
+            ),
+            (
+                Event::Proven,
+                Phase::Proving,
+                Action::Enter(Phase::Claiming),
+            ),
+            (
+                Event::Claimed,
+                Phase::Claiming,
+                Action::Enter(Phase::Running),
+            ),
+            (
+                Event::WindowTaken,
+                Phase::Claiming,
+                Action::Exit(Code::Conflict),
+            ),
             (Event::GuardianFailed, Phase::Claiming, FAIL),
             (
                 Event::SpawnFailed(Exit::NotFound),
@@ -569,7 +623,11 @@ mod tests {
                 } else {
                     Action::Ignore
                 };
-                assert_eq!(decide(phase, &event, policy(true, true)), expected, "{event:?} in {phase:?}");
+                assert_eq!(
+                    decide(phase, &event, policy(true, true)),
+                    expected,
+                    "{event:?} in {phase:?}"
+                );
             }
         }
     }
@@ -581,15 +639,27 @@ mod tests {
             queued_before: true,
             single: false,
         };
-        let without_wait = Policy { wait: false, ..several };
-        assert_eq!(decide(Phase::Waiting, &Event::Proven, several), Action::Enter(Phase::Proving));
-        assert_eq!(decide(Phase::Joining, &Event::Proven, several), Action::Enter(Phase::Proving));
+        let without_wait = Policy {
+            wait: false,
+            ..several
+        };
+        assert_eq!(
+            decide(Phase::Waiting, &Event::Proven, several),
+            Action::Enter(Phase::Proving)
+        );
+        assert_eq!(
+            decide(Phase::Joining, &Event::Proven, several),
+            Action::Enter(Phase::Proving)
+        );
         // Without --wait, the attempt's own transaction proved it.
         assert_eq!(
             decide(Phase::Joining, &Event::Proven, without_wait),
             Action::Enter(Phase::Claiming)
         );
-        assert_eq!(decide(Phase::Proving, &Event::Proven, several), Action::Enter(Phase::Claiming));
+        assert_eq!(
+            decide(Phase::Proving, &Event::Proven, several),
+            Action::Enter(Phase::Claiming)
+        );
     }
 
     #[test]
