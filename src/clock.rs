@@ -30,6 +30,18 @@ impl Instant {
         Instant(Duration::from(spec))
     }
 
+    /// The instant `since_boot` after boot: the model checker's clock.
+    #[cfg(test)]
+    pub fn from_boot(since_boot: Duration) -> Self {
+        Instant(since_boot)
+    }
+
+    /// How long after boot this instant is.
+    #[cfg(test)]
+    pub fn since_boot(self) -> Duration {
+        self.0
+    }
+
     /// Time left until `self`, zero when it has passed.
     pub fn remaining(self) -> Duration {
         self.0.saturating_sub(Self::now().0)

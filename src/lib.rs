@@ -38,6 +38,9 @@ mod etcd;
 mod exit;
 mod lease;
 mod logging;
+#[cfg(test)]
+mod model;
+mod planted;
 mod retry;
 mod run;
 mod signals;

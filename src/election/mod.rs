@@ -58,6 +58,7 @@ use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
+use crate::planted::{planted, Defect};
 use line::first_in_line;
 
 /// Replicas of one election that disagree on what must be the same on all
@@ -217,24 +218,55 @@ impl std::fmt::Display for PlaceLost {
 /// What a key we hold has become, judged from its latest version (None:
 /// deleted): still ours, or lost and how.
 fn judge(kv: Option<&Kv>, token: Token, lease: LeaseId) -> Option<KeyLoss> {
-    match kv {
+    let version = kv.map(|kv| (kv.create_revision.0, kv.lease.0));
+    judge_version(version, token.0, lease.0)
+}
+
+/// [`judge`] of a key's latest version as (create revision, lease), or
+/// None if it is deleted: the rule on plain values, which the model
+/// checker drives.
+pub(crate) fn judge_version(
+    version: Option<(i64, i64)>,
+    token: i64,
+    lease: i64,
+) -> Option<KeyLoss> {
+    match version {
         None => Some(KeyLoss::Deleted),
-        Some(kv) if kv.create_revision != token.revision() => Some(KeyLoss::Replaced),
-        Some(kv) if kv.lease != lease => Some(KeyLoss::Overwritten),
+        Some((created, _)) if created != token => Some(KeyLoss::Replaced),
+        Some((_, attached)) if attached != lease => Some(KeyLoss::Overwritten),
         Some(_) => None,
     }
 }
 
 /// Whether a read at one revision proves a turn: our key, as read, still
 /// ours (created at `token`, on `lease`), and among `runners`, the first
-/// --max-running in line as the same read found them.
-fn proves_turn(ours: Option<&Kv>, token: Token, lease: LeaseId, runners: &[Leader]) -> bool {
-    judge(ours, token, lease).is_none() && runs(runners, token)
+/// `slots` (--max-running) in line as the same read found them.
+fn proves_turn(
+    ours: Option<&Kv>,
+    token: Token,
+    lease: LeaseId,
+    runners: &[Leader],
+    slots: usize,
+) -> bool {
+    judge(ours, token, lease).is_none() && runs(runners, token, slots)
 }
 
-/// Whether the candidate created at `token` is among `runners`.
-fn runs(runners: &[Leader], token: Token) -> bool {
-    runners.iter().any(|runner| runner.token == token)
+/// Whether the candidate created at `token`, whose key the same read found
+/// intact (so in line), is among `runners`: fewer of them are ahead of it
+/// than there are slots.
+fn runs(runners: &[Leader], token: Token, slots: usize) -> bool {
+    let ahead = runners
+        .iter()
+        .take_while(|runner| runner.token != token)
+        .count();
+    among_first(ahead, slots)
+}
+
+/// The proof rule's count: a key with `ahead` candidates ahead of it in
+/// line (at the revision it was read at, itself intact) is among the first
+/// `slots`, and runs. The model checker drives it too.
+pub(crate) fn among_first(ahead: usize, slots: usize) -> bool {
+    ahead < slots || planted(Defect::SpawnUnproven)
 }
 
 /// One election: where it lives, its name, and how many of its candidates
@@ -372,7 +404,7 @@ impl<'a> Election<'a> {
             };
             let runners = runners?;
             let token = Token::created_at(ours.create_revision);
-            let proven = proves_turn(Some(&ours), token, lease, &runners);
+            let proven = proves_turn(Some(&ours), token, lease, &runners, self.slots);
             return Ok(Queued {
                 candidate: Candidate { key, token },
                 runners,
@@ -462,7 +494,7 @@ impl<'a> Election<'a> {
         }
         let revision = revision_of(&response);
         let runners = self.runners(range_at(&response, 0)).await?;
-        if !runs(&runners, candidate.token) {
+        if !runs(&runners, candidate.token, self.slots) {
             return Ok(None);
         }
         Ok(Some(Leadership {
@@ -576,25 +608,30 @@ mod tests {
     fn a_turn_is_proven_by_our_key_intact_among_the_runners() {
         let ours = Kv::written("j/2", 12, 2, b"{}");
         let runners = [runner("j/1", 11), runner("j/2", 12)];
-        assert!(proves_turn(Some(&ours), Token(12), LeaseId(2), &runners));
+        assert!(proves_turn(Some(&ours), Token(12), LeaseId(2), &runners, 2));
         assert!(
-            !proves_turn(Some(&ours), Token(12), LeaseId(2), &runners[..1]),
+            !proves_turn(Some(&ours), Token(12), LeaseId(2), &runners[..1], 1),
             "not running"
         );
-        assert!(!proves_turn(None, Token(12), LeaseId(2), &runners), "gone");
+        assert!(
+            !proves_turn(None, Token(12), LeaseId(2), &runners, 2),
+            "gone"
+        );
         let overwritten = ours.rewritten(13, 0, b"");
         assert!(!proves_turn(
             Some(&overwritten),
             Token(12),
             LeaseId(2),
-            &runners
+            &runners,
+            2
         ));
         // Another key of the same name, created later, is not ours.
         assert!(!proves_turn(
             Some(&ours),
             Token(11),
             LeaseId(2),
-            &runners[1..]
+            &runners[1..],
+            2
         ));
     }
 

@@ -288,6 +288,7 @@ mod tests {
             exit_code: None,
             outcome,
             once_per_s,
+            proven_at: None,
         };
         serde_json::to_vec(&record).unwrap()
     }

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::line::{in_line, FIRST_PAGE};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
-use super::{judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
+use super::{among_first, judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
 use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of};
@@ -259,7 +259,7 @@ impl Election<'_> {
 /// it our turn. See [`Election::look_ahead`] for why.
 fn to_watch(name: &str, slots: usize, ahead: &[Kv]) -> Option<Watch> {
     let nearest = ahead.first()?;
-    if ahead.len() < slots {
+    if among_first(ahead.len(), slots) {
         return None;
     }
     let first_waiter = ahead.len() == slots;

@@ -21,12 +21,13 @@
 //!   them only where nothing was written since its win was proven (the
 //!   key's mod revision at or below the proof's revision): a stale run never
 //!   overwrites a newer record;
-//! - `last-started` is the run that started last: tokens do order the
-//!   starts of one cluster's runs, so a run's record (its start, or its
-//!   end) replaces one with a token no larger than its own, or one above
-//!   the store's revision, which no run of this cluster holds
-//!   ([`replace_started`]). The start is written only while the run is
-//!   entitled.
+//! - `last-started` is the run that started last, the one whose win was
+//!   proven last (`Record::proven_at`; with one runner, tokens order the
+//!   same, and order the records of versions that did not say): a run's
+//!   record (its start, or its end) replaces one proven no later than its
+//!   own, or one above the store's revision, which no run of this cluster
+//!   holds ([`replace_started`]). The start is written only while the run
+//!   is entitled.
 //!
 //! A run that was not lost writes its end records in the transaction that
 //! deletes its leader key (the entitlement is that transaction's
@@ -55,10 +56,11 @@ use crate::etcd::ids::{Revision, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, ranges, revision_of};
 use crate::etcd::Connection;
+use crate::planted::{planted, Defect};
 use crate::retry::CLEANUP;
 
 /// How a run ended, from a fixed set that scripts may rely on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Running,
@@ -88,6 +90,11 @@ pub struct Record {
     /// window reads it once the marker has expired (`once_per`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub once_per_s: Option<u64>,
+    /// The revision at which the run's win was proven: what orders the
+    /// starts of runs that overlap (--max-running above 1), whose tokens
+    /// do not. Absent in records of versions before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proven_at: Option<Revision>,
 }
 
 /// The records of an election.
@@ -107,7 +114,7 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn new(holder: &Holder, token: Token, once_per_s: Option<u64>) -> Run {
+    pub fn new(holder: &Holder, token: Token, proven_at: Revision, once_per_s: Option<u64>) -> Run {
         Run {
             record: Record {
                 host: holder.host.clone(),
@@ -120,6 +127,7 @@ impl Run {
                 exit_code: None,
                 outcome: Outcome::Running,
                 once_per_s,
+                proven_at: Some(proven_at),
             },
             started: clock::Instant::now(),
         }
@@ -143,14 +151,104 @@ impl Run {
     }
 }
 
-/// The keys a run's end is written under, beside `last-started` (which
-/// has a rule of its own).
-fn end_keys(election: &str, record: &Record) -> Vec<String> {
-    let mut keys = vec![Beside::LastFinished.key(election)];
-    if record.outcome == Outcome::Succeeded {
-        keys.push(Beside::LastSucceeded.key(election));
+/// Which of an election's records a write is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    Started,
+    Finished,
+    Succeeded,
+}
+
+impl Which {
+    fn key(self, election: &str) -> String {
+        match self {
+            Which::Started => Beside::LastStarted,
+            Which::Finished => Beside::LastFinished,
+            Which::Succeeded => Beside::LastSucceeded,
+        }
+        .key(election)
     }
-    keys
+}
+
+/// When a record write is made, judged by etcd as it is made (the
+/// module's rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// Unconditionally: a run still entitled, in the transaction whose
+    /// comparison is the entitlement.
+    Always,
+    /// Only if the key was not written after this revision (the proof's).
+    NotWrittenSince(i64),
+    /// `last-started` of an entitled run: not written since the proof, or
+    /// still our own start record, which was written at `ours`.
+    NotWrittenSinceOr { proof: i64, ours: i64 },
+    /// Unless a run that started later (a larger token of this cluster) is
+    /// recorded there ([`keeps_later`]): a read, then a swap, so never in
+    /// the resignation's transaction.
+    NoLaterStart,
+}
+
+/// The end writes of a run whose win was proven at `proven_at`:
+/// `entitled` in the transaction that deletes its key, else after its
+/// lease is revoked. `started_at`: where its own start record was
+/// written, if it was. `last-started` first. The model checker drives
+/// this plan, and etcd's answers to it, as the run writes it.
+pub fn end_plan(
+    outcome: Outcome,
+    entitled: bool,
+    proven_at: i64,
+    started_at: Option<i64>,
+) -> Vec<(Which, Guard)> {
+    let started = match (entitled, started_at) {
+        (false, _) => Guard::NoLaterStart,
+        (true, None) => Guard::NotWrittenSince(proven_at),
+        (true, Some(ours)) => Guard::NotWrittenSinceOr {
+            proof: proven_at,
+            ours,
+        },
+    };
+    let end = match entitled {
+        _ if planted(Defect::FenceByToken) => Guard::NoLaterStart,
+        true => Guard::Always,
+        false => Guard::NotWrittenSince(proven_at),
+    };
+    let mut plan = vec![(Which::Started, started), (Which::Finished, end)];
+    if outcome == Outcome::Succeeded {
+        plan.push((Which::Succeeded, end));
+    }
+    plan
+}
+
+/// Whether a record of token `theirs`, found where a run of token `ours`
+/// would write, is of a run that started later and stays: tokens order
+/// the starts of one cluster's runs, and a token above the store's
+/// revision `store` belongs to no run of this cluster.
+pub fn keeps_later(theirs: Option<i64>, ours: i64, store: i64) -> bool {
+    theirs.is_some_and(|theirs| theirs > ours && theirs <= store)
+}
+
+/// The write of `value` under `key` with `guard`, as an operation of a
+/// transaction; None for a guard that needs a read first.
+fn guarded_put(key: &str, value: &str, guard: Guard) -> Option<TxnOp> {
+    Some(match guard {
+        Guard::Always => TxnOp::put(key, value, None),
+        Guard::NotWrittenSince(proof) => {
+            put_if(key, value, vec![not_written_since(key, Revision(proof))])
+        }
+        // Our own start record, or one no newer than our proof.
+        Guard::NotWrittenSinceOr { proof, ours } => TxnOp::txn(
+            Txn::new()
+                .when([not_written_since(key, Revision(proof))])
+                .and_then([TxnOp::put(key, value, None)])
+                .or_else([put_if(
+                    key,
+                    value,
+                    vec![Compare::mod_revision(key, CompareOp::Equal, ours)],
+                )]),
+        ),
+        // Read first: `replace_started`.
+        Guard::NoLaterStart => return None,
+    })
 }
 
 fn encode(record: &Record) -> String {
@@ -194,7 +292,7 @@ async fn replace_started(
         let read = connection.txn("reading the run records", read).await?;
         let store = revision_of(&read);
         let found = range_at(&read, 0).first();
-        if started_later(found.as_ref(), record.token, store) {
+        if started_later(found.as_ref(), record, store) {
             tracing::debug!("a later run's start record is there: left alone");
             return Ok(None);
         }
@@ -220,25 +318,34 @@ async fn replace_started(
 }
 
 /// Whether `found`, the `last-started` record read at store revision
-/// `store`, is of a run that started after ours (created at `token`): one
-/// with a larger token, no larger than the store's revision (a larger one
-/// belongs to no run of this cluster).
-fn started_later(found: Option<&Kv>, token: Token, store: Revision) -> bool {
-    let theirs = found.and_then(|kv| token_of(&kv.value));
-    theirs.is_some_and(|theirs| theirs > token && theirs.revision() <= store)
+/// `store`, is of a run that started after `ours`: its win proven later
+/// (what orders the starts of runs that overlap, with several runners),
+/// or, for a record of a version that did not say, a larger token (which
+/// orders the starts of one runner's runs); no larger than the store's
+/// revision either way (a larger one belongs to no run of this cluster).
+fn started_later(found: Option<&Kv>, ours: &Record, store: Revision) -> bool {
+    let Some(theirs) = found.and_then(|kv| order_of(&kv.value)) else {
+        return false;
+    };
+    let (theirs, ours) = match (theirs.proven_at, ours.proven_at) {
+        (Some(theirs), Some(ours)) => (theirs.0, ours.0),
+        _ => (theirs.token.0, ours.token.0),
+    };
+    keeps_later(Some(theirs), ours, store.0)
 }
 
-/// The token of a stored record, read on its own: a record that is not
-/// whole to this version (a newer version's outcome, a field it lacks) is
-/// still ordered by its token.
-fn token_of(value: &[u8]) -> Option<Token> {
-    #[derive(Deserialize)]
-    struct Only {
-        token: Token,
-    }
-    serde_json::from_slice::<Only>(value)
-        .ok()
-        .map(|found| found.token)
+/// What orders a stored record among starts, read on its own: a record
+/// that is not whole to this version (a newer version's outcome, a field
+/// it lacks) is still ordered.
+#[derive(Deserialize)]
+struct Order {
+    token: Token,
+    #[serde(default)]
+    proven_at: Option<Revision>,
+}
+
+fn order_of(value: &[u8]) -> Option<Order> {
+    serde_json::from_slice(value).ok()
 }
 
 pub fn decode(value: &[u8]) -> Option<Record> {
@@ -390,30 +497,11 @@ impl Ended {
     /// left to [`Ended::write_started`], which reads it first.
     pub fn writes(&self, election: &str) -> Vec<TxnOp> {
         let value = encode(&self.record);
-        let started = Beside::LastStarted.key(election);
-        let proof = not_written_since(&started, self.proven_at);
-        let mut writes = vec![match self.started_at {
-            // Our own start record, or one no newer than our proof.
-            Some(ours) => TxnOp::txn(
-                Txn::new()
-                    .when([proof])
-                    .and_then([TxnOp::put(started.as_str(), value.as_str(), None)])
-                    .or_else([put_if(
-                        &started,
-                        &value,
-                        vec![Compare::mod_revision(
-                            started.as_str(),
-                            CompareOp::Equal,
-                            ours.0,
-                        )],
-                    )]),
-            ),
-            None => put_if(&started, &value, vec![proof]),
-        }];
-        for key in end_keys(election, &self.record) {
-            writes.push(TxnOp::put(key.as_str(), value.as_str(), None));
-        }
-        writes
+        let started_at = self.started_at.map(|at| at.0);
+        let plan = end_plan(self.record.outcome, true, self.proven_at.0, started_at);
+        plan.into_iter()
+            .filter_map(|(which, guard)| guarded_put(&which.key(election), &value, guard))
+            .collect()
     }
 
     /// Whether the resignation that carried [`Ended::writes`] wrote our end
@@ -452,9 +540,13 @@ impl Ended {
     pub async fn write(mut self, connection: &Connection, election: &str) {
         self.settle_start().await;
         let value = encode(&self.record);
-        let guarded = end_keys(election, &self.record)
-            .iter()
-            .map(|key| put_if(key, &value, vec![not_written_since(key, self.proven_at)]))
+        let started_at = self.started_at.map(|at| at.0);
+        let plan = end_plan(self.record.outcome, false, self.proven_at.0, started_at);
+        // last-started by write_started, below.
+        let guarded = plan
+            .into_iter()
+            .filter(|(which, _)| *which != Which::Started)
+            .filter_map(|(which, guard)| guarded_put(&which.key(election), &value, guard))
             .collect::<Vec<_>>();
         let txn = Txn::new().and_then(guarded);
         let finished = async {
@@ -477,45 +569,62 @@ const START_DELAY: Duration = Duration::from_secs(1);
 mod tests {
     use super::*;
 
-    fn started(token: i64) -> Kv {
-        let value = serde_json::json!({"token": token, "outcome": "some_newer_outcome"});
+    fn started(token: i64, proven_at: Option<i64>) -> Kv {
+        let mut value = serde_json::json!({"token": token, "outcome": "some_newer_outcome"});
+        if let Some(proven_at) = proven_at {
+            value["proven_at"] = proven_at.into();
+        }
         Kv::written("j.last-started", 5, 0, value.to_string().as_bytes())
+    }
+
+    fn ours(token: i64, proven_at: Option<i64>) -> Record {
+        let holder = Holder::decode(b"x");
+        let mut record = Run::new(&holder, Token(token), Revision(0), None).started();
+        record.proven_at = proven_at.map(Revision);
+        record
     }
 
     #[test]
     fn only_a_later_start_of_this_cluster_is_left_alone() {
+        // Records of a version that did not say their proof: by token.
         // Ours is token 10; the store is at revision 100.
-        assert!(
-            started_later(Some(&started(20)), Token(10), Revision(100)),
-            "a later run"
-        );
-        assert!(
-            !started_later(Some(&started(10)), Token(10), Revision(100)),
-            "our own"
-        );
-        assert!(
-            !started_later(Some(&started(5)), Token(10), Revision(100)),
-            "an earlier run"
-        );
+        let later = |found: Option<&Kv>, ours: &Record| started_later(found, ours, Revision(100));
+        let old = ours(10, None);
+        assert!(later(Some(&started(20, None)), &old), "a later run");
+        assert!(!later(Some(&started(10, None)), &old), "our own");
+        assert!(!later(Some(&started(5, None)), &old), "an earlier run");
         // A token above the store's revision is another cluster's.
-        assert!(!started_later(
-            Some(&started(101)),
-            Token(10),
-            Revision(100)
-        ));
-        assert!(
-            !started_later(None, Token(10), Revision(100)),
-            "nothing there"
-        );
+        assert!(!later(Some(&started(101, None)), &old));
+        assert!(!later(None, &old), "nothing there");
         let garbled = Kv::written("j.last-started", 5, 0, b"not a record");
-        assert!(!started_later(Some(&garbled), Token(10), Revision(100)));
+        assert!(!later(Some(&garbled), &old));
+    }
+
+    #[test]
+    fn with_several_runners_the_later_proof_is_the_later_start() {
+        // Ours: token 10, proven at 40. Theirs stood ahead of us in line
+        // (a smaller token) and proved its turn after us: it started later.
+        let ours = ours(10, Some(40));
+        let later = |found: Kv| started_later(Some(&found), &ours, Revision(100));
+        assert!(
+            later(started(6, Some(50))),
+            "ahead in line, proven after us"
+        );
+        assert!(
+            !later(started(12, Some(30))),
+            "behind in line, proven before us"
+        );
+        assert!(!later(started(6, Some(101))), "another cluster's proof");
+        // Theirs of a version that did not say: by token.
+        assert!(later(started(12, None)));
+        assert!(!later(started(6, None)));
     }
 
     #[test]
     fn ages_count_from_now_and_say_when_a_clock_is_ahead() {
         let now = humantime::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
         let holder = Holder::decode(b"x");
-        let mut record = Run::new(&holder, Token(1), None).started();
+        let mut record = Run::new(&holder, Token(1), Revision(1), None).started();
         assert_eq!(age(&record, now), None, "not finished");
         record.finished = Some("2026-11-29T11:00:00Z".into());
         assert_eq!(age(&record, now), Some(Age::Ago(Duration::from_secs(3600))));
@@ -528,19 +637,38 @@ mod tests {
     #[test]
     fn a_runs_end_goes_to_last_succeeded_only_if_it_succeeded() {
         let holder = Holder::decode(b"x");
-        let run = Run::new(&holder, Token(7), Some(60));
-        let keys = |outcome| end_keys("j", &run.ended(outcome, Some(0)));
+        let run = Run::new(&holder, Token(7), Revision(7), Some(60));
+        let keys = |outcome, entitled| {
+            end_plan(outcome, entitled, 5, None)
+                .into_iter()
+                .map(|(which, guard)| (which.key("j"), guard))
+                .collect::<Vec<_>>()
+        };
+        let started = |guard| ("j.last-started".to_string(), guard);
+        let finished = |guard| ("j.last-finished".to_string(), guard);
+        let succeeded = |guard| ("j.last-succeeded".to_string(), guard);
         assert_eq!(
-            keys(Outcome::Succeeded),
-            ["j.last-finished", "j.last-succeeded"]
+            keys(Outcome::Succeeded, true),
+            [
+                started(Guard::NotWrittenSince(5)),
+                finished(Guard::Always),
+                succeeded(Guard::Always)
+            ]
         );
-        assert_eq!(keys(Outcome::Failed), ["j.last-finished"]);
-        assert_eq!(keys(Outcome::Lost), ["j.last-finished"]);
+        assert_eq!(
+            keys(Outcome::Failed, false),
+            [
+                started(Guard::NoLaterStart),
+                finished(Guard::NotWrittenSince(5))
+            ]
+        );
+        assert_eq!(keys(Outcome::Lost, false).len(), 2);
+        let _ = &run;
         let ended = run.ended(Outcome::Succeeded, Some(0));
         assert_eq!(decode(encode(&ended).as_bytes()).unwrap().token, Token(7));
         // A record of a newer version is still ordered by its token.
         assert_eq!(
-            token_of(br#"{"token": 9, "outcome": "new"}"#),
+            order_of(br#"{"token": 9, "outcome": "new"}"#).map(|order| order.token),
             Some(Token(9))
         );
         assert!(decode(br#"{"token": 9, "outcome": "new"}"#).is_none());

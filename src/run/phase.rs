@@ -76,6 +76,7 @@ use crate::election::record::Outcome;
 use crate::election::{KeyLoss, PlaceLost};
 use crate::exit::Exit;
 pub use crate::exit::{Code, Status};
+use crate::planted::{planted, Defect};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -304,7 +305,7 @@ pub fn decide(phase: Phase, event: &Event, policy: Policy) -> Action {
         ),
         Event::SpawnFailed(exit) => progress(phase, Phase::Running, Action::NotStarted(*exit)),
         Event::JobGone => progress(phase, Phase::Stopping, Action::Resign),
-        Event::GraceOver => progress(phase, Phase::Stopping, Action::Kill),
+        Event::GraceOver => progress(phase, Phase::Stopping, grace_over()),
         Event::Signal(signal) => signalled(phase, *signal),
         Event::PlaceLost(_) if policy.wait => before_the_command(phase, Action::CampaignAgain),
         Event::PlaceLost(_) => before_the_command(phase, Action::Exit(Code::Conflict)),
@@ -323,6 +324,14 @@ pub fn decide(phase: Phase, event: &Event, policy: Policy) -> Action {
         Event::CommandStopped(_) => progress(phase, Phase::Running, Action::FollowStop),
         Event::Etcd(trouble) => etcd_trouble(phase, *trouble, policy),
     }
+}
+
+/// The grace is over and the job still there: SIGKILL until it is gone.
+fn grace_over() -> Action {
+    if planted(Defect::ResignBeforeDead) {
+        return Action::Resign;
+    }
+    Action::Kill
 }
 
 fn stop(exit: Exit, grace: Grace) -> Action {

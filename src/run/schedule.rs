@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::clock;
+use crate::planted::{planted, Defect};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KillSchedule {
@@ -43,13 +44,27 @@ impl KillSchedule {
     /// expires at `expires`: nothing may start then, and a stopped job is
     /// not continued.
     pub fn must_stop(&self, expires: clock::Instant) -> bool {
-        self.stop_from(expires).has_passed()
+        self.must_stop_at(expires, clock::Instant::now())
+    }
+
+    /// [`KillSchedule::must_stop`] at `now`: the rule itself, which the
+    /// model checker drives on its own clock.
+    pub fn must_stop_at(&self, expires: clock::Instant, now: clock::Instant) -> bool {
+        if planted(Defect::SkipLocalDeadline) {
+            return false;
+        }
+        now >= self.stop_from(expires)
     }
 
     /// When SIGKILL must go out, for a stop that starts now: after the
     /// grace, and never later than the margin before `expires`.
     pub fn kill_at(&self, expires: clock::Instant) -> clock::Instant {
-        (clock::Instant::now() + self.grace).min(expires - self.margin)
+        self.kill_at_from(expires, clock::Instant::now())
+    }
+
+    /// [`KillSchedule::kill_at`] for a stop that starts at `now`.
+    pub fn kill_at_from(&self, expires: clock::Instant, now: clock::Instant) -> clock::Instant {
+        (now + self.grace).min(expires - self.margin)
     }
 }
 

@@ -77,7 +77,7 @@ impl<'a> Leading<'a> {
         let window = config
             .once_per
             .map(|window| crate::etcd::requests::whole_seconds(window).unsigned_abs());
-        let run = record::Run::new(&holder, leadership.token, window);
+        let run = record::Run::new(&holder, leadership.token, leadership.proven_at, window);
         let spawned = Child::spawn(&config.program, &config.command, &env, &mut won.guard);
         let child = match spawned {
             Ok(child) => child,

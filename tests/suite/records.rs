@@ -575,3 +575,41 @@ fn max_age_takes_only_a_success_for_a_success() {
         check.stdout
     );
 }
+
+/// With several runners, runs overlap, and the run that started last is
+/// the one whose win was proven last, not the one with the largest token:
+/// a run that stood ahead of ours in line can prove its turn after ours
+/// (found by the model checker, `model::tests`). A run of ours that lost
+/// its key, and writes its records as no longer entitled, must not
+/// replace that run's start with its own: it ordered them by token.
+#[test]
+fn a_lost_run_leaves_the_start_of_a_runner_proven_after_it() {
+    let etcd = Etcd::shared();
+    let name = unique("jobs/proven-later");
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let mut replica = lr(etcd)
+        .name(&name)
+        .args(["--max-running", "2"])
+        .spawn(pid_job(&pidfile));
+    read_pid(&pidfile, LIMIT);
+    let started = format!("{name}.last-started");
+    await_condition(LIMIT, "our start record", || etcd.get(&started).is_some());
+    let (key, token, _) = etcd.candidates(&name).remove(0);
+    // The store's revision now, after our proof: a write's create revision.
+    let probe = format!("{name}-probe");
+    etcd.put(&format!("{probe}/now"), "", 0);
+    let now = etcd.candidates(&probe)[0].1;
+    let theirs = serde_json::json!({
+        "host": "web-9", "pid": 9, "token": token - 1, "command": "batch",
+        "started": "2026-12-01T00:00:00Z", "finished": null, "duration_s": null,
+        "exit_code": null, "outcome": "running", "proven_at": now,
+    });
+    etcd.put(&started, &theirs.to_string(), 0);
+    etcd.delete(&key);
+    let (code, stderr) = replica.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
+    let shown = status_json(etcd, &name);
+    assert_eq!(shown["last_started"]["host"], "web-9", "{shown}");
+    assert_eq!(shown["last_finished"]["outcome"], "lost", "{shown}");
+}

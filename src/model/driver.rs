@@ -1,0 +1,324 @@
+//! A replica's side of the world: the work of each phase as one atomic
+//! request to the model's etcd, turned into the production [`Event`], and
+//! each [`Action`] of the production table carried out.
+//!
+//! The requests are those of the slow path (`LEADERRUN_HANDOFF=slow`):
+//! a waiter learns of its turn by reading the line, never by a handover.
+
+use super::etcd::{Key, Value};
+use super::world::{
+    at, millis, schedule, Held, Job, Proc, Say, World, KILL_AFTER, RENEW_EVERY, TTL,
+};
+use crate::election::record::{end_plan, Outcome, Which};
+use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
+use crate::run::phase::{Action, Code, Event, Grace, Phase, Trouble};
+
+const CONFLICT: i32 = 75;
+
+impl World {
+    /// The work of replica `r`'s phase, and what came of it.
+    pub(super) fn work(&mut self, r: usize, mut say: Say) -> Option<Event> {
+        let phase = self.replicas[r].phase.0;
+        let reachable = self.replicas[r].connected && !self.etcd.down;
+        let needs_etcd = !matches!(phase, Phase::Claiming | Phase::Stopping | Phase::Resigning);
+        if needs_etcd && !reachable {
+            return Some(Event::Etcd(Trouble::Outage));
+        }
+        Some(match phase {
+            Phase::Dialling => Event::Dialled,
+            Phase::Granting => {
+                let id = self.etcd.grant(self.now, TTL);
+                let replica = &mut self.replicas[r];
+                replica.lease = Some(Held {
+                    id,
+                    expires: self.now + TTL,
+                    next_renewal: self.now + RENEW_EVERY,
+                    gone: false,
+                });
+                replica.lost_seen = false;
+                say!(say, "replica {r} is granted lease {id}");
+                Event::Granted
+            }
+            Phase::Joining => self.join(r, say),
+            Phase::Waiting => self.look(r),
+            Phase::Proving => self.prove(r),
+            Phase::Claiming => self.claim(r),
+            Phase::Running => return None,
+            Phase::Stopping => Event::JobGone,
+            Phase::Resigning => {
+                self.resign(r, say);
+                return None;
+            }
+        })
+    }
+
+    fn ids(&self, r: usize) -> (Key, i64, i64) {
+        let replica = &self.replicas[r];
+        let held = replica.lease.expect("a lease by now");
+        (Key::Candidate(held.id), replica.token.unwrap_or(0), held.id)
+    }
+
+    /// Writes our key if absent, and reads the line, in one transaction.
+    fn join(&mut self, r: usize, mut say: Say) -> Event {
+        let (key, _, lease) = self.ids(r);
+        if !self.etcd.leases.contains_key(&lease) {
+            // etcd refuses a put on a lease it does not know.
+            return Event::PlaceLost(PlaceLost::LeaseGone);
+        }
+        if self.etcd.version(key).is_none() {
+            let revision = self.etcd.revision + 1;
+            self.etcd
+                .put_at(key, Value::Candidate(Some(r as u8)), lease, revision);
+            self.etcd.revision = revision;
+        }
+        let (token, _) = self.etcd.version(key).expect("just written");
+        self.replicas[r].token = Some(token);
+        say!(say, "replica {r} is in line with token {token}");
+        let intact = judge_version(self.etcd.version(key), token, lease).is_none();
+        if intact && among_first(self.etcd.ahead_of(token), self.slots) {
+            self.replicas[r].proven_at = Some(self.etcd.revision);
+            return Event::Proven;
+        }
+        if self.replicas[r].wait {
+            Event::Queued
+        } else {
+            Event::Held
+        }
+    }
+
+    /// A waiter woken: its key and the line ahead, read at one revision.
+    fn look(&mut self, r: usize) -> Event {
+        let (key, token, lease) = self.ids(r);
+        if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
+            return Event::PlaceLost(PlaceLost::Key(loss));
+        }
+        self.replicas[r].proven_at = Some(self.etcd.revision);
+        Event::Proven
+    }
+
+    /// With several runners: the proof's transaction rewrites our key.
+    fn prove(&mut self, r: usize) -> Event {
+        let (key, token, lease) = self.ids(r);
+        if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
+            return Event::PlaceLost(PlaceLost::Key(loss));
+        }
+        let revision = self.etcd.revision + 1;
+        self.etcd
+            .put_at(key, Value::Candidate(Some(r as u8)), lease, revision);
+        self.etcd.revision = revision;
+        if !among_first(self.etcd.ahead_of(token), self.slots) {
+            return Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted));
+        }
+        self.replicas[r].proven_at = Some(revision);
+        Event::Proven
+    }
+
+    /// A proof is good for running only while the lease is sure to live.
+    fn claim(&mut self, r: usize) -> Event {
+        let held = self.replicas[r].lease.expect("a lease by now");
+        if held.gone {
+            return Event::PlaceLost(PlaceLost::LeaseGone);
+        }
+        if schedule().must_stop_at(at(held.expires), at(self.now)) {
+            return Event::PlaceLost(PlaceLost::Unsure);
+        }
+        Event::Claimed
+    }
+
+    /// Carries out what the table said.
+    pub(super) fn apply(&mut self, r: usize, action: Action, mut say: Say) {
+        let now = self.now;
+        match action {
+            Action::Enter(phase) => {
+                self.replicas[r].phase.0 = phase;
+                match phase {
+                    Phase::Waiting => self.replicas[r].queued_before = true,
+                    Phase::Running => self.spawn(r, say),
+                    _ => {}
+                }
+            }
+            Action::Retry | Action::Ignore | Action::FollowStop => {}
+            Action::CampaignAgain => {
+                self.give_back(r);
+                let replica = &mut self.replicas[r];
+                replica.lease = None;
+                replica.token = None;
+                replica.proven_at = None;
+                replica.queued_before = true;
+                replica.phase.0 = Phase::Granting;
+            }
+            Action::Exit(code) => {
+                self.give_back(r);
+                self.replicas[r].proc = Proc::Done(code.value(CONFLICT));
+            }
+            Action::Forward => self.terminate(r),
+            Action::Stop(code, grace) => {
+                self.terminate(r);
+                let kill_at = match grace {
+                    Grace::Kept => now + KILL_AFTER,
+                    Grace::Lost => self.cut(r, u32::MAX),
+                };
+                let replica = &mut self.replicas[r];
+                replica.ending = Some((code.value(CONFLICT), code.outcome()));
+                replica.phase.0 = Phase::Stopping;
+                replica.kill_at = kill_at;
+            }
+            Action::CutGrace => {
+                let kill_at = self.cut(r, self.replicas[r].kill_at);
+                self.replicas[r].kill_at = kill_at;
+            }
+            Action::Kill => {
+                say!(say, "replica {r} sends SIGKILL to the job");
+                if self.replicas[r].runs() {
+                    self.replicas[r].job = Job::Ended(137, true);
+                }
+            }
+            Action::Resign => self.replicas[r].phase.0 = Phase::Resigning,
+            Action::NotStarted(exit) => {
+                self.replicas[r].ending = Some((exit.code(), Code::Own(exit).outcome()));
+                self.replicas[r].phase.0 = Phase::Resigning;
+            }
+        }
+    }
+
+    /// SIGKILL's time for a stop with leadership lost: the schedule's.
+    fn cut(&self, r: usize, kill_at: u32) -> u32 {
+        let held = self.replicas[r].lease.expect("a leader holds a lease");
+        let cut = schedule().kill_at_from(at(held.expires), at(self.now));
+        kill_at.min(millis(cut))
+    }
+
+    fn terminate(&mut self, r: usize) {
+        if let Job::Running { term } = &mut self.replicas[r].job {
+            *term = true;
+        }
+    }
+
+    fn spawn(&mut self, r: usize, mut say: Say) {
+        let token = self.replicas[r].token.expect("a proven key");
+        say!(say, "replica {r} spawns its command (token {token})");
+        let replica = &mut self.replicas[r];
+        replica.job = Job::Running { term: false };
+        replica.ran = true;
+        self.starts += 1;
+        replica.started = self.starts;
+        // A run whose key another writer took between its proof and now
+        // cannot know yet (the robbed exception, for fencing to cover).
+        if self.slots == 1 && !replica.robbed {
+            self.token_went_back |= token <= self.max_started;
+            self.max_started = self.max_started.max(token);
+        }
+    }
+
+    /// Gives back the lease, if etcd can be reached: best effort.
+    fn give_back(&mut self, r: usize) {
+        let reachable = self.replicas[r].connected && !self.etcd.down;
+        if let (true, Some(held)) = (reachable, self.replicas[r].lease) {
+            self.etcd.revoke(held.id);
+        }
+    }
+
+    /// Deletes our key with the end records in one transaction, if it is
+    /// still ours; else revokes, then writes them as a run no longer
+    /// entitled. Out of reach, the clean-up bound gives up on both.
+    fn resign(&mut self, r: usize, mut say: Say) {
+        let (code, outcome) = self.replicas[r].ending.expect("a stop carries its code");
+        self.replicas[r].proc = Proc::Done(code);
+        let reachable = self.replicas[r].connected && !self.etcd.down;
+        if !reachable {
+            say!(say, "replica {r} cannot reach etcd to resign");
+            return;
+        }
+        let (key, token, lease) = self.ids(r);
+        let proven_at = self.replicas[r].proven_at.expect("a proven run");
+        let value = Value::Record {
+            token,
+            outcome,
+            proven: proven_at,
+        };
+        if self.etcd.ours(key, token, lease) {
+            let revision = self.etcd.revision + 1;
+            self.etcd.delete_at(key, revision);
+            for (which, guard) in end_plan(outcome, true, proven_at, None) {
+                let written = self.etcd.record(which, guard, value, revision);
+                self.wrote(which, written, token);
+            }
+            self.etcd.revision = revision;
+            self.finished_floor = self.finished_floor.max(revision);
+            self.etcd.revoke(lease);
+            say!(
+                say,
+                "replica {r} resigns at revision {revision}, entitled: {outcome:?}"
+            );
+            return;
+        }
+        self.etcd.revoke(lease);
+        let plan = end_plan(outcome, false, proven_at, None);
+        let revision = self.etcd.revision + 1;
+        let mut any = false;
+        for (which, guard) in plan.iter().copied().filter(|(w, _)| *w != Which::Started) {
+            let written = self.etcd.record(which, guard, value, revision);
+            any |= written;
+            self.wrote(which, written, token);
+        }
+        if any {
+            self.etcd.revision = revision;
+        }
+        for (which, guard) in plan.into_iter().filter(|(w, _)| *w == Which::Started) {
+            let revision = self.etcd.revision + 1;
+            let written = self.etcd.record(which, guard, value, revision);
+            if written {
+                self.etcd.revision = revision;
+            }
+            self.wrote(which, written, token);
+        }
+        say!(say, "replica {r} resigns unentitled: {outcome:?}");
+    }
+
+    /// Ghost bookkeeping of a record written.
+    fn wrote(&mut self, which: Which, written: bool, token: i64) {
+        if !written {
+            return;
+        }
+        match which {
+            Which::Finished => {
+                let ended = self.etcd.ended.get(&token).copied().unwrap_or(i64::MAX);
+                self.finished_floor = self.finished_floor.max(ended);
+            }
+            Which::Started => {
+                let started = self.start_of(token);
+                self.started_floor = self.started_floor.max(started);
+            }
+            Which::Succeeded => {}
+        }
+    }
+
+    /// Where the run of `token` comes in the order of starts, as the
+    /// records define it: with one runner, when its command started
+    /// (tokens order that, but for a robbed run); with several, whose
+    /// runs overlap, the revision its win was proven at (docs/design.md,
+    /// "Run records"): of two runners proven apart, the later may spawn a
+    /// few milliseconds first, and only the proof is seen by etcd.
+    pub fn start_of(&self, token: i64) -> i64 {
+        let run = self
+            .replicas
+            .iter()
+            .find(|replica| replica.token == Some(token));
+        match run {
+            Some(replica) if self.slots > 1 => replica.proven_at.unwrap_or(0),
+            Some(replica) => i64::from(replica.started),
+            None => 0,
+        }
+    }
+
+    /// The outcome a record of this run says, checked against the ghost.
+    pub fn says_truth(&self, token: i64, outcome: Outcome) -> bool {
+        match outcome {
+            Outcome::Succeeded => self
+                .replicas
+                .iter()
+                .any(|replica| replica.token == Some(token) && replica.exited_zero),
+            _ => true,
+        }
+    }
+}

@@ -1,0 +1,751 @@
+//! The world the checker explores: replicas of leaderrun, each with its
+//! command and guardian, one etcd, one clock, and the faults.
+//!
+//! Each replica is driven the way the run's loop drives it: the work of its
+//! phase, or a piece of news (its lease gone, its key lost, its local
+//! deadline passed, its command ended, a signal, the grace over), becomes an
+//! [`Event`]; the production [`decide`] says what it does; and
+//! [`World::apply`] carries the [`Action`] out. The rules under it are the
+//! production ones too: the kill schedule ([`KillSchedule`]), `judge` and
+//! the proof's count, the record plan ([`end_plan`]). What is the model's
+//! own is how a phase's work talks to etcd, one atomic request per step.
+//!
+//! Time: a clock in milliseconds. It moves on by a tick, or to the next
+//! deadline someone has, whichever is first, and never past a deadline that
+//! a replica still running (not paused) has to act on: a process that runs
+//! acts in time (the margin of the kill schedule is there for the real
+//! delays). A paused replica has no say: the clock runs on past its
+//! deadlines, and etcd expires its lease.
+
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use super::etcd::{Etcd, Key, Value};
+use crate::clock::Instant;
+use crate::election::record::Outcome;
+use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
+use crate::run::phase::{decide, Event, Loss, Phase, Policy, Status};
+use crate::run::schedule::KillSchedule;
+
+/// The TTL every replica asks for, and gets.
+pub const TTL: u32 = 3_000;
+/// --kill-after.
+pub const KILL_AFTER: u32 = 1_000;
+/// How often the keeper renews (a third of the TTL).
+pub const RENEW_EVERY: u32 = TTL / 3;
+/// What the clock says in every state (see [`World::rebase`]).
+pub const NOW: u32 = 100_000;
+/// The clock's step when nobody has a deadline sooner.
+pub const TICK: u32 = 1_000;
+
+pub fn schedule() -> KillSchedule {
+    KillSchedule::new(ms(TTL), ms(KILL_AFTER))
+}
+
+fn ms(n: u32) -> Duration {
+    Duration::from_millis(u64::from(n))
+}
+
+pub(super) fn at(now: u32) -> Instant {
+    Instant::from_boot(ms(now))
+}
+
+pub(super) fn millis(instant: Instant) -> u32 {
+    instant.since_boot().as_millis() as u32
+}
+
+/// A phase, hashed as its discriminant (the production type has no Hash).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct P(pub Phase);
+
+impl Hash for P {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.0 as u8).hash(state);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Proc {
+    Alive,
+    /// SIGKILLed: its guardian killed the job.
+    Killed,
+    /// Exited with this code.
+    Done(i32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Job {
+    None,
+    /// The command's job runs; `term` once --kill-signal went to it.
+    Running {
+        term: bool,
+    },
+    /// It ended (code, by a signal); leaderrun has not waited for it yet.
+    Ended(i32, bool),
+    /// Waited for: nothing of it is left.
+    Reaped,
+}
+
+/// The lease as the replica knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Held {
+    pub id: i64,
+    /// The local deadline: the send time of the latest acknowledged
+    /// renewal plus the TTL.
+    pub expires: u32,
+    pub next_renewal: u32,
+    /// etcd said it is gone.
+    pub gone: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Replica {
+    pub wait: bool,
+    pub proc: Proc,
+    pub paused: bool,
+    pub connected: bool,
+    pub signal: bool,
+    pub phase: P,
+    pub queued_before: bool,
+    pub lease: Option<Held>,
+    pub token: Option<i64>,
+    pub proven_at: Option<i64>,
+    pub job: Job,
+    /// Stopping: when SIGKILL goes out.
+    pub kill_at: u32,
+    /// The code the stop carries: (exit code, what the record says).
+    pub ending: Option<(i32, Outcome)>,
+    /// Leadership loss already seen (once is news, twice is not).
+    pub lost_seen: bool,
+    /// Ghost: the run's local deadline passed while leaderrun was paused
+    /// with the job running: the documented exception.
+    pub overslept: bool,
+    /// Ghost: another writer took its lease or key (revoked, deleted,
+    /// overwritten): it runs on until it notices, as any lock's holder
+    /// would; fencing's case too.
+    pub robbed: bool,
+    /// Ghost: when its command started, in the order of all starts.
+    pub started: u8,
+    /// Ghost: the command ran (in this replica's life).
+    pub ran: bool,
+    /// Ghost: the command exited 0 by itself.
+    pub exited_zero: bool,
+}
+
+impl Replica {
+    fn new(wait: bool) -> Replica {
+        Replica {
+            wait,
+            proc: Proc::Alive,
+            paused: false,
+            connected: true,
+            signal: false,
+            phase: P(Phase::Dialling),
+            queued_before: false,
+            lease: None,
+            token: None,
+            proven_at: None,
+            job: Job::None,
+            kill_at: 0,
+            ending: None,
+            lost_seen: false,
+            overslept: false,
+            robbed: false,
+            started: 0,
+            ran: false,
+            exited_zero: false,
+        }
+    }
+
+    pub fn runs(&self) -> bool {
+        matches!(self.job, Job::Running { .. })
+    }
+
+    fn acts(&self) -> bool {
+        self.proc == Proc::Alive && !self.paused
+    }
+
+    fn key(&self) -> Option<Key> {
+        self.lease.map(|held| Key::Candidate(held.id))
+    }
+}
+
+/// What a replica's step is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum News {
+    /// The work of its phase.
+    Work,
+    /// The keeper's renewal is due.
+    Renew,
+    /// The lease's local deadline says the job must be being stopped.
+    Deadline,
+    /// The keeper learnt the lease is gone.
+    LeaseGone,
+    /// Its key is not its own any more (the own-key watch).
+    KeyLost,
+    /// Its command's job ended.
+    Ended,
+    /// A signal to leaderrun.
+    Signal,
+    /// The grace is over.
+    GraceOver,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    Kill(u8),
+    Pause(u8),
+    Resume(u8),
+    Partition(u8),
+    Heal(u8),
+    Down,
+    Up,
+    /// Someone revokes this lease.
+    Revoke(i64),
+    /// Someone deletes this candidate key.
+    Delete(i64),
+    /// Someone overwrites this candidate key, on a lease of their own.
+    Overwrite(i64),
+    Signal(u8),
+}
+
+/// The faults, in three groups that CI checks one at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// SIGKILL, SIGSTOP (and SIGCONT), a signal to leaderrun.
+    Process,
+    /// A replica cut off (and healed), etcd unavailable (and back).
+    Network,
+    /// Another writer revokes a lease, deletes or overwrites a key.
+    Writer,
+}
+
+pub const ALL: &[Kind] = &[Kind::Process, Kind::Network, Kind::Writer];
+
+impl Fault {
+    pub fn kind(self) -> Kind {
+        match self {
+            Fault::Kill(_) | Fault::Pause(_) | Fault::Resume(_) | Fault::Signal(_) => Kind::Process,
+            Fault::Partition(_) | Fault::Heal(_) | Fault::Down | Fault::Up => Kind::Network,
+            Fault::Revoke(_) | Fault::Delete(_) | Fault::Overwrite(_) => Kind::Writer,
+        }
+    }
+
+    /// Whether it spends the fault budget (ending a fault does not).
+    fn costs(self) -> bool {
+        !matches!(self, Fault::Resume(_) | Fault::Heal(_) | Fault::Up)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Step {
+    Replica(u8, News),
+    /// The command exits by itself, 0.
+    Exits(u8),
+    /// The command dies of the --kill-signal sent to it.
+    DiesOfTerm(u8),
+    /// etcd expires a lease whose TTL ran out.
+    Expire(i64),
+    Tick,
+    Fault(Fault),
+}
+
+/// Time since the start, for the trace: not part of the state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Elapsed(pub u32);
+
+impl PartialEq for Elapsed {
+    fn eq(&self, _: &Elapsed) -> bool {
+        true
+    }
+}
+
+impl Eq for Elapsed {}
+
+impl Hash for Elapsed {
+    fn hash<H: Hasher>(&self, _: &mut H) {}
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct World {
+    pub now: u32,
+    pub elapsed: Elapsed,
+    pub slots: usize,
+    pub etcd: Etcd,
+    pub replicas: Vec<Replica>,
+    pub faults_left: u8,
+    /// The kinds of fault that may strike.
+    pub kinds: &'static [Kind],
+    /// Ghost: the largest token a command started with.
+    pub max_started: i64,
+    /// Ghost: a command started with a token no larger than one before.
+    pub token_went_back: bool,
+    /// Ghost: the latest end, by revision, of a run entitled to write the
+    /// last-finished record or that wrote it.
+    pub finished_floor: i64,
+    /// Ghost: how many commands started.
+    pub starts: u8,
+    /// Ghost: the latest start (in start order) written to last-started.
+    pub started_floor: i64,
+}
+
+/// Where a step's story goes, if anyone listens (only for a trace).
+pub type Say<'a> = Option<&'a mut Vec<String>>;
+
+impl World {
+    pub fn new(
+        replicas: usize,
+        slots: usize,
+        wait: &[bool],
+        faults: (u8, &'static [Kind]),
+    ) -> World {
+        World {
+            now: NOW,
+            elapsed: Elapsed(0),
+            slots,
+            etcd: Etcd::new(),
+            replicas: (0..replicas)
+                .map(|r| Replica::new(wait[r % wait.len()]))
+                .collect(),
+            faults_left: faults.0,
+            kinds: faults.1,
+            max_started: 0,
+            token_went_back: false,
+            finished_floor: 0,
+            starts: 0,
+            started_floor: 0,
+        }
+    }
+
+    /// The state in a few lines, for a trace.
+    pub fn summary(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "at t={} ms (shown as {NOW} ms), etcd rev {}, keys {:?}, leases {:?}",
+            self.elapsed.0, self.etcd.revision, self.etcd.keys, self.etcd.leases
+        )];
+        for (r, replica) in self.replicas.iter().enumerate() {
+            lines.push(format!(
+                "replica {r}: {:?} {:?} paused {} connected {} lease {:?} token {:?} job {:?}",
+                replica.proc,
+                replica.phase.0,
+                replica.paused,
+                replica.connected,
+                replica.lease,
+                replica.token,
+                replica.job
+            ));
+        }
+        lines
+    }
+
+    fn reachable(&self, r: usize) -> bool {
+        self.replicas[r].connected && !self.etcd.down
+    }
+
+    fn policy(&self, r: usize) -> Policy {
+        Policy {
+            wait: self.replicas[r].wait,
+            queued_before: self.replicas[r].queued_before,
+            single: self.slots == 1,
+        }
+    }
+
+    /// Whether replica `r` has `news` now.
+    pub fn has(&self, r: usize, news: News) -> bool {
+        let replica = &self.replicas[r];
+        if !replica.acts() {
+            return false;
+        }
+        let phase = replica.phase.0;
+        let leading = matches!(phase, Phase::Running | Phase::Stopping);
+        match news {
+            News::Work => self.has_work(r),
+            News::Renew => replica
+                .lease
+                .is_some_and(|held| !held.gone && self.now >= held.next_renewal),
+            News::Deadline => {
+                leading
+                    && !replica.lost_seen
+                    && replica
+                        .lease
+                        .is_some_and(|held| schedule().must_stop_at(at(held.expires), at(self.now)))
+            }
+            News::LeaseGone => {
+                replica.lease.is_some_and(|held| held.gone)
+                    && !replica.lost_seen
+                    && phase != Phase::Resigning
+            }
+            News::KeyLost => {
+                matches!(phase, Phase::Proving | Phase::Claiming) | leading
+                    && !replica.lost_seen
+                    && self.reachable(r)
+                    && self.key_loss(r).is_some()
+            }
+            News::Ended => matches!(replica.job, Job::Ended(..)) && leading,
+            News::Signal => replica.signal,
+            News::GraceOver => {
+                phase == Phase::Stopping && replica.runs() && self.now >= replica.kill_at
+            }
+        }
+    }
+
+    fn key_loss(&self, r: usize) -> Option<KeyLoss> {
+        let replica = &self.replicas[r];
+        let (key, token, held) = (replica.key()?, replica.token?, replica.lease?);
+        judge_version(self.etcd.version(key), token, held.id)
+    }
+
+    fn has_work(&self, r: usize) -> bool {
+        let replica = &self.replicas[r];
+        match replica.phase.0 {
+            Phase::Waiting => self.reachable(r) && (self.key_loss(r).is_some() || self.turn(r)),
+            Phase::Running => false,
+            // Nothing of the job is left: JobGone (an end still to wait
+            // for is News::Ended's).
+            Phase::Stopping => matches!(replica.job, Job::Reaped | Job::None),
+            _ => true,
+        }
+    }
+
+    /// The proof's rule, on our key read now.
+    fn turn(&self, r: usize) -> bool {
+        let token = self.replicas[r].token.unwrap_or(i64::MAX);
+        among_first(self.etcd.ahead_of(token), self.slots)
+    }
+
+    /// Every step that can be taken now.
+    pub fn steps(&self, with_faults: bool) -> Vec<Step> {
+        let mut steps = Vec::new();
+        const NEWS: [News; 8] = [
+            News::Work,
+            News::Renew,
+            News::Deadline,
+            News::LeaseGone,
+            News::KeyLost,
+            News::Ended,
+            News::Signal,
+            News::GraceOver,
+        ];
+        for r in 0..self.replicas.len() {
+            for news in NEWS {
+                if self.has(r, news) {
+                    steps.push(Step::Replica(r as u8, news));
+                }
+            }
+        }
+        for (r, replica) in self.replicas.iter().enumerate() {
+            match replica.job {
+                Job::Running { term } => {
+                    steps.push(Step::Exits(r as u8));
+                    if term {
+                        steps.push(Step::DiesOfTerm(r as u8));
+                    }
+                }
+                Job::None | Job::Ended(..) | Job::Reaped => {}
+            }
+        }
+        if let Some(id) = self.etcd.due(self.now) {
+            steps.push(Step::Expire(id));
+        }
+        if !self.urgent() {
+            steps.push(Step::Tick);
+        }
+        if with_faults {
+            self.faults(&mut steps);
+        }
+        steps
+    }
+
+    fn faults(&self, steps: &mut Vec<Step>) {
+        let budget = self.faults_left > 0;
+        let mut add = |fault: Fault| {
+            if (budget || !fault.costs()) && self.kinds.contains(&fault.kind()) {
+                steps.push(Step::Fault(fault));
+            }
+        };
+        for (r, replica) in self.replicas.iter().enumerate() {
+            let r8 = r as u8;
+            if replica.proc != Proc::Alive {
+                continue;
+            }
+            add(Fault::Kill(r8));
+            add(if replica.paused {
+                Fault::Resume(r8)
+            } else {
+                Fault::Pause(r8)
+            });
+            add(if replica.connected {
+                Fault::Partition(r8)
+            } else {
+                Fault::Heal(r8)
+            });
+            if !replica.signal {
+                add(Fault::Signal(r8));
+            }
+        }
+        add(if self.etcd.down {
+            Fault::Up
+        } else {
+            Fault::Down
+        });
+        for id in self.etcd.leases.keys() {
+            add(Fault::Revoke(*id));
+        }
+        for key in self.etcd.keys.keys() {
+            if let Key::Candidate(id) = key {
+                add(Fault::Delete(*id));
+                add(Fault::Overwrite(*id));
+            }
+        }
+    }
+
+    /// Someone running has a deadline due now, or local news to act on
+    /// (a lease known gone, a child ended, a signal): the clock waits for
+    /// them. Not the work of a phase, nor a watch's news: requests to
+    /// etcd and what it streams may take any time.
+    fn urgent(&self) -> bool {
+        const LOCAL: [News; 6] = [
+            News::Renew,
+            News::Deadline,
+            News::GraceOver,
+            News::LeaseGone,
+            News::Ended,
+            News::Signal,
+        ];
+        (0..self.replicas.len()).any(|r| LOCAL.into_iter().any(|news| self.has(r, news)))
+            || self.etcd.due(self.now).is_some()
+    }
+
+    /// The next deadline after now that the clock must stop at.
+    fn next_deadline(&self) -> u32 {
+        let mut next = self.now + TICK;
+        let mut consider = |t: u32| {
+            if t > self.now {
+                next = next.min(t);
+            }
+        };
+        for replica in self.replicas.iter().filter(|replica| replica.acts()) {
+            if let Some(held) = replica.lease.filter(|held| !held.gone) {
+                consider(held.next_renewal);
+                if matches!(replica.phase.0, Phase::Running | Phase::Stopping) {
+                    consider(millis(schedule().stop_from(at(held.expires))));
+                }
+            }
+            if replica.phase.0 == Phase::Stopping {
+                consider(replica.kill_at);
+            }
+        }
+        for expiry in self.etcd.leases.values() {
+            consider(*expiry);
+        }
+        next
+    }
+
+    /// Takes `step`.
+    pub fn take(&mut self, step: Step, mut say: Say) {
+        match step {
+            Step::Replica(r, news) => self.replica_step(r as usize, news, say),
+            Step::Exits(r) => {
+                say!(say, "replica {r}'s command exits 0");
+                self.replicas[r as usize].job = Job::Ended(0, false);
+                self.replicas[r as usize].exited_zero = true;
+            }
+            Step::DiesOfTerm(r) => {
+                say!(say, "replica {r}'s command dies of SIGTERM");
+                self.replicas[r as usize].job = Job::Ended(143, true);
+            }
+            Step::Expire(id) => {
+                say!(say, "etcd expires lease {id} (TTL out)");
+                self.etcd.revoke(id);
+                self.etcd.expired.push(id);
+            }
+            Step::Tick => {
+                let next = self.next_deadline();
+                say!(say, "the clock moves on by {} ms", next - self.now);
+                self.tick(next);
+            }
+            Step::Fault(fault) => {
+                say!(say, "FAULT {fault:?}");
+                if fault.costs() {
+                    self.faults_left -= 1;
+                }
+                self.fault(fault);
+            }
+        }
+    }
+
+    fn tick(&mut self, next: u32) {
+        self.elapsed.0 += next - self.now;
+        self.now = next;
+        let now = at(next);
+        for replica in &mut self.replicas {
+            let passed = replica
+                .lease
+                .is_some_and(|held| now >= schedule().stop_from(at(held.expires)));
+            if replica.paused && replica.runs() && passed {
+                replica.overslept = true;
+            }
+        }
+        self.rebase();
+    }
+
+    /// Puts the clock back to [`NOW`], every time with it: the world is
+    /// the same whatever the hour, so time needs no bound. A time past is
+    /// as good as any other past time (every rule compares it with now, or
+    /// takes the earlier of it and another), so all of them become one.
+    fn rebase(&mut self) {
+        let shift = self.now - NOW;
+        let back = |t: &mut u32| *t = t.saturating_sub(shift).max(NOW - 1);
+        for replica in &mut self.replicas {
+            if let Some(held) = &mut replica.lease {
+                back(&mut held.expires);
+                back(&mut held.next_renewal);
+            }
+            back(&mut replica.kill_at);
+        }
+        for expiry in self.etcd.leases.values_mut() {
+            back(expiry);
+        }
+        self.now = NOW;
+    }
+
+    fn fault(&mut self, fault: Fault) {
+        let now = self.now;
+        match fault {
+            Fault::Kill(r) => {
+                let replica = &mut self.replicas[r as usize];
+                replica.proc = Proc::Killed;
+                // The guardian sees the pipe close and kills the group.
+                if replica.job != Job::None {
+                    replica.job = Job::Reaped;
+                }
+            }
+            Fault::Pause(r) => self.replicas[r as usize].paused = true,
+            Fault::Resume(r) => self.replicas[r as usize].paused = false,
+            Fault::Partition(r) => self.replicas[r as usize].connected = false,
+            Fault::Heal(r) => self.replicas[r as usize].connected = true,
+            Fault::Down => self.etcd.down = true,
+            Fault::Up => self.etcd.down = false,
+            Fault::Revoke(id) => {
+                self.rob(id);
+                self.etcd.revoke(id);
+            }
+            Fault::Delete(id) => {
+                self.rob(id);
+                let revision = self.etcd.revision + 1;
+                self.etcd.delete_at(Key::Candidate(id), revision);
+                self.etcd.revision = revision;
+            }
+            Fault::Overwrite(id) => {
+                self.rob(id);
+                let theirs = self.etcd.grant(now, TTL);
+                let revision = self.etcd.revision + 1;
+                self.etcd
+                    .put_at(Key::Candidate(id), Value::Candidate(None), theirs, revision);
+                self.etcd.revision = revision;
+            }
+            Fault::Signal(r) => self.replicas[r as usize].signal = true,
+        }
+    }
+
+    /// Another writer takes lease `id` (or its key) from whoever holds it.
+    fn rob(&mut self, id: i64) {
+        for replica in &mut self.replicas {
+            if replica.lease.is_some_and(|held| held.id == id) {
+                replica.robbed = true;
+            }
+        }
+    }
+
+    fn replica_step(&mut self, r: usize, news: News, mut say: Say) {
+        let event = match news {
+            News::Work => self.work(r, say.as_deref_mut()),
+            News::Renew => {
+                self.renew(r, say.as_deref_mut());
+                return;
+            }
+            News::Deadline => {
+                self.replicas[r].lost_seen = true;
+                Some(Event::LeadershipLost(Loss::Unacknowledged {
+                    silent_for: ms(TTL),
+                    ttl: ms(TTL),
+                    trouble: None,
+                }))
+            }
+            News::LeaseGone => Some(self.lease_gone(r)),
+            News::KeyLost => {
+                let loss = self.key_loss(r).expect("a loss to tell");
+                Some(match self.replicas[r].phase.0 {
+                    Phase::Running | Phase::Stopping => {
+                        self.replicas[r].lost_seen = true;
+                        Event::LeadershipLost(Loss::Key(loss))
+                    }
+                    _ => Event::PlaceLost(PlaceLost::Key(loss)),
+                })
+            }
+            News::Ended => Some(self.ended(r)),
+            News::Signal => {
+                self.replicas[r].signal = false;
+                Some(Event::Signal(Signal::SIGTERM))
+            }
+            News::GraceOver => Some(Event::GraceOver),
+        };
+        let Some(event) = event else {
+            return;
+        };
+        let phase = self.replicas[r].phase.0;
+        let action = decide(phase, &event, self.policy(r));
+        say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
+        self.apply(r, action, say);
+    }
+
+    fn lease_gone(&mut self, r: usize) -> Event {
+        let replica = &mut self.replicas[r];
+        match replica.phase.0 {
+            Phase::Running | Phase::Stopping => {
+                replica.lost_seen = true;
+                Event::LeadershipLost(Loss::LeaseGone)
+            }
+            _ => {
+                replica.lost_seen = true;
+                Event::PlaceLost(PlaceLost::LeaseGone)
+            }
+        }
+    }
+
+    fn ended(&mut self, r: usize) -> Event {
+        let replica = &mut self.replicas[r];
+        let Job::Ended(code, signalled) = replica.job else {
+            unreachable!("news of an end that did not happen")
+        };
+        replica.job = Job::Reaped;
+        match replica.phase.0 {
+            Phase::Running => Event::CommandExited(Status { code, signalled }),
+            _ => Event::JobGone,
+        }
+    }
+
+    fn renew(&mut self, r: usize, mut say: Say) {
+        let (now, reachable) = (self.now, self.reachable(r));
+        let held = self.replicas[r].lease.as_mut().expect("a lease to renew");
+        held.next_renewal = now + RENEW_EVERY;
+        if !reachable {
+            say!(say, "replica {r}'s renewal fails: etcd unreachable");
+            return;
+        }
+        if self.etcd.renew(held.id, now, TTL) {
+            held.expires = now + TTL;
+            say!(
+                say,
+                "replica {r} renews lease {}: expires {} ms",
+                held.id,
+                held.expires
+            );
+        } else {
+            held.gone = true;
+            say!(say, "replica {r} learns lease {} is gone", held.id);
+        }
+    }
+}

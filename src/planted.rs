@@ -1,0 +1,54 @@
+//! Defects planted on purpose, for the model checker (`model`) to prove
+//! that it can fail: each sits in the production code the checker drives,
+//! behind a switch that only a test can turn on, for its own thread. In a
+//! build that is not a test, [`planted`] is a constant false and the
+//! defects compile away.
+
+/// The defects the model checker must catch (issue 32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Defect {
+    /// The proof of a win skips "among the first --max-running": a queued
+    /// key counts as a win, and the command is spawned before the win is
+    /// proven.
+    SpawnUnproven,
+    /// The lease's local deadline is never seen to pass.
+    SkipLocalDeadline,
+    /// A stop whose grace is over resigns with the job still there.
+    ResignBeforeDead,
+    /// The end records are fenced by token (a record replaces one with a
+    /// smaller token only), which is wrong once runs finish in any order.
+    FenceByToken,
+}
+
+/// Whether `defect` is planted (never, outside the model checker's tests).
+#[cfg(not(test))]
+#[inline(always)]
+pub fn planted(_defect: Defect) -> bool {
+    false
+}
+
+#[cfg(test)]
+thread_local! {
+    static PLANTED: std::cell::Cell<Option<Defect>> = const { std::cell::Cell::new(None) };
+}
+
+/// Whether `defect` is planted in this thread.
+#[cfg(test)]
+pub fn planted(defect: Defect) -> bool {
+    PLANTED.with(|planted| planted.get() == Some(defect))
+}
+
+/// Runs `body` with `defect` planted in this thread (a test's own: tests
+/// run side by side in threads of one process).
+#[cfg(test)]
+pub fn with<T>(defect: Defect, body: impl FnOnce() -> T) -> T {
+    struct Unplant;
+    impl Drop for Unplant {
+        fn drop(&mut self) {
+            PLANTED.with(|planted| planted.set(None));
+        }
+    }
+    PLANTED.with(|planted| planted.set(Some(defect)));
+    let _unplant = Unplant;
+    body()
+}
