@@ -168,6 +168,11 @@ fn a_failed_wait_still_stops_the_whole_job_and_leaves_the_guardian_armed() {
     let mut strays = Strays::new();
     strays.add(daemon, "sleep 313");
     strays.add(background, "sleep 331");
+    // The guardian names itself after its fork, which nothing orders
+    // before the command's pid file: awaited, then there is one.
+    await_condition(SOON, "the guardian to name itself", || {
+        !guardians_of(replica.pid()).is_empty()
+    });
     let guardians = guardians_of(replica.pid());
     assert_eq!(guardians.len(), 1, "one guardian");
     let pipe = format!("/proc/{}/fd/0", guardians[0]);
