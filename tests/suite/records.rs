@@ -429,18 +429,22 @@ fn a_wall_clock_step_does_not_change_a_runs_duration() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let (flag, offset) = (dir.path().join("go"), dir.path().join("offset"));
+    let running = dir.path().join("running");
     std::fs::write(&offset, "+0\n").unwrap();
     let name = "jobs/stepped";
+    // The run's start is dated as the command spawns: the clock steps
+    // only once the command runs.
+    let job = format!("touch '{}'; {}", running.display(), until_exists(&flag));
     let mut replica = Replica::spawn(
         leaderrun(&etcd.endpoint())
-            .args(["--name", name, "--", "sh", "-c", &until_exists(&flag)])
+            .args(["--name", name, "--", "sh", "-c", &job])
             // Only the wall clock is faked, and read anew at every call.
             .env("LD_PRELOAD", FAKETIME)
             .env("FAKETIME_TIMESTAMP_FILE", &offset)
             .env("FAKETIME_NO_CACHE", "1")
             .env("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
     );
-    await_condition(LIMIT, "a leader", || etcd.candidates(name).len() == 1);
+    await_condition(LIMIT, "the command to run", || running.exists());
     std::fs::write(&offset, "+3h\n").unwrap();
     std::fs::write(&flag, "").unwrap();
     let (code, stderr) = replica.finish(LIMIT);
