@@ -68,8 +68,13 @@ fn one_runner_of_three_replicas_holds() {
     holds("--max-running 1, 3 replicas", bounds(3, 1, 0, ALL));
 }
 
-/// Without faults: with one, today's last-started rule is caught lying
-/// (below).
+/// Without faults in CI; under a fault it explores 132 s of states, so
+/// only the deeper run (LEADERRUN_MODEL_DEPTH) puts faults in. That run
+/// found the last-started rule by token wrong with two runners: a run
+/// behind in line can prove its turn first, and a lost run wrote over it.
+/// Records are now ordered by their proof (records.rs), and
+/// `records::a_lost_run_leaves_the_start_of_a_runner_proven_after_it`
+/// shows the fix against etcd in every CI run.
 #[test]
 fn two_runners_of_two_replicas_hold() {
     holds("--max-running 2, 2 replicas", bounds(2, 2, 0, ALL));
@@ -134,17 +139,4 @@ fn resigning_before_the_job_is_dead_is_caught() {
 #[test]
 fn fencing_records_by_token_with_two_runners_is_caught() {
     caught(Defect::FenceByToken, bounds(2, 2, 0, ALL), "records");
-}
-
-/// Found by the checker: with --max-running 2, a run behind in line can
-/// spawn a few milliseconds before one ahead of it, and a run no longer
-/// entitled then writes `last-started` by token. Runs of several runners
-/// overlap, and `last-started` is defined as the largest token among them
-/// (docs/design.md, "Run records"): by that rule the records hold.
-#[test]
-fn last_started_holds_with_two_runners_by_its_token_rule() {
-    holds(
-        "--max-running 2, 2 replicas",
-        bounds(2, 2, 1, &[Kind::Writer]),
-    );
 }
