@@ -71,10 +71,11 @@ enum Ending {
 }
 
 /// What carrying out an action leads to.
+// The next state moves by value at every step (boxing it would allocate
+// once an event); the ending comes once.
+#[allow(clippy::large_enum_variant)]
 enum Next<'a> {
     State(State<'a>),
-    /// An event that carrying out the action made, decided next.
-    Event(State<'a>, Event),
     End(Ending),
 }
 
@@ -103,18 +104,13 @@ pub async fn drive(
         warned_full: false,
     };
     let mut state = State::Campaigning(Campaigning::new(config, connection, guardian));
-    let mut pending = None;
     let ending = loop {
-        let event = match pending.take() {
-            Some(event) => event,
-            None => run.next_event(&mut state, &mut session, signals).await,
-        };
+        let event = run.next_event(&mut state, &mut session, signals).await;
         let phase = state.phase();
         let action = decide(phase, &event, run.policy);
         tracing::trace!(?phase, ?event, ?action, "decided");
         match run.carry_out(state, action, event, &mut session).await {
             Next::State(next) => state = next,
-            Next::Event(next, event) => (state, pending) = (next, Some(event)),
             Next::End(ending) => break ending,
         }
     };
@@ -159,7 +155,9 @@ impl<'a> Run<'a> {
                 };
                 let retry_at = self.retry_at.take();
                 let work = async {
-                    clock::sleep_until_opt(retry_at.or(Some(clock::Instant::now()))).await;
+                    if let Some(at) = retry_at {
+                        clock::sleep_until(at).await;
+                    }
                     campaign.work(session).await
                 };
                 let event = tokio::select! {
@@ -299,10 +297,8 @@ impl<'a> Run<'a> {
     fn start(&mut self, won: Won) -> Next<'a> {
         match Leading::start(self.config, self.connection, won) {
             Ok(leading) => Next::State(State::Leading(leading)),
-            Err(not_started) => {
-                let exit = not_started.exit;
-                Next::Event(State::NotStarted(not_started), Event::SpawnFailed(exit))
-            }
+            // Its only event, the spawn's failure, comes next.
+            Err(not_started) => Next::State(State::NotStarted(not_started)),
         }
     }
 
