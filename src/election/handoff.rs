@@ -29,6 +29,7 @@ use super::{line, name, Election, Leadership};
 use crate::clock;
 use crate::etcd::ids::{LeaseId, Token};
 use crate::etcd::Connection;
+use crate::logging::events;
 
 /// Whether a run takes the fast path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,16 +102,32 @@ pub fn look_behind(
         // Passed on by the leader that handed over to us: no read, and no
         // work for etcd beside our command.
         if let Some(successor) = election.passed_on_to(&leadership, passed_on) {
-            return Some(successor);
+            return Some(looked_behind(successor, false));
         }
         match election.successor(&leadership).await {
-            Ok(successor) => successor,
+            Ok(Some(successor)) => Some(looked_behind(successor, true)),
+            Ok(None) => {
+                tracing::debug!(
+                    event = events::LOOKED_BEHIND,
+                    successor = "",
+                    read = true,
+                    "nobody behind us"
+                );
+                None
+            }
             Err(err) => {
                 tracing::debug!("looking behind us: {err:#}");
                 None
             }
         }
     }))
+}
+
+/// Says who is behind us, and whether it was `read` or passed on: the
+/// moment from which a resignation hands over to it.
+fn looked_behind(successor: Successor, read: bool) -> Successor {
+    tracing::debug!(event = events::LOOKED_BEHIND, successor = %successor.key, read, "behind us");
+    successor
 }
 
 /// The candidate behind us, once the look-up has answered (within

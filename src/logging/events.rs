@@ -16,6 +16,12 @@ pub const HANDED_OVER: &str = "handed_over";
 /// a read of the line (field `revision`). Debug level.
 pub const HANDED_OVER_TO_US: &str = "handed_over_to_us";
 
+/// A leader of one runner on the fast path knows who is behind it, as
+/// its command runs: the look-up has answered (field `successor`: that
+/// candidate's key, or empty for nobody; field `read`: whether it was read
+/// from etcd, or taken from what the leader before passed on). Debug level.
+pub const LOOKED_BEHIND: &str = "looked_behind";
+
 /// A candidate won and leads (fields `token`, `key`). Info level.
 pub const LEADER: &str = "leader";
 

@@ -97,7 +97,7 @@ fn fast_path_a_handoff_costs_three_transactions_at_most_and_no_revoke() {
 fn fast_path_a_leader_hands_over_to_the_waiter_behind_it_with_no_read() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-over";
-    let (mut first, release_first) = lead_until_released(&etcd, name);
+    let (mut first, release_first) = lead_having_looked_behind(&etcd, name);
     let flag = release_first.flag.with_file_name("second");
     let until = until_exists(&flag);
     let mut second = queue(&etcd, name, &["sh", "-c", &until]);
@@ -107,7 +107,7 @@ fn fast_path_a_leader_hands_over_to_the_waiter_behind_it_with_no_read() {
     // The first leader looked behind it as it started, before anyone
     // queued: the second proves its turn by reading. Its own look behind
     // it, as its command starts, finds the third.
-    hand_to_the_next_and_see_it_look_behind(&etcd, &mut first, &release_first);
+    hand_to_the_next_and_see_it_look_behind(&mut first, &release_first, &second);
     std::fs::write(&flag, "").unwrap();
     let (code, handing) = second.finish(LIMIT);
     assert_eq!(code, Some(0), "{handing}");
@@ -247,6 +247,21 @@ fn lead_until_released(etcd: &Etcd, name: &str) -> (Replica, Release) {
     let until = until_exists(&flag);
     let leader = lr(etcd).name(name).spawn(["sh", "-c", &until]);
     await_condition(LIMIT, "a leader", || etcd.candidates(name).len() == 1);
+    (leader, Release { _dir: dir, flag })
+}
+
+/// [`lead_until_released`], once the leader has looked behind it and
+/// found nobody: the one that queues next is not handed over to, and reads
+/// its way to leading. (The look-up goes out as the command starts, which
+/// on a busy machine can be after the key is written and others queue.)
+fn lead_having_looked_behind(etcd: &Etcd, name: &str) -> (Replica, Release) {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("go");
+    let until = until_exists(&flag);
+    let leader = lr(etcd).name(name).debug_json().spawn(["sh", "-c", &until]);
+    await_condition(LIMIT, "the leader to look behind it", || {
+        leader.logged(events::LOOKED_BEHIND) > 0
+    });
     (leader, Release { _dir: dir, flag })
 }
 
@@ -412,7 +427,7 @@ fn fast_path_a_chain_of_commands_shorter_than_a_round_trip_is_handed_over_all_al
 fn fast_path_a_waiter_passed_on_that_has_left_the_line_is_passed_over() {
     let etcd = Etcd::start();
     let name = "jobs/handoff-passed-left";
-    let (mut first, release_first) = lead_until_released(&etcd, name);
+    let (mut first, release_first) = lead_having_looked_behind(&etcd, name);
     let flag = release_first.flag.with_file_name("second");
     let mut second = queue(&etcd, name, &["sh", "-c", &until_exists(&flag)]);
     second.await_watching(LIMIT);
@@ -425,7 +440,7 @@ fn fast_path_a_waiter_passed_on_that_has_left_the_line_is_passed_over() {
         .collect();
     // The second reads its way to leading, and looks behind it: it will
     // hand over to the third and pass on the fourth and the fifth.
-    hand_to_the_next_and_see_it_look_behind(&etcd, &mut first, &release_first);
+    hand_to_the_next_and_see_it_look_behind(&mut first, &release_first, &second);
     // The fourth leaves the line before its turn.
     send(behind[1].pid(), Signal::SIGTERM);
     behind[1].finish(LIMIT);
@@ -514,13 +529,16 @@ fn a_leader_keeps_its_watches_open_until_it_has_resigned() {
 /// Releases `leader`, sees it exit 0, and waits until the next leader has
 /// looked up who is behind it (a read: the only plain one a run makes), as
 /// its command starts.
-fn hand_to_the_next_and_see_it_look_behind(etcd: &Etcd, leader: &mut Replica, release: &Release) {
-    let reads = etcd.handled("Range");
+fn hand_to_the_next_and_see_it_look_behind(
+    leader: &mut Replica,
+    release: &Release,
+    next: &Replica,
+) {
     release.go();
     let (code, stderr) = leader.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     await_condition(LIMIT, "the next leader to look behind it", || {
-        etcd.handled("Range") > reads
+        next.logged(events::LOOKED_BEHIND) > 0
     });
 }
 
@@ -549,7 +567,7 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
         dir.path().join("second"),
         dir.path().join("third"),
     );
-    let (mut first, release_first) = lead_until_released(&etcd, name);
+    let (mut first, release_first) = lead_having_looked_behind(&etcd, name);
     let mut second = queue(&etcd, name, &["sh", "-c", &until_exists(&second_flag)]);
     second.await_watching(LIMIT);
     let touch = format!("touch '{}'", ran.display());
@@ -565,7 +583,7 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
     third.await_watching(LIMIT);
     // The second leads, and as its command starts looks up who is behind
     // it: the one about to be stopped.
-    hand_to_the_next_and_see_it_look_behind(&etcd, &mut first, &release_first);
+    hand_to_the_next_and_see_it_look_behind(&mut first, &release_first, &second);
     // Every watch caught up (etcd catches up a watch that starts in the
     // past only every 100 ms): the handover reaches the stopped one's
     // watch of its own key as it happens, not after the loss.

@@ -4,6 +4,7 @@
 //! loss of leadership or after the command exited.
 
 use crate::common::*;
+use leaderrun::events;
 use nix::sys::signal::Signal;
 use std::path::Path;
 use std::time::Duration;
@@ -234,7 +235,10 @@ fn fast_path_the_guardian_is_released_once_the_resignation_is_answered() {
         )
     };
     let mut first = replica(until_exists(&release_first));
-    await_condition(SOON, "a leader", || etcd.candidates(name).len() == 1);
+    // Nobody behind it yet: the second reads its way to leading.
+    await_condition(LIMIT, "the first to look behind it", || {
+        first.logged(events::LOOKED_BEHIND) > 0
+    });
     // The second's command, once let go, freezes etcd as its last act, so
     // that its resignation waits (for CLEANUP, half a second, at most).
     let mut second = replica(format!(
@@ -248,11 +252,10 @@ fn fast_path_the_guardian_is_released_once_the_resignation_is_answered() {
     third.await_watching(SOON);
     // The first looked behind it before anyone queued: the second reads
     // its way to leading, then looks behind it, and finds the third.
-    let reads = etcd.handled("Range");
     std::fs::write(&release_first, "").unwrap();
-    assert_eq!(first.finish(SOON).0, Some(0));
-    await_condition(SOON, "the second to look behind it", || {
-        etcd.handled("Range") > reads
+    assert_eq!(first.finish(LIMIT).0, Some(0));
+    await_condition(LIMIT, "the second to look behind it", || {
+        second.logged(events::LOOKED_BEHIND) > 0
     });
     std::fs::write(&release_second, "").unwrap();
     let command_gone =

@@ -43,9 +43,10 @@ fn sigterm_stops_the_child_and_a_waiting_replica_takes_over_at_once() {
     });
     let handover = signalled.elapsed();
     eprintln!("takeover {handover:?} after SIGTERM (TTL {ttl:?}); waited {took:?}");
-    // The first resigned: the second did not wait for its lease to expire.
+    // The first resigned: the second did not wait for its lease to expire,
+    // which it renewed at most a third of the TTL before.
     assert!(
-        handover < ttl / 3,
+        handover < ttl / 2,
         "took over well inside the TTL: {handover:?}"
     );
     send(second.pid(), Signal::SIGINT);

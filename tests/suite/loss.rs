@@ -33,7 +33,7 @@ fn lose_leadership(how: impl FnOnce(&Etcd, &(String, i64, i64))) {
     assert!(pids.iter().all(|pid| alive(*pid)));
     let candidates = etcd.candidates("jobs/loss");
     how(&etcd, &candidates[0]);
-    let took = await_condition(Duration::from_secs(5), "the child's group to die", || {
+    let took = await_condition(SOON, "the child's group to die", || {
         pids.iter().all(|pid| !alive(*pid))
     });
     eprintln!("group gone {took:?} after the loss");
@@ -69,9 +69,7 @@ fn a_child_ignoring_the_stop_signal_is_killed_after_the_grace() {
     let pid = read_pid(&pidfile, SOON);
     let (_, _, lease) = etcd.candidates(&jobs_stubborn)[0];
     etcd.revoke(lease);
-    await_condition(Duration::from_secs(5), "SIGKILL after the grace", || {
-        !alive(pid)
-    });
+    await_condition(SOON, "SIGKILL after the grace", || !alive(pid));
     assert_eq!(replica.finish(SOON).0, Some(124));
 }
 

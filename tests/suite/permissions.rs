@@ -107,11 +107,9 @@ fn assert_nothing_left(etcd: &Etcd, before: &[i64], context: &str) {
         etcd.candidates(NAME)
     );
     assert_eq!(etcd.get(MARKER), None, "{context}: a marker");
-    await_condition(
-        Duration::from_secs(5),
-        &format!("{context}: its lease given back"),
-        || leases(etcd).iter().all(|lease| before.contains(lease)),
-    );
+    await_condition(SOON, &format!("{context}: its lease given back"), || {
+        leases(etcd).iter().all(|lease| before.contains(lease))
+    });
 }
 
 /// A plain run, a --once-per run and a --wait run of `jobs/nightly` as

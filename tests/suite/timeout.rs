@@ -102,13 +102,12 @@ fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
     let (key, _, _) = etcd.candidates(&jobs_t_lost)[0].clone();
     etcd.delete(&key);
     let deleted = std::time::Instant::now();
-    // The loss's grace at a 3 s TTL is under half a second.
-    await_condition(Duration::from_secs(5), "the job to be killed", || {
-        !alive(job)
-    });
+    // The loss's grace at a 3 s TTL is under half a second; the
+    // timeout's, which it cuts, is 20 s.
+    await_condition(SOON, "the job to be killed", || !alive(job));
     let took = deleted.elapsed();
     assert!(
-        took < Duration::from_secs(3),
+        took < Duration::from_secs(10),
         "the job outlived the loss by {took:?}"
     );
     let (code, stderr) = replica.finish(LIMIT);

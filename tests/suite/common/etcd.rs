@@ -417,6 +417,14 @@ impl Etcd {
                 .arg(format!("--trusted-ca-file={}", client_ca.display()))
                 .arg("--client-cert-auth");
         }
+        // Passwords hashed at bcrypt's least cost (etcd's default is 10,
+        // 64 times the work): every authentication, a token refreshed
+        // after a change to the users among them, costs etcd a bcrypt
+        // comparison, and on a loaded machine one at the default cost took
+        // longer than the half second a resignation is given
+        // (`retry::CLEANUP`). What the tests time is leaderrun's work, not
+        // etcd's password hashing.
+        command.arg("--bcrypt-cost=4");
         if let Some((private, public)) = &self.jwt_keys {
             command.arg(format!(
                 "--auth-token=jwt,pub-key={},priv-key={},sign-method=ES256",

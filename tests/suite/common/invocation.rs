@@ -172,8 +172,8 @@ pub fn run_within(command: &mut Command, limit: Duration) -> Finished {
     Finished {
         code: status.code(),
         took: started.elapsed(),
-        stdout: out.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
-        stderr: err.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
+        stdout: out.recv_timeout(SOON).unwrap_or_default(),
+        stderr: err.recv_timeout(SOON).unwrap_or_default(),
     }
 }
 

@@ -92,7 +92,7 @@ impl Replica {
     /// Waits for exit within `limit`; returns the code and stderr.
     pub fn finish(&mut self, limit: Duration) -> (Option<i32>, String) {
         let status = wait_within(&mut self.process, limit, "the replica");
-        let _ = self.stderr_closed.recv_timeout(Duration::from_secs(1));
+        let _ = self.stderr_closed.recv_timeout(SOON);
         let stderr = self.stderr.lock().unwrap().clone();
         (status.code(), stderr)
     }
