@@ -53,9 +53,7 @@ fn pkill_9_leaderrun_leaves_nothing_of_the_job_running() {
     }
     wait_within(&mut replica.process, Duration::from_secs(5), "the replica");
 
-    let took = await_condition(Duration::from_secs(5), "the job's sleeps to die", || {
-        !alive(bg) && !alive(fg)
-    });
+    let took = await_condition(SOON, "the job's sleeps to die", || !alive(bg) && !alive(fg));
     eprintln!("job gone {took:?} after pkill -9");
 }
 
