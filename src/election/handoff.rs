@@ -102,19 +102,10 @@ pub fn look_behind(
         // Passed on by the leader that handed over to us: no read, and no
         // work for etcd beside our command.
         if let Some(successor) = election.passed_on_to(&leadership, passed_on) {
-            return Some(looked_behind(successor, false));
+            return looked_behind(Some(successor), false);
         }
         match election.successor(&leadership).await {
-            Ok(Some(successor)) => Some(looked_behind(successor, true)),
-            Ok(None) => {
-                tracing::debug!(
-                    event = events::LOOKED_BEHIND,
-                    successor = "",
-                    read = true,
-                    "nobody behind us"
-                );
-                None
-            }
+            Ok(successor) => looked_behind(successor, true),
             Err(err) => {
                 tracing::debug!("looking behind us: {err:#}");
                 None
@@ -123,10 +114,19 @@ pub fn look_behind(
     }))
 }
 
-/// Says who is behind us, and whether it was `read` or passed on: the
-/// moment from which a resignation hands over to it.
-fn looked_behind(successor: Successor, read: bool) -> Successor {
-    tracing::debug!(event = events::LOOKED_BEHIND, successor = %successor.key, read, "behind us");
+/// Says who is behind us (nobody: an empty key), and whether it was
+/// `read` or passed on: the moment from which a resignation hands over to
+/// it.
+fn looked_behind(successor: Option<Successor>, read: bool) -> Option<Successor> {
+    let key = successor
+        .as_ref()
+        .map_or("", |successor| successor.key.as_str());
+    tracing::debug!(
+        event = events::LOOKED_BEHIND,
+        successor = key,
+        read,
+        "behind us"
+    );
     successor
 }
 

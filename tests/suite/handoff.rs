@@ -242,11 +242,17 @@ struct Release {
 
 /// A leader of `name` whose command runs until [`Release::go`].
 fn lead_until_released(etcd: &Etcd, name: &str) -> (Replica, Release) {
+    let (leader, release) = spawn_until_released(lr(etcd).name(name));
+    await_condition(LIMIT, "a leader", || etcd.candidates(name).len() == 1);
+    (leader, release)
+}
+
+/// `replica` spawned with a command that runs until released.
+fn spawn_until_released(replica: Lr) -> (Replica, Release) {
     let dir = tempfile::tempdir().unwrap();
     let flag = dir.path().join("go");
     let until = until_exists(&flag);
-    let leader = lr(etcd).name(name).spawn(["sh", "-c", &until]);
-    await_condition(LIMIT, "a leader", || etcd.candidates(name).len() == 1);
+    let leader = replica.spawn(["sh", "-c", &until]);
     (leader, Release { _dir: dir, flag })
 }
 
@@ -255,14 +261,11 @@ fn lead_until_released(etcd: &Etcd, name: &str) -> (Replica, Release) {
 /// its way to leading. (The look-up goes out as the command starts, which
 /// on a busy machine can be after the key is written and others queue.)
 fn lead_having_looked_behind(etcd: &Etcd, name: &str) -> (Replica, Release) {
-    let dir = tempfile::tempdir().unwrap();
-    let flag = dir.path().join("go");
-    let until = until_exists(&flag);
-    let leader = lr(etcd).name(name).debug_json().spawn(["sh", "-c", &until]);
+    let (leader, release) = spawn_until_released(lr(etcd).name(name).debug_json());
     await_condition(LIMIT, "the leader to look behind it", || {
         leader.logged(events::LOOKED_BEHIND) > 0
     });
-    (leader, Release { _dir: dir, flag })
+    (leader, release)
 }
 
 impl Release {
@@ -526,9 +529,9 @@ fn a_leader_keeps_its_watches_open_until_it_has_resigned() {
     });
 }
 
-/// Releases `leader`, sees it exit 0, and waits until the next leader has
-/// looked up who is behind it (a read: the only plain one a run makes), as
-/// its command starts.
+/// Releases `leader`, sees it exit 0, and waits until `next`, leading,
+/// has looked up who is behind it as its command starts (it logged
+/// [`events::LOOKED_BEHIND`]).
 fn hand_to_the_next_and_see_it_look_behind(
     leader: &mut Replica,
     release: &Release,
