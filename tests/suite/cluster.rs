@@ -67,7 +67,7 @@ fn losing_the_member_leaderrun_talks_to_keeps_the_leader_and_its_child() {
 #[test]
 fn a_raft_leader_change_keeps_the_leader_and_its_child() {
     leader_rides_out("a raft leader change", |etcd| {
-        let raft_leader = etcd.raft_leader().expect("a raft leader");
+        let raft_leader = etcd.await_raft_leader();
         let next = (raft_leader + 1) % 3;
         etcd.move_raft_leader(next);
         await_condition(SOON, "the raft leader to move", || {
@@ -79,7 +79,7 @@ fn a_raft_leader_change_keeps_the_leader_and_its_child() {
 #[test]
 fn losing_the_raft_leader_keeps_the_leader_and_its_child() {
     leader_rides_out("killing the raft leader", |etcd| {
-        let raft_leader = etcd.raft_leader().expect("a raft leader");
+        let raft_leader = etcd.await_raft_leader();
         etcd.kill_member(raft_leader);
     });
 }

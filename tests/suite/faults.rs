@@ -118,7 +118,7 @@ fn frozen_etcd_stops_the_child_before_the_lease_could_expire() {
         .ttl(ttl)
         .spawn(pid_job(&pidfile));
     let child = read_pid(&pidfile, SOON);
-    send(etcd.pid(), Signal::SIGSTOP);
+    stop(etcd.pid());
     let frozen_at = Instant::now();
     await_condition(ttl * 3, "the child to die", || !alive(child));
     let took = frozen_at.elapsed();
@@ -236,7 +236,7 @@ fn paused_leaderrun_kills_its_child_on_resume() {
         etcd.candidates("jobs/pause").len() == 2
     });
 
-    send(a.pid(), Signal::SIGSTOP);
+    stop(a.pid());
     let (_, b_token) = read_report(&report, Duration::from_secs(15));
     assert!(b_token > a_token, "the new leader's token is larger");
     assert!(

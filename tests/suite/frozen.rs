@@ -48,7 +48,7 @@ fn the_wait_timeout_holds() {
     let dir = tempfile::tempdir().unwrap();
     let name = "jobs/frozen-timeout";
     let (_leader, _) = pid_job_leader(&etcd, name, dir.path());
-    let wait_timeout = Duration::from_secs(4);
+    let wait_timeout = Duration::from_secs(6);
     let started = Instant::now();
     let mut waiter = lr(&etcd)
         .debug_json()

@@ -595,7 +595,7 @@ fn stopped_waiter_handed_over_then_lost(name: &str, options: &[&str], lose: impl
             .lines()
             .any(|line| line == "etcd_debugging_mvcc_slow_watcher_total 0")
     });
-    send(stopped.pid(), Signal::SIGSTOP);
+    stop(stopped.pid());
     std::fs::write(&second_flag, "").unwrap();
     let (code, handing) = second.finish(LIMIT);
     assert_eq!(code, Some(0), "{handing}");

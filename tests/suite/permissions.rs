@@ -437,7 +437,7 @@ fn a_waiter_without_a_user_fails_in_one_line_once_authentication_is_switched_on(
 fn a_waiter_whose_password_changed_fails_in_one_line_at_its_turn() {
     let user = "nightly";
     let etcd = etcd_with_user(user, vec![Permission::read_write(NAME).with_prefix()]);
-    let ttl = Duration::from_secs(12);
+    let ttl = Duration::from_secs(24);
     let dir = tempfile::tempdir().unwrap();
     let (mut leader, job, mut waiter) = leader_and_waiter(
         &etcd,
@@ -471,6 +471,7 @@ fn a_waiter_whose_password_changed_fails_in_one_line_at_its_turn() {
     let changed = std::time::Instant::now();
     send(job, nix::sys::signal::Signal::SIGTERM);
     leader.finish(BOUND);
+    // Within a sixth of the TTL: half the time to that next renewal.
     waiter.await_exit(ttl / 6);
     eprintln!("refused {:?} after the change", changed.elapsed());
     assert_refused_waiter(

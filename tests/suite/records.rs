@@ -268,7 +268,7 @@ fn a_stale_leader_cannot_overwrite_a_newer_record() {
         .ttl(Duration::from_secs(2))
         .spawn(pid_job(&pidfile));
     read_pid(&pidfile, LIMIT);
-    send(stale.pid(), nix::sys::signal::Signal::SIGSTOP);
+    stop(stale.pid());
     let newer = lr(etcd).name(&jobs_fence).wait().run(["true"]);
     assert_eq!(newer.code, Some(0), "{}", newer.stderr);
     let before = status_json(etcd, &jobs_fence);
@@ -535,7 +535,7 @@ fn a_resumed_stale_leader_does_not_take_last_started_from_a_newer_run() {
     await_condition(LIMIT, "the old leader's start record", || {
         started_token(etcd, name).is_some()
     });
-    send(stale.pid(), nix::sys::signal::Signal::SIGSTOP);
+    stop(stale.pid());
     let job = format!("touch '{}'; sleep 0.9", started.display());
     let mut newer = lr(etcd)
         .name(name)

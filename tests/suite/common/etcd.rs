@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
 
+use super::await_condition;
+use super::invocation::SOON;
 use super::pki;
-use super::processes::{alive, send};
+use super::processes::{alive, stop};
 
 /// Which etcd to run: LEADERRUN_TEST_ETCD if set and not empty, else the one the
 /// etcd-bin-vendored crate ships.
@@ -658,10 +660,21 @@ impl Etcd {
         self.members.iter().position(|member| member.name == name)
     }
 
+    /// The raft leader, awaited within [`SOON`]: a loaded machine brings
+    /// elections of its own, and between two the members know none.
+    pub fn await_raft_leader(&self) -> usize {
+        let mut leader = None;
+        await_condition(SOON, "a raft leader", || {
+            leader = self.raft_leader();
+            leader.is_some()
+        });
+        leader.expect("awaited")
+    }
+
     /// Asks the raft leader to hand leadership to another member.
     pub fn move_raft_leader(&self, to: usize) {
         let target = self.members[to].name.clone();
-        let leader = self.raft_leader().expect("a raft leader");
+        let leader = self.await_raft_leader();
         self.runtime.block_on(async {
             let mut client = self.connect(leader).await.expect("connects to leader");
             let members = client.member_list().await.expect("member list");
@@ -715,11 +728,12 @@ impl Etcd {
         })
     }
 
-    /// Freezes member 0 with SIGSTOP, as a hung etcd; it is continued when
-    /// the returned guard is thawed or dropped.
+    /// Freezes member 0 with SIGSTOP, as a hung etcd, and returns once
+    /// every thread of it has stopped ([`stop`]); it is continued when the
+    /// returned guard is thawed or dropped.
     pub fn freeze(&self) -> Frozen {
         let pid = self.pid();
-        send(pid, nix::sys::signal::Signal::SIGSTOP);
+        stop(pid);
         Frozen { pid }
     }
 

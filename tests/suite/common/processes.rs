@@ -6,6 +6,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use super::await_condition;
+use super::invocation::SOON;
 
 /// Waits for `child` to exit, polling every 10 ms; kills it and panics,
 /// naming it `what`, if that takes over `limit`.
@@ -55,14 +56,40 @@ pub fn send(pid: i32, signal: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal delivered");
 }
 
+/// Stops `pid` with SIGSTOP and waits, within `SOON`, until every one of
+/// its threads is stopped. kill(2) returns before that: the stop begins
+/// when one thread takes the signal, and until then the others run on. On
+/// a loaded machine etcd's threads were seen to run 14 ms after the kill,
+/// long enough to answer a request that a test sent to a "frozen" etcd.
+pub fn stop(pid: i32) {
+    send(pid, nix::sys::signal::Signal::SIGSTOP);
+    await_condition(SOON, "every thread of the process to stop", || {
+        threads_stopped(pid)
+    });
+}
+
+/// Whether every thread of `pid` is stopped (state T, or t when traced).
+fn threads_stopped(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat"));
+        // A thread that has exited since the listing is no longer running.
+        stat.map_or(true, |stat| matches!(state_letter(&stat), Some("T" | "t")))
+    })
+}
+
+/// The state letter in a /proc stat line: the field after the command
+/// name, which is in parentheses and may itself hold spaces and ')'.
+fn state_letter(stat: &str) -> Option<&str> {
+    stat.rsplit(')').next()?.split_whitespace().next()
+}
+
 /// The process state letter of `pid` ("R", "S", "Z"...), or None if gone.
 pub fn process_state(pid: i32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit(')')
-        .next()?
-        .split_whitespace()
-        .next()
-        .map(String::from)
+    state_letter(&stat).map(String::from)
 }
 
 /// The command name of `pid` (/proc/PID/comm), if it exists.
