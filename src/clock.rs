@@ -19,7 +19,7 @@ use nix::time::{clock_gettime, ClockId};
 use tokio::io::unix::AsyncFd;
 
 /// A point on the boot-time clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Instant(Duration);
 
 impl Instant {

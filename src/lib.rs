@@ -15,6 +15,8 @@
 //!        │                the --once-per window; names; holder values
 //!        ├─ child ─────── spawn, the job, the terminal, the guardian,
 //!        │                the command's environment
+//!        ├─ protocol ──── pure state machines, no IO, no clock read: the
+//!        │                kill schedule and the kill sequence
 //!        └─ exit ──────── every exit code, one table
 //! ```
 //!
@@ -41,6 +43,7 @@ mod logging;
 #[cfg(test)]
 mod model;
 mod planted;
+mod protocol;
 mod retry;
 mod run;
 mod signals;

@@ -4,7 +4,7 @@
 //! build that is not a test, [`planted`] is a constant false and the
 //! defects compile away.
 
-/// The defects the model checker must catch (issue 32).
+/// The defects the model checker must catch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Defect {
     /// The proof of a win skips "among the first --max-running": a queued
@@ -18,6 +18,16 @@ pub enum Defect {
     /// The end records are fenced by token (a record replaces one with a
     /// smaller token only), which is wrong once runs finish in any order.
     FenceByToken,
+    /// The kill sequence counts the job gone once --kill-signal went out,
+    /// whether or not it is.
+    GoneAtKillSignal,
+    /// A running job's stop is due at the lease's local deadline, without
+    /// the grace and the margin before it.
+    StopAtExpiry,
+    /// The claim skips its re-check of the lease: a proof is acted on
+    /// though the lease is gone, or the job would have to be stopped at
+    /// once.
+    StartUnsure,
 }
 
 /// Whether `defect` is planted (never, outside the model checker's tests).

@@ -6,12 +6,12 @@
 //! a waiter learns of its turn by reading the line, never by a handover.
 
 use super::etcd::{Key, Value};
-use super::world::{
-    at, millis, schedule, Held, Job, Proc, Say, World, KILL_AFTER, RENEW_EVERY, TTL,
-};
+use super::world::{at, ms, schedule, Held, Job, Proc, Say, World, KILL_AFTER, RENEW_EVERY, TTL};
 use crate::election::record::{end_plan, Outcome, Which};
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
-use crate::run::phase::{Action, Code, Event, Grace, Phase, Trouble};
+use crate::protocol::schedule::StartVerdict;
+use crate::protocol::stop::{LeaseView, Stop, Want};
+use crate::run::phase::{Action, Code, Event, Phase, Trouble};
 
 const CONFLICT: i32 = 75;
 
@@ -44,6 +44,7 @@ impl World {
             Phase::Proving => self.prove(r),
             Phase::Claiming => self.claim(r),
             Phase::Running => return None,
+            // What it waited for is over (`World::has_work`).
             Phase::Stopping => Event::JobGone,
             Phase::Resigning => {
                 self.resign(r, say);
@@ -116,17 +117,15 @@ impl World {
     /// A proof is good for running only while the lease is sure to live.
     fn claim(&mut self, r: usize) -> Event {
         let held = self.replicas[r].lease.expect("a lease by now");
-        if held.gone {
-            return Event::PlaceLost(PlaceLost::LeaseGone);
+        match schedule().may_start(held.view(), at(self.now)) {
+            StartVerdict::Sure => Event::Claimed,
+            StartVerdict::LeaseGone => Event::PlaceLost(PlaceLost::LeaseGone),
+            StartVerdict::Unsure => Event::PlaceLost(PlaceLost::Unsure),
         }
-        if schedule().must_stop_at(at(held.expires), at(self.now)) {
-            return Event::PlaceLost(PlaceLost::Unsure);
-        }
-        Event::Claimed
     }
 
     /// Carries out what the table said.
-    pub(super) fn apply(&mut self, r: usize, action: Action, mut say: Say) {
+    pub(super) fn apply(&mut self, r: usize, action: Action, say: Say) {
         let now = self.now;
         match action {
             Action::Enter(phase) => {
@@ -153,27 +152,29 @@ impl World {
             }
             Action::Forward => self.terminate(r),
             Action::Stop(code, grace) => {
-                self.terminate(r);
-                let kill_at = match grace {
-                    Grace::Kept => now + KILL_AFTER,
-                    Grace::Lost => self.cut(r, u32::MAX),
-                };
+                let view = self.lease_view(r);
+                let stop = Stop::new(grace, schedule(), ms(KILL_AFTER), at(now), view);
                 let replica = &mut self.replicas[r];
                 replica.ending = Some((code.value(CONFLICT), code.outcome()));
                 replica.phase.0 = Phase::Stopping;
-                replica.kill_at = kill_at;
+                replica.stop = Some(stop);
+                self.carry_out_stop(r, say);
             }
             Action::CutGrace => {
-                let kill_at = self.cut(r, self.replicas[r].kill_at);
-                self.replicas[r].kill_at = kill_at;
+                let view = self.lease_view(r);
+                let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
+                stop.cut(schedule(), at(now), view);
             }
             Action::Kill => {
-                say!(say, "replica {r} sends SIGKILL to the job");
-                if self.replicas[r].runs() {
-                    self.replicas[r].job = Job::Ended(137, true);
-                }
+                let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
+                stop.kill(at(now));
+                self.carry_out_stop(r, say);
             }
-            Action::Resign => self.replicas[r].phase.0 = Phase::Resigning,
+            Action::Resign => {
+                // The stop is over: what it held is no part of the state.
+                self.replicas[r].stop = None;
+                self.replicas[r].phase.0 = Phase::Resigning;
+            }
             Action::NotStarted(exit) => {
                 self.replicas[r].ending = Some((exit.code(), Code::Own(exit).outcome()));
                 self.replicas[r].phase.0 = Phase::Resigning;
@@ -181,11 +182,44 @@ impl World {
         }
     }
 
-    /// SIGKILL's time for a stop with leadership lost: the schedule's.
-    fn cut(&self, r: usize, kill_at: u32) -> u32 {
+    /// The lease as replica `r`'s kill sequence sees it.
+    pub(super) fn lease_view(&self, r: usize) -> LeaseView {
         let held = self.replicas[r].lease.expect("a leader holds a lease");
-        let cut = schedule().kill_at_from(at(held.expires), at(self.now));
-        kill_at.min(millis(cut))
+        held.view()
+    }
+
+    /// What replica `r`'s kill sequence wants now (see [`Stop::want`]):
+    /// anything of its job not waited for yet counts as left.
+    pub(super) fn stop_wants(&self, r: usize) -> Option<Want> {
+        let replica = &self.replicas[r];
+        let left = !matches!(replica.job, Job::Reaped | Job::None);
+        let stop = replica
+            .stop
+            .filter(|_| replica.phase.0 == Phase::Stopping)?;
+        Some(stop.want(at(self.now), self.lease_view(r), left))
+    }
+
+    /// Does what the kill sequence wants done at once: the signals. What
+    /// it waits for (the job gone, the grace over) is news of the world's.
+    fn carry_out_stop(&mut self, r: usize, mut say: Say) {
+        loop {
+            let want = self.stop_wants(r).expect("a stop under way");
+            let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
+            match want {
+                Want::KillSignal => {
+                    stop.signalled();
+                    self.terminate(r);
+                }
+                Want::Kill => {
+                    stop.killed();
+                    say!(say, "replica {r} sends SIGKILL to the job");
+                    if self.replicas[r].runs() {
+                        self.replicas[r].job = Job::Ended(137, true);
+                    }
+                }
+                Want::AwaitGone { .. } | Want::GraceOver | Want::Gone | Want::Abandoned => return,
+            }
+        }
     }
 
     fn terminate(&mut self, r: usize) {

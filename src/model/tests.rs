@@ -137,6 +137,34 @@ fn resigning_before_the_job_is_dead_is_caught() {
 }
 
 #[test]
+fn a_kill_sequence_that_counts_the_job_gone_at_its_kill_signal_is_caught() {
+    // The kill sequence is the production one (`protocol::stop`): a job
+    // counted gone while it still runs is resigned from, and left running
+    // by a leaderrun that ended (or beside the next leader's command).
+    caught(
+        Defect::GoneAtKillSignal,
+        bounds(2, 1, 1, &[Kind::Network]),
+        "",
+    );
+}
+
+#[test]
+fn a_running_jobs_stop_due_at_the_leases_expiry_is_caught() {
+    // The run's watch of its lease asks the verdict the model asks.
+    caught(
+        Defect::StopAtExpiry,
+        bounds(2, 1, 1, &[Kind::Network]),
+        "lease",
+    );
+}
+
+#[test]
+fn a_claim_that_skips_its_recheck_of_the_lease_is_caught() {
+    // The run's claim asks the verdict the model asks.
+    caught(Defect::StartUnsure, bounds(2, 1, 1, &[Kind::Process]), "");
+}
+
+#[test]
 fn fencing_records_by_token_with_two_runners_is_caught() {
     caught(Defect::FenceByToken, bounds(2, 2, 0, ALL), "records");
 }

@@ -6,7 +6,8 @@
 //! deadline passed, its command ended, a signal, the grace over), becomes an
 //! [`Event`]; the production [`decide`] says what it does; and
 //! [`World::apply`] carries the [`Action`] out. The rules under it are the
-//! production ones too: the kill schedule ([`KillSchedule`]), `judge` and
+//! production ones too: the kill schedule ([`KillSchedule`]) and the kill
+//! sequence ([`Stop`], asked what is due as the run asks it), `judge` and
 //! the proof's count, the record plan ([`end_plan`]). What is the model's
 //! own is how a phase's work talks to etcd, one atomic request per step.
 //!
@@ -26,8 +27,9 @@ use super::etcd::{Etcd, Key, Value};
 use crate::clock::Instant;
 use crate::election::record::Outcome;
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
+use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
+use crate::protocol::stop::{Stop, Want};
 use crate::run::phase::{decide, Event, Loss, Phase, Policy, Status};
-use crate::run::schedule::KillSchedule;
 
 /// The TTL every replica asks for, and gets.
 pub const TTL: u32 = 3_000;
@@ -44,7 +46,7 @@ pub fn schedule() -> KillSchedule {
     KillSchedule::new(ms(TTL), ms(KILL_AFTER))
 }
 
-fn ms(n: u32) -> Duration {
+pub(super) fn ms(n: u32) -> Duration {
     Duration::from_millis(u64::from(n))
 }
 
@@ -100,6 +102,16 @@ pub struct Held {
     pub gone: bool,
 }
 
+impl Held {
+    /// The lease as the production rules take it.
+    pub fn view(&self) -> LeaseView {
+        LeaseView {
+            expires: at(self.expires),
+            gone: self.gone,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Replica {
     pub wait: bool,
@@ -113,8 +125,8 @@ pub struct Replica {
     pub token: Option<i64>,
     pub proven_at: Option<i64>,
     pub job: Job,
-    /// Stopping: when SIGKILL goes out.
-    pub kill_at: u32,
+    /// Stopping: the kill sequence, the production one.
+    pub stop: Option<Stop>,
     /// The code the stop carries: (exit code, what the record says).
     pub ending: Option<(i32, Outcome)>,
     /// Leadership loss already seen (once is news, twice is not).
@@ -148,7 +160,7 @@ impl Replica {
             token: None,
             proven_at: None,
             job: Job::None,
-            kill_at: 0,
+            stop: None,
             ending: None,
             lost_seen: false,
             overslept: false,
@@ -368,9 +380,9 @@ impl World {
             News::Deadline => {
                 leading
                     && !replica.lost_seen
-                    && replica
-                        .lease
-                        .is_some_and(|held| schedule().must_stop_at(at(held.expires), at(self.now)))
+                    && replica.lease.is_some_and(|held| {
+                        schedule().verdict(held.view(), at(self.now)) == LeaseVerdict::MustStop
+                    })
             }
             News::LeaseGone => {
                 replica.lease.is_some_and(|held| held.gone)
@@ -385,9 +397,9 @@ impl World {
             }
             News::Ended => matches!(replica.job, Job::Ended(..)) && leading,
             News::Signal => replica.signal,
-            News::GraceOver => {
-                phase == Phase::Stopping && replica.runs() && self.now >= replica.kill_at
-            }
+            // Only while the job runs: one that exited is seen gone first
+            // (News::Ended), as the run's wait for it reaps it.
+            News::GraceOver => replica.runs() && self.stop_wants(r) == Some(Want::GraceOver),
         }
     }
 
@@ -402,9 +414,10 @@ impl World {
         match replica.phase.0 {
             Phase::Waiting => self.reachable(r) && (self.key_loss(r).is_some() || self.turn(r)),
             Phase::Running => false,
-            // Nothing of the job is left: JobGone (an end still to wait
-            // for is News::Ended's).
-            Phase::Stopping => matches!(replica.job, Job::Reaped | Job::None),
+            // The kill sequence is over: JobGone (an end still to wait
+            // for is News::Ended's; SIGKILL always lands here, so what it
+            // abandons is an end not waited for yet).
+            Phase::Stopping => self.stop_wants(r) == Some(Want::Gone),
             _ => true,
         }
     }
@@ -526,15 +539,21 @@ impl World {
                 next = next.min(t);
             }
         };
-        for replica in self.replicas.iter().filter(|replica| replica.acts()) {
+        for (r, replica) in self.replicas.iter().enumerate() {
+            if !replica.acts() {
+                continue;
+            }
             if let Some(held) = replica.lease.filter(|held| !held.gone) {
                 consider(held.next_renewal);
-                if matches!(replica.phase.0, Phase::Running | Phase::Stopping) {
-                    consider(millis(schedule().stop_from(at(held.expires))));
+                let verdict = schedule().verdict(held.view(), at(self.now));
+                if let (Phase::Running | Phase::Stopping, LeaseVerdict::HoldsUntil(until)) =
+                    (replica.phase.0, verdict)
+                {
+                    consider(millis(until));
                 }
             }
-            if replica.phase.0 == Phase::Stopping {
-                consider(replica.kill_at);
+            if let Some(Want::AwaitGone { until, .. }) = self.stop_wants(r) {
+                consider(millis(until));
             }
         }
         for expiry in self.etcd.leases.values() {
@@ -598,12 +617,17 @@ impl World {
     fn rebase(&mut self) {
         let shift = self.now - NOW;
         let back = |t: &mut u32| *t = t.saturating_sub(shift).max(NOW - 1);
+        let back_instant = |instant: Instant| {
+            let mut t = millis(instant);
+            back(&mut t);
+            at(t)
+        };
         for replica in &mut self.replicas {
             if let Some(held) = &mut replica.lease {
                 back(&mut held.expires);
                 back(&mut held.next_renewal);
             }
-            back(&mut replica.kill_at);
+            replica.stop = replica.stop.map(|stop| stop.retimed(back_instant));
         }
         for expiry in self.etcd.leases.values_mut() {
             back(expiry);

@@ -18,10 +18,10 @@
 use anyhow::Result;
 
 use super::phase::{Event, Phase, Policy, Trouble};
-use super::schedule::KillSchedule;
 use super::session::Session;
 use super::Config;
 use crate::child::guard::Guard;
+use crate::clock;
 use crate::election::holder::{self, Holder};
 use crate::election::once_per::{self, Claim, Marker};
 use crate::election::{
@@ -33,6 +33,7 @@ use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::Connection;
 use crate::lease::Lease;
 use crate::logging;
+use crate::protocol::schedule::{KillSchedule, LeaseView, StartVerdict};
 
 /// A run before its command exists.
 pub struct Campaigning<'a> {
@@ -310,11 +311,14 @@ impl<'a> Campaigning<'a> {
         // a command it would have to kill at once.
         let schedule = KillSchedule::new(lease.ttl, self.config.kill_after);
         let state = lease.state();
-        if state.gone {
-            return Ok(Event::PlaceLost(PlaceLost::LeaseGone));
-        }
-        if schedule.must_stop(state.expires) {
-            return Ok(Event::PlaceLost(PlaceLost::Unsure));
+        let view = LeaseView {
+            expires: state.expires,
+            gone: state.gone,
+        };
+        match schedule.may_start(view, clock::Instant::now()) {
+            StartVerdict::Sure => {}
+            StartVerdict::LeaseGone => return Ok(Event::PlaceLost(PlaceLost::LeaseGone)),
+            StartVerdict::Unsure => return Ok(Event::PlaceLost(PlaceLost::Unsure)),
         }
         match self.guard.take().map_or_else(Guard::start, Ok) {
             Ok(guard) => self.guard = Some(guard),

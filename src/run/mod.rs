@@ -5,8 +5,8 @@
 //! place that decides; [`machine`] is the one loop that asks it and carries
 //! its answers out, over states that each carry what they hold:
 //! [`campaign`] (everything before the command exists), [`supervise`] (the
-//! command running), [`stopping`] (the kill sequence; [`schedule`] says
-//! when), and [`session`] (what the run holds in etcd, and the way out).
+//! command running), [`stopping`] (the kill sequence, as
+//! `protocol::stop` asks for it), and [`session`] (what the run holds in etcd, and the way out).
 //! The handoff's fast path (`election::handoff`) is used here, behind its
 //! one switch; [`explain`] says why a run did not run. This file starts the guardian,
 //! dials etcd and hands over to the machine.
@@ -15,7 +15,6 @@ mod campaign;
 mod explain;
 mod machine;
 pub mod phase;
-pub mod schedule;
 mod session;
 mod stopping;
 mod supervise;

@@ -77,6 +77,7 @@ use crate::election::{KeyLoss, PlaceLost};
 use crate::exit::Exit;
 pub use crate::exit::{Code, Status};
 use crate::planted::{planted, Defect};
+pub use crate::protocol::stop::Grace;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -224,17 +225,6 @@ impl Code {
             Code::Own(_) | Code::Conflict | Code::Signalled(_) => Outcome::Failed,
         }
     }
-}
-
-/// How long a stop may take before SIGKILL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Grace {
-    /// Leadership is lost: the schedule's grace, cut to what the lease
-    /// allows, fixed as the stop starts.
-    Lost,
-    /// The lease is kept alive through the stop: --kill-after in full,
-    /// unless renewals stop being acknowledged or leadership is lost.
-    Kept,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,31 +2,36 @@
 //! one place a job is stopped.
 //!
 //! The kill sequence: `--kill-signal` to the job (its group and every
-//! descendant, then SIGCONT), a grace until the [`Deadline`] during which
-//! further signals are passed on, then SIGKILL until nothing is left. Its
-//! events (the job gone, the grace over, a signal, leadership lost during a
-//! kept stop) go through the table like every other.
+//! descendant, then SIGCONT), a grace during which further signals are
+//! passed on, then SIGKILL until nothing is left. What is due when is
+//! `protocol::stop`'s to say; this carries it out with the real job, clock
+//! and lease. Its events (the job gone, the grace over, a signal,
+//! leadership lost during a kept stop) go through the table like every
+//! other.
 
 use std::time::Duration;
 
 use super::phase::{Code, Event, Grace, Loss};
-use super::schedule::KillSchedule;
 use super::supervise::{leadership_lost, Leading};
 use crate::clock;
 use crate::logging::{self, Level};
+use crate::protocol::stop::{KillReason, LeaseView, Stop, Want};
 use crate::signals::Signals;
+
+/// How long SIGKILL is sent, at most, before the stop is over whatever is
+/// left (the guardian, still armed, has the rest).
+const KILL_BOUND: Duration = Duration::from_secs(1);
 
 /// A run whose job is being stopped; it exits with `code` once resigned.
 pub struct Stopping<'a> {
     pub leading: Leading<'a>,
     pub code: Code,
-    deadline: Deadline,
-    /// Where the sequence is.
-    step: Step,
-    /// Set once leadership is lost during a kept stop: the loss's deadline.
-    cut: Option<clock::Instant>,
-    /// Nothing of the job was left at the last look.
-    gone: bool,
+    /// The kill sequence, which says what is due.
+    stop: Stop,
+    /// Whether anything of the job was left at the last look.
+    job_left: bool,
+    /// Whether the lease's keeper still tells of renewals.
+    keeper_alive: bool,
     /// Whether a proof that the job is gone may disarm the guardian: not
     /// after a failed wait for the command, when leaderrun's own view of
     /// its processes is in doubt. The guardian, a process of its own,
@@ -34,148 +39,100 @@ pub struct Stopping<'a> {
     pub trust_proof: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
-    /// Not signalled yet.
-    Starting,
-    /// --kill-signal sent: the grace runs.
-    Grace,
-    /// SIGKILL until nothing is left.
-    Killing,
-}
-
-/// When SIGKILL goes out if the job is still there.
-enum Deadline {
-    /// Leadership lost: fixed when the stop starts, before the lease could
-    /// expire on the server.
-    Fixed(clock::Instant),
-    /// The lease is kept alive through the stop (--timeout, or what an
-    /// exited command left running): --kill-after in full (`asked`), but
-    /// never later than the margin before the lease could expire, which
-    /// renewals move on while they are acknowledged; and once leadership
-    /// is lost during it, the loss's grace ([`KillSchedule::kill_at`]).
-    Kept {
-        asked: clock::Instant,
-        kill_after: Duration,
-    },
-}
-
 impl<'a> Stopping<'a> {
     /// Starts stopping the job of `leading`, which ends with `code`. A job
     /// already gone (a command that exited and left nothing) needs no
     /// stop: the first event says so.
     pub fn new(mut leading: Leading<'a>, code: Code, grace: Grace, why: &Event) -> Stopping<'a> {
-        let deadline = match grace {
-            Grace::Lost => {
-                Deadline::Fixed(leading.schedule.kill_at(leading.won.lease.state().expires))
-            }
-            Grace::Kept => Deadline::Kept {
-                asked: clock::Instant::now() + leading.config.kill_after,
-                kill_after: leading.config.kill_after,
-            },
-        };
+        let lease = lease_view(&leading);
+        let (schedule, kill_after) = (leading.schedule, leading.config.kill_after);
+        let stop = Stop::new(grace, schedule, kill_after, clock::Instant::now(), lease);
         let gone = matches!(code, Code::Command(_)) && !leading.child.job_alive();
         tracing::trace!(alive = !gone, "job checked");
         say_why(&leading, why, gone);
         Stopping {
             leading,
             code,
-            deadline,
-            step: Step::Starting,
-            cut: None,
-            gone,
+            stop,
+            job_left: !gone,
+            keeper_alive: true,
             trust_proof: !matches!(why, Event::WaitFailed),
         }
     }
 
-    /// When SIGKILL is due now.
-    fn due(&self) -> clock::Instant {
-        if let Some(cut) = self.cut {
-            return cut;
-        }
-        match self.deadline {
-            Deadline::Fixed(at) => at,
-            Deadline::Kept { asked, .. } => {
-                let state = self.leading.won.lease.state();
-                if state.gone {
-                    clock::Instant::now()
-                } else {
-                    asked.min(state.expires - self.leading.schedule.margin)
-                }
-            }
-        }
-    }
-
-    /// The next event of the stop.
+    /// The next event of the stop: what the kill sequence wants done, done,
+    /// until it waits on the job, the grace or a signal.
     pub async fn next_event(&mut self, signals: &mut Signals) -> Event {
-        if self.gone {
-            return Event::JobGone;
-        }
-        if self.step == Step::Starting {
-            // No grace left (leaderrun was stopped, or paused, past it):
-            // --kill-signal would first continue a stopped job.
-            if self.due().has_passed() {
-                tracing::info!("no grace left before the lease could expire; SIGKILL");
-                self.step = Step::Killing;
-                return Event::GraceOver;
+        loop {
+            let lease = lease_view(&self.leading);
+            match self.stop.want(clock::Instant::now(), lease, self.job_left) {
+                Want::KillSignal => {
+                    let leading = &mut self.leading;
+                    leading.child.signal_job(leading.config.kill_signal);
+                    self.stop.signalled();
+                }
+                Want::AwaitGone {
+                    until,
+                    loss_matters,
+                } => {
+                    if let Some(event) = self.within_grace(until, loss_matters, signals).await {
+                        return event;
+                    }
+                }
+                Want::GraceOver => return Event::GraceOver,
+                Want::Kill => {
+                    let child = &mut self.leading.child;
+                    child.kill_job(KILL_BOUND).await;
+                    self.job_left = child.job_alive();
+                    self.stop.killed();
+                }
+                Want::Gone | Want::Abandoned => return Event::JobGone,
             }
-            self.leading
-                .child
-                .signal_job(self.leading.config.kill_signal);
-            self.step = Step::Grace;
         }
-        if self.step == Step::Killing {
-            let child = &mut self.leading.child;
-            child.kill_job(Duration::from_secs(1)).await;
-            self.gone = !child.job_alive();
-            return Event::JobGone;
-        }
-        self.within_grace(signals).await
     }
 
-    /// Waits within the grace: the job gone, the grace over, a signal, or
-    /// (kept) leadership lost. A renewal moves a kept deadline on: the
-    /// wait goes on until the new one.
-    async fn within_grace(&mut self, signals: &mut Signals) -> Event {
-        let kept = matches!(self.deadline, Deadline::Kept { .. }) && self.cut.is_none();
+    /// Waits within the grace, until `until`: for the job to go, a signal,
+    /// (if `loss_matters`) leadership lost, or a renewal, which may move
+    /// the grace's end (then None: the kill sequence is asked again).
+    async fn within_grace(
+        &mut self,
+        until: clock::Instant,
+        loss_matters: bool,
+        signals: &mut Signals,
+    ) -> Option<Event> {
         let mut renewed = self.leading.won.lease.watch();
-        let mut keeper_alive = kept;
-        loop {
-            let until = self.due();
-            let Leading {
-                child,
-                won,
-                connection,
-                schedule,
-                ..
-            } = &mut self.leading;
-            let lost = leadership_lost(
-                connection,
-                &won.lease,
-                &won.leadership,
-                &mut won.own,
-                *schedule,
-            );
-            tokio::select! {
-                biased;
-                gone = child.wait_job_gone(until) => {
-                    self.gone = gone;
-                    return if gone { Event::JobGone } else { Event::GraceOver };
-                }
-                loss = lost, if kept => return Event::LeadershipLost(loss),
-                received = signals.recv() => return Event::Signal(received),
-                changed = renewed.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
-            }
+        let Leading {
+            child,
+            won,
+            connection,
+            schedule,
+            ..
+        } = &mut self.leading;
+        let lost = leadership_lost(
+            connection,
+            &won.lease,
+            &won.leadership,
+            &mut won.own,
+            *schedule,
+        );
+        let keeper_alive = self.keeper_alive && loss_matters;
+        tokio::select! {
+            biased;
+            gone = child.wait_job_gone(until) => self.job_left = !gone,
+            loss = lost, if loss_matters => return Some(Event::LeadershipLost(loss)),
+            received = signals.recv() => return Some(Event::Signal(received)),
+            changed = renewed.changed(), if keeper_alive => self.keeper_alive = changed.is_ok(),
         }
+        None
     }
 
     /// Leadership lost during a kept stop: the grace is cut to the loss's,
     /// since the next leader may start at once.
     pub fn cut_grace(&mut self, loss: &Loss) {
-        let schedule: KillSchedule = self.leading.schedule;
-        let at = schedule
-            .kill_at(self.leading.won.lease.state().expires)
-            .min(self.due());
+        let lease = lease_view(&self.leading);
+        let at = self
+            .stop
+            .cut(self.leading.schedule, clock::Instant::now(), lease);
         let left = Duration::from_millis(at.remaining().as_millis() as u64);
         logging::say(
             Level::Warn,
@@ -185,26 +142,24 @@ impl<'a> Stopping<'a> {
                 humantime::format_duration(left)
             ),
         );
-        self.cut = Some(at);
     }
 
     /// The grace is over: SIGKILL until nothing is left.
     pub fn kill(&mut self) {
-        if self.step == Step::Grace {
-            match self.deadline {
-                Deadline::Kept { asked, kill_after } if !asked.has_passed() && self.cut.is_none() => {
-                    logging::say(
-                        Level::Warn,
-                        &format!(
-                            "SIGKILL before --kill-after {}: etcd stopped acknowledging the lease's renewals, and the lease could expire",
-                            humantime::format_duration(kill_after)
-                        ),
-                    )
-                }
-                _ => tracing::info!("the command's job outlived the grace; SIGKILL"),
+        match self.stop.kill(clock::Instant::now()) {
+            KillReason::NoGraceLeft => {
+                tracing::info!("no grace left before the lease could expire; SIGKILL")
             }
+            KillReason::Unacknowledged { kill_after } => logging::say(
+                Level::Warn,
+                &format!(
+                    "SIGKILL before --kill-after {}: etcd stopped acknowledging the lease's renewals, and the lease could expire",
+                    humantime::format_duration(kill_after)
+                ),
+            ),
+            KillReason::Outlived => tracing::info!("the command's job outlived the grace; SIGKILL"),
+            KillReason::Already => {}
         }
-        self.step = Step::Killing;
     }
 
     /// After the stop: the terminal back in leaderrun's hands, with the
@@ -213,6 +168,15 @@ impl<'a> Stopping<'a> {
         if !matches!(self.code, Code::Command(status) if !status.signalled) {
             self.leading.child.restore_terminal();
         }
+    }
+}
+
+/// The lease as the kill sequence needs it.
+fn lease_view(leading: &Leading<'_>) -> LeaseView {
+    let state = leading.won.lease.state();
+    LeaseView {
+        expires: state.expires,
+        gone: state.gone,
     }
 }
 

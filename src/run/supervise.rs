@@ -14,7 +14,6 @@ use tokio::task::JoinHandle;
 
 use super::campaign::Won;
 use super::phase::{Event, Loss, Status};
-use super::schedule::KillSchedule;
 use super::Config;
 use crate::child::{Child, ChildEvent};
 use crate::clock;
@@ -26,6 +25,7 @@ use crate::etcd::ids::Revision;
 use crate::etcd::Connection;
 use crate::exit::Exit;
 use crate::lease::Lease;
+use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
 use crate::signals::Signals;
 
 /// A run whose command runs.
@@ -145,7 +145,7 @@ impl<'a> Leading<'a> {
     /// the loss comes next.
     pub fn follow_stop(&mut self, signal: nix::sys::signal::Signal) {
         let (lease, schedule) = (&self.won.lease, self.schedule);
-        let in_time = || !schedule.must_stop(lease.state().expires);
+        let in_time = || !schedule.must_stop_at(lease.state().expires, clock::Instant::now());
         self.child.follow_stop(signal, in_time);
     }
 }
@@ -192,17 +192,21 @@ pub async fn leadership_lost(
     let mut keeper_alive = true;
     loop {
         let now = state.borrow_and_update().clone();
-        if now.gone {
-            return Loss::LeaseGone;
-        }
-        let stop_from = schedule.stop_from(now.expires);
-        if stop_from.has_passed() {
-            return Loss::Unacknowledged {
-                silent_for: (now.expires - lease.ttl).elapsed(),
-                ttl: lease.ttl,
-                trouble: now.trouble,
-            };
-        }
+        let view = LeaseView {
+            expires: now.expires,
+            gone: now.gone,
+        };
+        let stop_from = match schedule.verdict(view, clock::Instant::now()) {
+            LeaseVerdict::Gone => return Loss::LeaseGone,
+            LeaseVerdict::MustStop => {
+                return Loss::Unacknowledged {
+                    silent_for: (now.expires - lease.ttl).elapsed(),
+                    ttl: lease.ttl,
+                    trouble: now.trouble,
+                }
+            }
+            LeaseVerdict::HoldsUntil(stop_from) => stop_from,
+        };
         tokio::select! {
             biased;
             _ = clock::sleep_until(stop_from) => {}

@@ -1,6 +1,8 @@
 //! The kill schedule: when stopping the command starts, and how long the
 //! TERM-to-KILL grace may last, so that SIGKILL always lands before the lease
-//! could expire on the server.
+//! could expire on the server; and from it, what the lease says of a
+//! leading run ([`KillSchedule::verdict`]) and of a proven win about to
+//! start its command ([`KillSchedule::may_start`]).
 //!
 //! `expires` is the lease's local deadline: the send time of the latest
 //! acknowledged renewal plus the granted TTL, on the boot-time clock. The
@@ -10,6 +12,40 @@ use std::time::Duration;
 
 use crate::clock;
 use crate::planted::{planted, Defect};
+
+/// The lease as a leading run knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseView {
+    /// The local deadline: the server cannot expire the lease before it.
+    pub expires: clock::Instant,
+    /// etcd said it no longer exists.
+    pub gone: bool,
+}
+
+/// What the lease says of a run that leads, at some instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseVerdict {
+    /// etcd said the lease is gone.
+    Gone,
+    /// Renewals went unacknowledged until the job must be being stopped.
+    MustStop,
+    /// The lease holds until this instant, when the job must be being
+    /// stopped unless a renewal is acknowledged first.
+    HoldsUntil(clock::Instant),
+}
+
+/// Whether a proven win may start its command now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartVerdict {
+    /// The lease is sure to live past the point where the job would have
+    /// to be stopped.
+    Sure,
+    /// etcd said the lease is gone.
+    LeaseGone,
+    /// The job would have to be stopped at once: the proof may be old news
+    /// (a waiter stopped or starved past its lease's local deadline).
+    Unsure,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KillSchedule {
@@ -40,15 +76,9 @@ impl KillSchedule {
         expires - self.margin - self.grace
     }
 
-    /// Whether the job must be being stopped already, for a lease that
-    /// expires at `expires`: nothing may start then, and a stopped job is
-    /// not continued.
-    pub fn must_stop(&self, expires: clock::Instant) -> bool {
-        self.must_stop_at(expires, clock::Instant::now())
-    }
-
-    /// [`KillSchedule::must_stop`] at `now`: the rule itself, which the
-    /// model checker drives on its own clock.
+    /// Whether, at `now`, the job must be being stopped already, for a
+    /// lease that expires at `expires`: nothing may start then, and a
+    /// stopped job is not continued.
     pub fn must_stop_at(&self, expires: clock::Instant, now: clock::Instant) -> bool {
         if planted(Defect::SkipLocalDeadline) {
             return false;
@@ -56,13 +86,41 @@ impl KillSchedule {
         now >= self.stop_from(expires)
     }
 
-    /// When SIGKILL must go out, for a stop that starts now: after the
-    /// grace, and never later than the margin before `expires`.
-    pub fn kill_at(&self, expires: clock::Instant) -> clock::Instant {
-        self.kill_at_from(expires, clock::Instant::now())
+    /// What `lease` says of a leading run at `now`: the run's watch of its
+    /// lease sleeps until the instant it holds until, and asks again then
+    /// or when a renewal lands.
+    pub fn verdict(&self, lease: LeaseView, now: clock::Instant) -> LeaseVerdict {
+        if lease.gone {
+            return LeaseVerdict::Gone;
+        }
+        let stop_from = if planted(Defect::StopAtExpiry) {
+            lease.expires
+        } else {
+            self.stop_from(lease.expires)
+        };
+        if planted(Defect::SkipLocalDeadline) || now < stop_from {
+            LeaseVerdict::HoldsUntil(stop_from)
+        } else {
+            LeaseVerdict::MustStop
+        }
     }
 
-    /// [`KillSchedule::kill_at`] for a stop that starts at `now`.
+    /// Whether a proof is still good for running at `now`: it says we were
+    /// first at its revision, and is good only while our lease is sure to
+    /// be alive.
+    pub fn may_start(&self, lease: LeaseView, now: clock::Instant) -> StartVerdict {
+        if planted(Defect::StartUnsure) {
+            return StartVerdict::Sure;
+        }
+        match self.verdict(lease, now) {
+            LeaseVerdict::Gone => StartVerdict::LeaseGone,
+            LeaseVerdict::MustStop => StartVerdict::Unsure,
+            LeaseVerdict::HoldsUntil(_) => StartVerdict::Sure,
+        }
+    }
+
+    /// When SIGKILL must go out, for a stop that starts at `now`: after
+    /// the grace, and never later than the margin before `expires`.
     pub fn kill_at_from(&self, expires: clock::Instant, now: clock::Instant) -> clock::Instant {
         (now + self.grace).min(expires - self.margin)
     }
@@ -126,12 +184,37 @@ mod tests {
     #[test]
     fn sigkill_lands_a_margin_before_the_deadline() {
         let schedule = KillSchedule::new(ms(15_000), ms(10_000));
-        let now = clock::Instant::now();
+        let now = clock::Instant::from_boot(ms(100_000));
         let expires = now + ms(2_000);
-        let kill_at = schedule.kill_at(expires);
+        let kill_at = schedule.kill_at_from(expires, now);
         assert!(kill_at <= expires - schedule.margin);
         assert!(schedule.stop_from(expires) < now);
         let far = now + ms(60_000);
-        assert!(schedule.kill_at(far) <= clock::Instant::now() + schedule.grace);
+        assert!(schedule.kill_at_from(far, now) <= now + schedule.grace);
+    }
+
+    #[test]
+    fn the_verdict_holds_until_the_stop_is_due_then_must_stop() {
+        let schedule = KillSchedule::new(ms(3_000), ms(1_000));
+        let at = |n| clock::Instant::from_boot(ms(n));
+        let lease = LeaseView {
+            expires: at(10_000),
+            gone: false,
+        };
+        let stop_from = schedule.stop_from(lease.expires);
+        assert!(stop_from <= at(10_000) - schedule.margin - schedule.grace);
+        assert_eq!(
+            schedule.verdict(lease, at(9_000)),
+            LeaseVerdict::HoldsUntil(stop_from)
+        );
+        assert_eq!(schedule.may_start(lease, at(9_000)), StartVerdict::Sure);
+        assert_eq!(schedule.verdict(lease, stop_from), LeaseVerdict::MustStop);
+        assert_eq!(schedule.may_start(lease, stop_from), StartVerdict::Unsure);
+        let gone = LeaseView {
+            gone: true,
+            ..lease
+        };
+        assert_eq!(schedule.verdict(gone, at(0)), LeaseVerdict::Gone);
+        assert_eq!(schedule.may_start(gone, at(0)), StartVerdict::LeaseGone);
     }
 }
