@@ -9,11 +9,15 @@ use std::time::{Duration, Instant};
 
 const TTL: Duration = Duration::from_secs(6);
 
+/// Three members, with a raft leader elected: until then a request may be
+/// refused ("no leader"), and a first campaign fails on it.
 fn three_members() -> Etcd {
-    Etcd::start_with(EtcdOptions {
+    let etcd = Etcd::start_with(EtcdOptions {
         members: 3,
         ..EtcdOptions::default()
-    })
+    });
+    etcd.await_raft_leader();
+    etcd
 }
 
 /// Checks that the leader rides out a fault that just happened (see
@@ -39,7 +43,7 @@ fn leader_rides_out(what: &str, fault: impl FnOnce(&mut Etcd)) {
     let held = Leader {
         name: "jobs/cluster".into(),
         ttl: TTL,
-        child: read_pid(&pidfile, SOON),
+        child: leader.job_pid(&pidfile, SOON),
         key: etcd.candidates("jobs/cluster")[0].clone(),
     };
     fault(&mut etcd);
@@ -94,7 +98,7 @@ fn losing_quorum_longer_than_the_lease_stops_the_child_in_time() {
         .name("jobs/cluster")
         .args(["--ttl", &ttl])
         .spawn(pid_job(&pidfile));
-    let a_child = read_pid(&pidfile, SOON);
+    let a_child = a.job_pid(&pidfile, SOON);
     let a_token = etcd.candidates("jobs/cluster")[0].1;
     let report = dir.path().join("b");
     let b = Lr::at(&etcd.endpoints())

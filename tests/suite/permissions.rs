@@ -513,7 +513,10 @@ fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter
         user,
         vec![Permission::read_write(NAME).with_prefix()],
     );
-    let ttl = Duration::from_secs(6);
+    // Long enough that a handover (within half of it) is told, on a loaded
+    // machine too, from the key left to expire with the lease (two thirds
+    // of it after the release at the soonest).
+    let ttl = Duration::from_secs(12);
     let dir = tempfile::tempdir().unwrap();
     let (pidfile, release, ran) = (
         dir.path().join("pid"),
@@ -587,9 +590,16 @@ fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter
     add_user("unrelated-too");
     let released = std::time::Instant::now();
     std::fs::write(&release, "").unwrap();
-    await_condition(ttl / 2, "the waiter's command, handed over", || {
-        ran.exists()
-    });
+    while !ran.exists() {
+        assert!(
+            released.elapsed() < ttl / 2,
+            "timed out after {:?} waiting for the waiter's command, handed over; the leader said: {}; the waiter: {}",
+            ttl / 2,
+            leader.stderr_so_far(),
+            waiter.stderr_so_far()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     eprintln!("handed over {:?} after the release", released.elapsed());
     let (code, stderr) = leader.finish(BOUND);
     assert_eq!(code, Some(0), "the leader kept its leadership: {stderr}");

@@ -80,6 +80,33 @@ impl Replica {
         await_condition(limit, "a waiter to watch", || self.is_watching());
     }
 
+    /// The pid its job wrote to `path`, within `limit`. Panics at once,
+    /// with what it said, if it exits first, and so too after `limit`.
+    pub fn job_pid(&mut self, path: &Path, limit: Duration) -> i32 {
+        let started = std::time::Instant::now();
+        loop {
+            let written = std::fs::read_to_string(path).ok();
+            if let Some(pid) = written.and_then(|text| text.trim().parse().ok()) {
+                return pid;
+            }
+            if let Some(status) = self.process.try_wait().unwrap() {
+                let _ = self.stderr_closed.recv_timeout(SOON);
+                panic!(
+                    "the replica exited ({status}) before its job wrote {}: {}",
+                    path.display(),
+                    self.stderr_so_far()
+                );
+            }
+            assert!(
+                started.elapsed() < limit,
+                "timed out after {limit:?} waiting for a pid in {}: {}",
+                path.display(),
+                self.stderr_so_far()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Waits until it has exited, within `limit` (panics otherwise); its
     /// status is kept for [`Self::finish`].
     pub fn await_exit(&mut self, limit: Duration) {
