@@ -53,7 +53,7 @@ fn leader_rides_out(what: &str, fault: impl FnOnce(&mut Etcd)) {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let (code, stderr) = leader.finish(SOON);
+    let (code, stderr) = leader.finish(LIMIT);
     assert_eq!(code, Some(143), "{stderr}");
     assert!(
         !stderr.contains("lost"),

@@ -53,7 +53,7 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
     );
     proxy.heal();
     send(b.pid(), Signal::SIGTERM);
-    b.finish(SOON);
+    b.finish(LIMIT);
 }
 
 /// Two endpoints, and the one in use goes silent between the grant and the
@@ -102,7 +102,7 @@ fn a_partition_before_the_first_renewal_fails_over_in_time() {
         ttl * 2,
     );
     send(a.pid(), Signal::SIGTERM);
-    let (code, stderr) = a.finish(SOON);
+    let (code, stderr) = a.finish(LIMIT);
     assert_eq!(code, Some(143), "{stderr}");
     assert!(!stderr.contains("lost"), "{stderr}");
 }
@@ -127,7 +127,7 @@ fn frozen_etcd_stops_the_child_before_the_lease_could_expire() {
     // The last renewal was acknowledged before the freeze, so the lease
     // could expire on the server a TTL after the freeze at the earliest.
     assert!(took < ttl, "the child outlived the TTL: {took:?}");
-    assert_eq!(a.finish(SOON).0, Some(124));
+    assert_eq!(a.finish(LIMIT).0, Some(124));
 }
 
 #[test]
@@ -162,7 +162,7 @@ fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
     let took = down_at.elapsed();
     eprintln!("etcd down: child dead {took:?} after (TTL {ttl:?})");
     assert!(took < ttl, "the child outlived the TTL: {took:?}");
-    assert_eq!(a.finish(SOON).0, Some(124));
+    assert_eq!(a.finish(LIMIT).0, Some(124));
 }
 
 /// README's bound on an outage that costs nothing, in its worst case: an
@@ -211,7 +211,7 @@ fn an_outage_just_before_a_renewal_within_the_stated_bound_costs_nothing() {
         ttl,
     );
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(a.pid()), Signal::SIGTERM).unwrap();
-    a.finish(SOON);
+    a.finish(LIMIT);
 }
 
 #[test]
@@ -249,9 +249,9 @@ fn paused_leaderrun_kills_its_child_on_resume() {
     // Its deadline passed during the pause: no renewal to wait for, the
     // child dies as soon as leaderrun runs again.
     assert!(took < ttl / 2, "{took:?}");
-    assert_eq!(a.finish(SOON).0, Some(124));
+    assert_eq!(a.finish(LIMIT).0, Some(124));
     send(b.pid(), Signal::SIGTERM);
-    b.finish(SOON);
+    b.finish(LIMIT);
 }
 
 #[test]
@@ -282,8 +282,8 @@ fn a_waiter_whose_lease_died_never_runs_under_the_dead_key() {
         candidates.len() == 2 && candidates[1].0 != dead_key
     });
     send(leader.pid(), Signal::SIGTERM);
-    leader.finish(SOON);
-    let (code, stderr) = waiter.finish(SOON);
+    leader.finish(LIMIT);
+    let (code, stderr) = waiter.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     let record = std::fs::read_to_string(&seen).unwrap();
     let key = record.split_whitespace().next().unwrap();

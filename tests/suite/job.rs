@@ -73,7 +73,7 @@ fn a_daemon_that_left_the_group_is_stopped_when_leadership_is_lost() {
 
     let (_, _, lease) = etcd.candidates(&jobs_setsid_loss)[0];
     etcd.revoke(lease);
-    let (code, stderr) = replica.finish(SOON);
+    let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(124), "{stderr}");
     let took = await_condition(Duration::from_secs(5), "the daemon to die", || {
         !alive(daemon)
@@ -272,7 +272,7 @@ fn fast_path_the_guardian_is_released_once_the_resignation_is_answered() {
     }
     send(etcd.pid(), Signal::SIGCONT);
     for replica in [&mut second, &mut third] {
-        let (code, stderr) = replica.finish(SOON);
+        let (code, stderr) = replica.finish(LIMIT);
         assert_eq!(code, Some(0), "{stderr}");
     }
 }
@@ -301,7 +301,7 @@ fn with_nobody_behind_the_guardian_is_released_beside_the_resignation() {
         replica.stderr_so_far()
     );
     send(etcd.pid(), Signal::SIGCONT);
-    let (code, stderr) = replica.finish(SOON);
+    let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
 }
 

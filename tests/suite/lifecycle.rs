@@ -28,7 +28,7 @@ fn sigterm_stops_the_child_and_a_waiting_replica_takes_over_at_once() {
     });
     let signalled = Instant::now();
     send(first.pid(), Signal::SIGTERM);
-    let (code, stderr) = first.finish(SOON);
+    let (code, stderr) = first.finish(LIMIT);
     assert_eq!(
         code,
         Some(128 + 15),
@@ -50,7 +50,7 @@ fn sigterm_stops_the_child_and_a_waiting_replica_takes_over_at_once() {
         "took over well inside the TTL: {handover:?}"
     );
     send(second.pid(), Signal::SIGINT);
-    assert_eq!(second.finish(SOON).0, Some(128 + 2));
+    assert_eq!(second.finish(LIMIT).0, Some(128 + 2));
 }
 
 #[test]

@@ -37,7 +37,7 @@ fn lose_leadership(how: impl FnOnce(&Etcd, &(String, i64, i64))) {
         pids.iter().all(|pid| !alive(*pid))
     });
     eprintln!("group gone {took:?} after the loss");
-    let (code, stderr) = replica.finish(SOON);
+    let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(124), "{stderr}");
     assert!(stderr.contains("leadership of jobs/loss lost"), "{stderr}");
 }
@@ -70,7 +70,7 @@ fn a_child_ignoring_the_stop_signal_is_killed_after_the_grace() {
     let (_, _, lease) = etcd.candidates(&jobs_stubborn)[0];
     etcd.revoke(lease);
     await_condition(SOON, "SIGKILL after the grace", || !alive(pid));
-    assert_eq!(replica.finish(SOON).0, Some(124));
+    assert_eq!(replica.finish(LIMIT).0, Some(124));
 }
 
 #[test]

@@ -46,10 +46,10 @@ fn staggered_replicas_run_the_job_once_per_window() {
     });
 
     std::fs::write(&release, "").unwrap();
-    let (code, stderr) = first.finish(SOON);
+    let (code, stderr) = first.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     let token = intervals(&log)[0].token;
-    let (code, stderr) = queued.finish(SOON);
+    let (code, stderr) = queued.finish(LIMIT);
     assert_eq!(code, Some(75), "{stderr}");
     let said = "already started in this --once-per window, at ";
     assert!(stderr.contains(said), "{stderr}");

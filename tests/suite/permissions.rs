@@ -498,7 +498,8 @@ fn await_renewal(etcd: &Etcd, lease: i64, ttl: Duration) {
 /// credentials behind it are good. leaderrun authenticates again and
 /// carries on, as etcd's own client does: the leader keeps its leadership
 /// (renewals, the watch of its key) and resigns at once, and the waiter
-/// takes over at once. (etcd 3.7 checks the token of every renewal, so
+/// takes over at once (unless etcd leaves the resignation unanswered
+/// within the way out's bound, which the leader then says). (etcd 3.7 checks the token of every renewal, so
 /// there a refused renewal renews the token too, within a third of the
 /// TTL; the handover is made right after a change, before that.)
 #[test]
@@ -536,6 +537,7 @@ fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter
             &seconds(ttl),
             "--name",
             NAME,
+            "-v",
             "--",
             "sh",
             "-c",
@@ -590,19 +592,25 @@ fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter
     add_user("unrelated-too");
     let released = std::time::Instant::now();
     std::fs::write(&release, "").unwrap();
-    while !ran.exists() {
-        assert!(
-            released.elapsed() < ttl / 2,
-            "timed out after {:?} waiting for the waiter's command, handed over; the leader said: {}; the waiter: {}",
-            ttl / 2,
-            leader.stderr_so_far(),
-            waiter.stderr_so_far()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    eprintln!("handed over {:?} after the release", released.elapsed());
+    await_condition(LIMIT, "the waiter's command", || ran.exists());
+    let handed_over = released.elapsed();
+    eprintln!("handed over {handed_over:?} after the release");
     let (code, stderr) = leader.finish(BOUND);
     assert_eq!(code, Some(0), "the leader kept its leadership: {stderr}");
+    // The stale token cost no refusal: the leader said nothing of its
+    // resignation, or only that etcd (on a loaded machine: its three raft
+    // writes, the authentication among them) did not answer within the
+    // way out's bound, and the key was left to expire. Otherwise the
+    // handover is at once: well within half the TTL, before any expiry.
+    let unanswered = stderr.contains("no answer within") || stderr.contains("not done within");
+    assert!(
+        !stderr.contains("resigning:") || stderr.contains("resigning: no answer within"),
+        "the resignation was refused: {stderr}"
+    );
+    assert!(
+        unanswered || handed_over < ttl / 2,
+        "handed over {handed_over:?} after the release, though the resignation was answered: {stderr}"
+    );
     let (code, stderr) = waiter.finish(BOUND);
     assert_eq!(code, Some(0), "the waiter got its turn: {stderr}");
 }

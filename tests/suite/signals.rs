@@ -133,7 +133,7 @@ fn sigint_while_etcd_is_frozen_mid_campaign_exits_at_once_and_never_runs() {
     // The leader ends; the waiter's key goes (revoked, or with its lease),
     // and nothing ever runs the waiter's command.
     send(leader.pid(), Signal::SIGTERM);
-    leader.finish(SOON);
+    leader.finish(LIMIT);
     await_condition(LIMIT, "the election to empty", || {
         etcd.candidates(name).is_empty()
     });

@@ -25,7 +25,7 @@ fn a_stopped_command_still_ends_on_sigterm() {
 
     let signalled = Instant::now();
     send(replica.pid(), Signal::SIGTERM);
-    let (code, stderr) = replica.finish(SOON);
+    let (code, stderr) = replica.finish(LIMIT);
     eprintln!("exited {:?} after SIGTERM", signalled.elapsed());
     assert_eq!(code, Some(128 + 15), "{stderr}");
     assert!(!alive(pid), "the command outlived leaderrun");

@@ -45,7 +45,7 @@ fn token_is_the_keys_create_revision_and_beats_an_inherited_one() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let (code, _) = replica.finish(SOON);
+    let (code, _) = replica.finish(LIMIT);
     assert_eq!(code, Some(143));
     assert!(etcd.candidates("jobs/token").is_empty(), "resigned on exit");
 }

@@ -38,7 +38,7 @@ fn a_waiter_runs_its_command_after_its_binary_was_replaced() {
     std::fs::rename(&new, &installed).unwrap();
 
     send(leader.pid(), Signal::SIGTERM);
-    leader.finish(SOON);
+    leader.finish(LIMIT);
     let (code, stderr) = waiter.finish(Duration::from_secs(15));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(ran.exists(), "the command did not run: {stderr}");
