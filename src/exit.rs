@@ -69,7 +69,7 @@ impl Exit {
 /// command started.
 pub const SIGNAL_BASE: i32 = 128;
 
-/// The code a run exits with: what the run's table (`run::phase`) decides,
+/// The code a run exits with: what the run's table (`protocol::table`) decides,
 /// given its number here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {

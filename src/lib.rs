@@ -8,7 +8,7 @@
 //! main ── cli ─────────── options, their values, --help, man pages
 //!   │
 //!   ├─ status ─────────── leaderrun status: read or follow the election
-//!   └─ run ────────────── one run, phase by phase (run::phase decides)
+//!   └─ run ────────────── one run, phase by phase (protocol::table decides)
 //!        ├─ etcd ──────── connection, failover, TLS, credentials, requests
 //!        ├─ lease ─────── grant, keep alive (keeper), local deadline, revoke
 //!        ├─ election ──── join, wait in line, prove, watch our key;
@@ -16,7 +16,8 @@
 //!        ├─ child ─────── spawn, the job, the terminal, the guardian,
 //!        │                the command's environment
 //!        ├─ protocol ──── pure state machines, no IO, no clock read: the
-//!        │                kill schedule and the kill sequence
+//!        │                table of every event in every phase, the kill
+//!        │                schedule and the kill sequence
 //!        └─ exit ──────── every exit code, one table
 //! ```
 //!
@@ -156,8 +157,10 @@ fn execute(verbose: u8, work: impl std::future::Future<Output = anyhow::Result<i
 }
 
 /// Whatever goes wrong inside, leaderrun says so in one line and exits 125,
-/// as for any other failure of its own. (If the command is running, the
-/// guardian sees leaderrun go and stops the command's group.)
+/// as for any other failure of its own. If the command is running, its
+/// whole job is SIGKILLed first, descendants that left its group included
+/// (`child::job::kill_on_panic`): a panic skips every drop. The guardian,
+/// armed still, is the last resort for the group.
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let message = info
@@ -174,6 +177,7 @@ fn install_panic_hook() {
             Level::Error,
             &format!("error: internal error: {message}{place}"),
         );
+        child::job::kill_on_panic(std::time::Duration::from_secs(1));
         std::process::exit(Exit::Internal.code());
     }));
 }

@@ -28,6 +28,10 @@ pub enum Defect {
     /// though the lease is gone, or the job would have to be stopped at
     /// once.
     StartUnsure,
+    /// An etcd error before Waiting is retried on the lease the campaign
+    /// had, though nothing listened for that lease since: one lost during
+    /// the outage fails every request alike, for ever.
+    RetryKeepsLease,
 }
 
 /// Whether `defect` is planted (never, outside the model checker's tests).

@@ -23,7 +23,7 @@
 
 use std::task::Poll;
 
-use nix::sys::signal::Signal;
+pub use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, Signal as Stream, SignalKind};
 
 /// The signals passed on to the command's job.

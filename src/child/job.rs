@@ -22,7 +22,7 @@
 //! again. There, and without `/proc` at all, the job is the command's group
 //! alone, as for the guardian.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 use nix::sys::signal::{kill, killpg, Signal};
@@ -147,6 +147,24 @@ fn parse_stat(pid: i32, stat: &str) -> Option<Process> {
     })
 }
 
+/// On a panic, before leaderrun exits: SIGKILLs the job that runs, if one
+/// does, its group and every descendant that left it, as `Child`'s drop
+/// would (a panic skips every drop: the hook exits, and release builds
+/// abort). The guardian, armed still, would kill the group alone: the
+/// descendants that left it are found only from here, by walking down
+/// from leaderrun, their subreaper.
+pub fn kill_on_panic(limit: Duration) {
+    let group = RUNNING.0.swap(0, Ordering::SeqCst);
+    if group == 0 {
+        return;
+    }
+    let spared = Some(RUNNING.1.load(Ordering::SeqCst))
+        .filter(|pid| *pid != 0)
+        .map(Pid::from_raw);
+    let group = Pid::from_raw(group);
+    Job::new(group, spared).kill_now(group, limit);
+}
+
 /// Proof that the command's job is gone: a look at it found nothing of it
 /// alive, or none was ever started. Only this folder makes one, and the
 /// guardian is told "done" only with one in hand (see `guard`): every other
@@ -174,8 +192,18 @@ pub struct Job {
     gone: bool,
 }
 
+/// The job that runs now, for a panic to kill (see [`kill_on_panic`]):
+/// its group, and the guardian to spare (0: none). Set while a job lives,
+/// cleared once it is seen gone, so that a group id used again by then is
+/// never signalled.
+static RUNNING: (AtomicI32, AtomicI32) = (AtomicI32::new(0), AtomicI32::new(0));
+
 impl Job {
     pub fn new(group: Pid, spared: Option<Pid>) -> Job {
+        RUNNING
+            .1
+            .store(spared.map_or(0, Pid::as_raw), Ordering::SeqCst);
+        RUNNING.0.store(group.as_raw(), Ordering::SeqCst);
         Job {
             group,
             spared,
@@ -196,6 +224,14 @@ impl Job {
     pub fn reap_and_list(&mut self, command: Pid) -> Vec<Pid> {
         let live = self.look(command);
         self.gone = live.is_empty();
+        if self.gone {
+            let _ = RUNNING.0.compare_exchange(
+                self.group.as_raw(),
+                0,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+        }
         live
     }
 

@@ -4,7 +4,7 @@
 //!
 //! This folder owns every process leaderrun creates and every signal it
 //! sends to them; it knows nothing of etcd. What to do when (forward a
-//! signal, stop the job, follow a Ctrl-Z) is decided in `run::phase`.
+//! signal, stop the job, follow a Ctrl-Z) is decided in `protocol::table`.
 //! [`Child`] is the running job: dropped before its job was seen gone, it
 //! kills it; only a [`job::JobGone`] lets the guardian be told "done".
 //! Every line a child runs before its exec is in `forked`, with the rules

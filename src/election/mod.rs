@@ -277,9 +277,6 @@ pub struct Election<'a> {
     pub connection: &'a Connection,
     pub name: &'a str,
     pub slots: usize,
-    /// A waiter takes a leader's handover of its key as the proof of its
-    /// turn (the handoff fast path); off, it reads the line on every wake.
-    pub handovers: bool,
 }
 
 impl<'a> Election<'a> {
@@ -288,7 +285,6 @@ impl<'a> Election<'a> {
             connection,
             name,
             slots,
-            handovers: true,
         }
     }
 

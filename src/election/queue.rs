@@ -8,6 +8,7 @@ use anyhow::Result;
 use etcd_client::{GetOptions, SortOrder, Txn, TxnOp, TxnResponse};
 use tokio::sync::watch;
 
+use super::handoff::Handoff;
 use super::line::{in_line, FIRST_PAGE};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
 use super::{among_first, judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
@@ -27,9 +28,11 @@ impl Election<'_> {
     /// leader that resigns to us rewrites it in the transaction that deletes
     /// its own key (see [`Election::resign_with`]), which proves our turn at
     /// that revision with no read; its deletion or overwrite loses our place
-    /// at once.
+    /// at once. That proof is taken only on the handoff's fast path
+    /// (`handoff`).
     pub async fn wait_for_turn(
         &self,
+        handoff: Handoff,
         candidate: &Candidate,
         lease_id: LeaseId,
         lease: &mut watch::Receiver<LeaseState>,
@@ -42,20 +45,25 @@ impl Election<'_> {
             if lease.borrow().gone {
                 return Turn::Gone(PlaceLost::LeaseGone);
             }
-            let looked = match self.look_racing(candidate, lease_id, seen, own).await {
+            let looked = match self
+                .look_racing(handoff, candidate, lease_id, seen, own)
+                .await
+            {
                 ControlFlow::Continue(looked) => looked,
                 ControlFlow::Break(turn) => return turn,
             };
             let (ahead, revision) = match looked {
                 Ok(Ahead::Lost(loss)) => return Turn::Gone(PlaceLost::Key(loss)),
-                Ok(Ahead::Nobody(revision, ours)) => return self.nobody_ahead(own, revision, ours),
+                Ok(Ahead::Nobody(revision, ours)) => {
+                    return self.nobody_ahead(handoff, own, revision, ours)
+                }
                 Ok(Ahead::Watch(watch, revision)) => (watch, revision),
                 // Ridden out or not, as the run's table decides (a
                 // waiter rides an outage out: its lease decides whether its
                 // place survives it).
                 Err(err) => return Turn::Failed(err),
             };
-            let (moved, from) = match self.wait_ahead(&ahead, revision, lease, own).await {
+            let (moved, from) = match self.wait_ahead(handoff, &ahead, revision, lease, own).await {
                 ControlFlow::Continue(woken) => woken,
                 ControlFlow::Break(turn) => return turn,
             };
@@ -76,6 +84,7 @@ impl Election<'_> {
     /// is taken as it comes, the read dropped (Break).
     async fn look_racing(
         &self,
+        handoff: Handoff,
         candidate: &Candidate,
         lease_id: LeaseId,
         seen: Option<Revision>,
@@ -87,7 +96,7 @@ impl Election<'_> {
         loop {
             tokio::select! {
                 biased;
-                news = self.own_news(own), if racing => match turn_from(news) {
+                news = self.own_news(handoff, own), if racing => match turn_from(news) {
                     Some(turn) => return ControlFlow::Break(turn),
                     // The watch broke: the read decides.
                     None => racing = false,
@@ -100,9 +109,16 @@ impl Election<'_> {
     /// Our turn, proven at `revision` by a read that found nobody ahead
     /// and our key as `ours`. The read may have beaten the watch to a
     /// handover: what it passes on is taken all the same.
-    fn nobody_ahead(&self, own: &mut OwnKey, revision: Revision, ours: Option<Kv>) -> Turn {
+    fn nobody_ahead(
+        &self,
+        handoff: Handoff,
+        own: &mut OwnKey,
+        revision: Revision,
+        ours: Option<Kv>,
+    ) -> Turn {
         let handover = ours.and_then(|ours| own.handed_over_in(&ours));
-        if let Some(at) = handover.filter(|at| self.matters(&OwnKeyNews::HandedOver(*at))) {
+        let taken = |at: &Revision| self.matters(handoff, &OwnKeyNews::HandedOver(*at));
+        if let Some(at) = handover.filter(taken) {
             tracing::debug!(
                 event = events::HANDED_OVER_TO_US,
                 revision = at.0,
@@ -118,6 +134,7 @@ impl Election<'_> {
     /// watch broke), and the revision it was watched up to (exclusive).
     async fn wait_ahead(
         &self,
+        handoff: Handoff,
         ahead: &Watch,
         revision: Revision,
         lease: &mut watch::Receiver<LeaseState>,
@@ -132,7 +149,7 @@ impl Election<'_> {
         let mut opened = None;
         let woken = tokio::select! {
             biased;
-            news = self.own_news(own) => Woken::Own(news),
+            news = self.own_news(handoff, own) => Woken::Own(news),
             moved = async {
                 let watch = WatchAhead::open(
                     self.connection,
@@ -162,7 +179,11 @@ impl Election<'_> {
         // its handover is most often here already: etcd tells the two
         // watches of one revision in no set order, each on its own
         // stream. Then no read; and no wait for the network either.
-        if let Some(turn) = self.own_news_arrived(own).await.and_then(turn_from) {
+        if let Some(turn) = self
+            .own_news_arrived(handoff, own)
+            .await
+            .and_then(turn_from)
+        {
             return ControlFlow::Break(turn);
         }
         ControlFlow::Continue((moved, from))
@@ -170,15 +191,15 @@ impl Election<'_> {
 
     /// Whether news of our own key matters to a waiter: a handover proves
     /// a turn only with one runner, and only on the handoff's fast path.
-    fn matters(&self, news: &OwnKeyNews) -> bool {
-        (self.slots == 1 && self.handovers) || !matches!(news, OwnKeyNews::HandedOver(_))
+    fn matters(&self, handoff: Handoff, news: &OwnKeyNews) -> bool {
+        (self.slots == 1 && handoff.fast()) || !matches!(news, OwnKeyNews::HandedOver(_))
     }
 
     /// The next news of our own key that matters to a waiter.
-    async fn own_news(&self, own: &mut OwnKey) -> OwnKeyNews {
+    async fn own_news(&self, handoff: Handoff, own: &mut OwnKey) -> OwnKeyNews {
         loop {
             let news = own.next(self.connection).await;
-            if self.matters(&news) {
+            if self.matters(handoff, &news) {
                 return news;
             }
         }
@@ -186,10 +207,10 @@ impl Election<'_> {
 
     /// The news of our own key that matters to a waiter among what has
     /// already come in, if there is any.
-    async fn own_news_arrived(&self, own: &mut OwnKey) -> Option<OwnKeyNews> {
+    async fn own_news_arrived(&self, handoff: Handoff, own: &mut OwnKey) -> Option<OwnKeyNews> {
         loop {
             let news = own.arrived().await?;
-            if self.matters(&news) {
+            if self.matters(handoff, &news) {
                 return Some(news);
             }
         }

@@ -15,6 +15,7 @@ use crate::clock;
 use crate::etcd::connection::{describe, is_lease_not_found, Endpoint};
 use crate::etcd::ids::LeaseId;
 use crate::etcd::Connection;
+use crate::logging::events;
 use crate::retry::{self, Backoff};
 
 /// Renews every third of the TTL. The keep-alive stream of etcd-client never
@@ -131,6 +132,12 @@ async fn renew_on_current(
 /// lease cannot expire on the server before `sent + granted`.
 fn acknowledge(publish: &watch::Sender<LeaseState>, sent: clock::Instant, granted: i64) {
     let expires = sent + Duration::from_secs(granted.max(0) as u64);
+    tracing::debug!(
+        event = events::RENEWED,
+        granted,
+        sent_ago_ms = sent.elapsed().as_millis() as u64,
+        "lease renewal acknowledged"
+    );
     publish.send_modify(|state| {
         if expires > state.expires {
             state.expires = expires;

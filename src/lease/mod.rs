@@ -10,7 +10,7 @@
 //!
 //! This folder owns one lease's life: granting it, renewing it (`keeper.rs`)
 //! and revoking it. It publishes what it learns ([`LeaseState`]) and decides
-//! nothing: what a lost lease means is `run::phase`'s business.
+//! nothing: what a lost lease means is `protocol::table`'s business.
 
 use std::time::Duration;
 

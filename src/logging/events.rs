@@ -22,6 +22,12 @@ pub const HANDED_OVER_TO_US: &str = "handed_over_to_us";
 /// from etcd, or taken from what the leader before passed on). Debug level.
 pub const LOOKED_BEHIND: &str = "looked_behind";
 
+/// etcd acknowledged a renewal of the lease (fields `granted`: the TTL it
+/// granted, in seconds; `sent_ago_ms`: how long before this line the
+/// renewal was sent). The lease's local deadline is then `granted`
+/// seconds after that send. Debug level.
+pub const RENEWED: &str = "lease_renewed";
+
 /// A candidate won and leads (fields `token`, `key`). Info level.
 pub const LEADER: &str = "leader";
 

@@ -1,6 +1,7 @@
-//! A replica's side of the world: the work of each phase as one atomic
-//! request to the model's etcd, turned into the production [`Event`], and
-//! each [`Action`] of the production table carried out.
+//! A replica's side of the world: the work of each campaign phase as one
+//! atomic request to the model's etcd, turned into the production
+//! [`CampaignEvent`], and each answer of the production table
+//! (`protocol::table`) carried out.
 //!
 //! The requests are those of the slow path (`LEADERRUN_HANDOFF=slow`):
 //! a waiter learns of its turn by reading the line, never by a handover.
@@ -11,22 +12,23 @@ use crate::election::record::{end_plan, Outcome, Which};
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::protocol::schedule::StartVerdict;
 use crate::protocol::stop::{LeaseView, Stop, Want};
-use crate::run::phase::{Action, Code, Event, Phase, Trouble};
+use crate::protocol::table::{
+    CampaignAction, CampaignEvent, CampaignPhase, Phase, RunningAction, StoppingAction, Trouble,
+};
 
 const CONFLICT: i32 = 75;
 
 impl World {
-    /// The work of replica `r`'s phase, and what came of it.
-    pub(super) fn work(&mut self, r: usize, mut say: Say) -> Option<Event> {
-        let phase = self.replicas[r].phase.0;
+    /// The work of replica `r`'s campaign phase, and what came of it.
+    pub(super) fn work(&mut self, r: usize, phase: CampaignPhase, mut say: Say) -> CampaignEvent {
         let reachable = self.replicas[r].connected && !self.etcd.down;
-        let needs_etcd = !matches!(phase, Phase::Claiming | Phase::Stopping | Phase::Resigning);
+        let needs_etcd = !matches!(phase, CampaignPhase::Claiming);
         if needs_etcd && !reachable {
-            return Some(Event::Etcd(Trouble::Outage));
+            return CampaignEvent::Etcd(Trouble::Outage);
         }
-        Some(match phase {
-            Phase::Dialling => Event::Dialled,
-            Phase::Granting => {
+        match phase {
+            CampaignPhase::Dialling => CampaignEvent::Dialled,
+            CampaignPhase::Granting => {
                 let id = self.etcd.grant(self.now, TTL);
                 let replica = &mut self.replicas[r];
                 replica.lease = Some(Held {
@@ -37,20 +39,13 @@ impl World {
                 });
                 replica.lost_seen = false;
                 say!(say, "replica {r} is granted lease {id}");
-                Event::Granted
+                CampaignEvent::Granted
             }
-            Phase::Joining => self.join(r, say),
-            Phase::Waiting => self.look(r),
-            Phase::Proving => self.prove(r),
-            Phase::Claiming => self.claim(r),
-            Phase::Running => return None,
-            // What it waited for is over (`World::has_work`).
-            Phase::Stopping => Event::JobGone,
-            Phase::Resigning => {
-                self.resign(r, say);
-                return None;
-            }
-        })
+            CampaignPhase::Joining => self.join(r, say),
+            CampaignPhase::Waiting => self.look(r),
+            CampaignPhase::Proving => self.prove(r),
+            CampaignPhase::Claiming => self.claim(r),
+        }
     }
 
     fn ids(&self, r: usize) -> (Key, i64, i64) {
@@ -60,11 +55,12 @@ impl World {
     }
 
     /// Writes our key if absent, and reads the line, in one transaction.
-    fn join(&mut self, r: usize, mut say: Say) -> Event {
+    fn join(&mut self, r: usize, mut say: Say) -> CampaignEvent {
         let (key, _, lease) = self.ids(r);
         if !self.etcd.leases.contains_key(&lease) {
-            // etcd refuses a put on a lease it does not know.
-            return Event::PlaceLost(PlaceLost::LeaseGone);
+            // etcd refuses a put on a lease it does not know ("requested
+            // lease not found"): an error like any other to the run.
+            return CampaignEvent::Etcd(Trouble::Outage);
         }
         if self.etcd.version(key).is_none() {
             let revision = self.etcd.revision + 1;
@@ -78,66 +74,68 @@ impl World {
         let intact = judge_version(self.etcd.version(key), token, lease).is_none();
         if intact && among_first(self.etcd.ahead_of(token), self.slots) {
             self.replicas[r].proven_at = Some(self.etcd.revision);
-            return Event::Proven;
+            return CampaignEvent::Proven;
         }
         if self.replicas[r].wait {
-            Event::Queued
+            CampaignEvent::Queued
         } else {
-            Event::Held
+            CampaignEvent::Held
         }
     }
 
     /// A waiter woken: its key and the line ahead, read at one revision.
-    fn look(&mut self, r: usize) -> Event {
+    fn look(&mut self, r: usize) -> CampaignEvent {
         let (key, token, lease) = self.ids(r);
         if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
-            return Event::PlaceLost(PlaceLost::Key(loss));
+            return CampaignEvent::PlaceLost(PlaceLost::Key(loss));
         }
         self.replicas[r].proven_at = Some(self.etcd.revision);
-        Event::Proven
+        CampaignEvent::Proven
     }
 
     /// With several runners: the proof's transaction rewrites our key.
-    fn prove(&mut self, r: usize) -> Event {
+    fn prove(&mut self, r: usize) -> CampaignEvent {
         let (key, token, lease) = self.ids(r);
         if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
-            return Event::PlaceLost(PlaceLost::Key(loss));
+            return CampaignEvent::PlaceLost(PlaceLost::Key(loss));
         }
         let revision = self.etcd.revision + 1;
         self.etcd
             .put_at(key, Value::Candidate(Some(r as u8)), lease, revision);
         self.etcd.revision = revision;
         if !among_first(self.etcd.ahead_of(token), self.slots) {
-            return Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted));
+            return CampaignEvent::PlaceLost(PlaceLost::Key(KeyLoss::Deleted));
         }
         self.replicas[r].proven_at = Some(revision);
-        Event::Proven
+        CampaignEvent::Proven
     }
 
     /// A proof is good for running only while the lease is sure to live.
-    fn claim(&mut self, r: usize) -> Event {
+    fn claim(&mut self, r: usize) -> CampaignEvent {
         let held = self.replicas[r].lease.expect("a lease by now");
         match schedule().may_start(held.view(), at(self.now)) {
-            StartVerdict::Sure => Event::Claimed,
-            StartVerdict::LeaseGone => Event::PlaceLost(PlaceLost::LeaseGone),
-            StartVerdict::Unsure => Event::PlaceLost(PlaceLost::Unsure),
+            StartVerdict::Sure => CampaignEvent::Claimed,
+            StartVerdict::LeaseGone => CampaignEvent::PlaceLost(PlaceLost::LeaseGone),
+            StartVerdict::Unsure => CampaignEvent::PlaceLost(PlaceLost::Unsure),
         }
     }
 
-    /// Carries out what the table said.
-    pub(super) fn apply(&mut self, r: usize, action: Action, say: Say) {
-        let now = self.now;
+    /// Carries out what the table said to a campaign.
+    pub(super) fn apply_campaign(&mut self, r: usize, action: CampaignAction, say: Say) {
         match action {
-            Action::Enter(phase) => {
-                self.replicas[r].phase.0 = phase;
-                match phase {
-                    Phase::Waiting => self.replicas[r].queued_before = true,
-                    Phase::Running => self.spawn(r, say),
-                    _ => {}
+            CampaignAction::Enter(phase) => {
+                self.replicas[r].phase.0 = phase.into();
+                if phase == CampaignPhase::Waiting {
+                    self.replicas[r].queued_before = true;
                 }
             }
-            Action::Retry | Action::Ignore | Action::FollowStop => {}
-            Action::CampaignAgain => {
+            CampaignAction::Start => {
+                self.replicas[r].phase.0 = Phase::Running;
+                self.spawn(r, say);
+            }
+            // The backoff is time the clock gives anyway.
+            CampaignAction::RetryInLine | CampaignAction::Ignore => {}
+            CampaignAction::RetryAfresh | CampaignAction::CampaignAgain => {
                 self.give_back(r);
                 let replica = &mut self.replicas[r];
                 replica.lease = None;
@@ -146,37 +144,50 @@ impl World {
                 replica.queued_before = true;
                 replica.phase.0 = Phase::Granting;
             }
-            Action::Exit(code) => {
+            CampaignAction::Exit(code) => {
                 self.give_back(r);
                 self.replicas[r].proc = Proc::Done(code.value(CONFLICT));
             }
-            Action::Forward => self.terminate(r),
-            Action::Stop(code, grace) => {
+        }
+    }
+
+    /// Carries out what the table said to a run whose command runs.
+    pub(super) fn apply_running(&mut self, r: usize, action: RunningAction, say: Say) {
+        match action {
+            RunningAction::Forward(_) => self.terminate(r),
+            // Job control is the terminal's: no part of the model.
+            RunningAction::FollowStop(_) => {}
+            RunningAction::Stop(order) => {
                 let view = self.lease_view(r);
-                let stop = Stop::new(grace, schedule(), ms(KILL_AFTER), at(now), view);
+                let stop = Stop::new(order.grace, schedule(), ms(KILL_AFTER), at(self.now), view);
+                let code = order.code;
                 let replica = &mut self.replicas[r];
                 replica.ending = Some((code.value(CONFLICT), code.outcome()));
                 replica.phase.0 = Phase::Stopping;
                 replica.stop = Some(stop);
                 self.carry_out_stop(r, say);
             }
-            Action::CutGrace => {
+        }
+    }
+
+    /// Carries out what the table said to a run stopping its job.
+    pub(super) fn apply_stopping(&mut self, r: usize, action: StoppingAction, say: Say) {
+        let now = self.now;
+        match action {
+            StoppingAction::Forward(_) => self.terminate(r),
+            StoppingAction::CutGrace(_) => {
                 let view = self.lease_view(r);
                 let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
                 stop.cut(schedule(), at(now), view);
             }
-            Action::Kill => {
+            StoppingAction::Kill => {
                 let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
                 stop.kill(at(now));
                 self.carry_out_stop(r, say);
             }
-            Action::Resign => {
+            StoppingAction::Resign => {
                 // The stop is over: what it held is no part of the state.
                 self.replicas[r].stop = None;
-                self.replicas[r].phase.0 = Phase::Resigning;
-            }
-            Action::NotStarted(exit) => {
-                self.replicas[r].ending = Some((exit.code(), Code::Own(exit).outcome()));
                 self.replicas[r].phase.0 = Phase::Resigning;
             }
         }
@@ -255,7 +266,7 @@ impl World {
     /// Deletes our key with the end records in one transaction, if it is
     /// still ours; else revokes, then writes them as a run no longer
     /// entitled. Out of reach, the clean-up bound gives up on both.
-    fn resign(&mut self, r: usize, mut say: Say) {
+    pub(super) fn resign(&mut self, r: usize, mut say: Say) {
         let (code, outcome) = self.replicas[r].ending.expect("a stop carries its code");
         self.replicas[r].proc = Proc::Done(code);
         let reachable = self.replicas[r].connected && !self.etcd.down;

@@ -1,7 +1,7 @@
 //! The protocol, model-checked (issue 32): every interleaving of a few
 //! replicas, one etcd and the faults, within bounds, explored breadth
 //! first, with the production decision code driving each replica
-//! (`run::phase` table, kill schedule, `judge` and the proof's count, the
+//! (`protocol::table`, the kill schedule, `judge` and the proof's count, the
 //! record plan). docs/design.md's "Model checking" says what is checked,
 //! what is assumed and what lies outside.
 //!
@@ -44,6 +44,9 @@ pub struct Bounds {
     pub slots: usize,
     /// --wait, by replica (cycled).
     pub wait: &'static [bool],
+    /// --timeout, by replica (cycled): it may pass at any moment while the
+    /// command runs.
+    pub timeout: &'static [bool],
     /// How many faults may strike (ending one is free).
     pub faults: u8,
     /// Which kinds.
@@ -81,6 +84,7 @@ pub fn check(bounds: Bounds) -> Result<Explored, Failure> {
         bounds.replicas,
         bounds.slots,
         bounds.wait,
+        bounds.timeout,
         (bounds.faults, bounds.kinds),
     );
     // Per state: its parent and the step from it (the root is its own).
@@ -178,7 +182,7 @@ impl Progress {
             // A signal pending is a request to give up: not a stall.
             replica.proc == Proc::Alive
                 && !replica.signal
-                && replica.phase.0 == crate::run::phase::Phase::Waiting
+                && replica.phase.0 == crate::protocol::table::Phase::Waiting
         });
         let ran = self.settle(healed);
         let Some(ran) = ran else {

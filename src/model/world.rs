@@ -3,9 +3,9 @@
 //!
 //! Each replica is driven the way the run's loop drives it: the work of its
 //! phase, or a piece of news (its lease gone, its key lost, its local
-//! deadline passed, its command ended, a signal, the grace over), becomes an
-//! [`Event`]; the production [`decide`] says what it does; and
-//! [`World::apply`] carries the [`Action`] out. The rules under it are the
+//! deadline passed, its command ended, a signal, the grace over), becomes
+//! the event of its state; the production table (`protocol::table`) says
+//! what it does; and the world carries that out (`driver`). The rules under it are the
 //! production ones too: the kill schedule ([`KillSchedule`]) and the kill
 //! sequence ([`Stop`], asked what is due as the run asks it), `judge` and
 //! the proof's count, the record plan ([`end_plan`]). What is the model's
@@ -21,15 +21,16 @@
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
-
 use super::etcd::{Etcd, Key, Value};
 use crate::clock::Instant;
 use crate::election::record::Outcome;
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
 use crate::protocol::stop::{Stop, Want};
-use crate::run::phase::{decide, Event, Loss, Phase, Policy, Status};
+use crate::protocol::table::{
+    self, CampaignEvent, CampaignPhase, Loss, Phase, Policy, RunningEvent, Signal, Status,
+    StoppingEvent,
+};
 
 /// The TTL every replica asks for, and gets.
 pub const TTL: u32 = 3_000;
@@ -115,6 +116,9 @@ impl Held {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Replica {
     pub wait: bool,
+    /// --timeout given; `timed_out` once it passed.
+    pub timeout: bool,
+    pub timed_out: bool,
     pub proc: Proc,
     pub paused: bool,
     pub connected: bool,
@@ -147,9 +151,11 @@ pub struct Replica {
 }
 
 impl Replica {
-    fn new(wait: bool) -> Replica {
+    fn new(wait: bool, timeout: bool) -> Replica {
         Replica {
             wait,
+            timeout,
+            timed_out: false,
             proc: Proc::Alive,
             paused: false,
             connected: true,
@@ -203,6 +209,9 @@ pub enum News {
     Signal,
     /// The grace is over.
     GraceOver,
+    /// --timeout passed (at no instant the model fixes: any moment of the
+    /// command's run).
+    TimedOut,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -311,6 +320,7 @@ impl World {
         replicas: usize,
         slots: usize,
         wait: &[bool],
+        timeout: &[bool],
         faults: (u8, &'static [Kind]),
     ) -> World {
         World {
@@ -319,7 +329,7 @@ impl World {
             slots,
             etcd: Etcd::new(),
             replicas: (0..replicas)
-                .map(|r| Replica::new(wait[r % wait.len()]))
+                .map(|r| Replica::new(wait[r % wait.len()], timeout[r % timeout.len()]))
                 .collect(),
             faults_left: faults.0,
             kinds: faults.1,
@@ -384,10 +394,13 @@ impl World {
                         schedule().verdict(held.view(), at(self.now)) == LeaseVerdict::MustStop
                     })
             }
+            // Only where the run listens to its lease's keeper: a waiter,
+            // and a run that leads. Before Waiting, a lost lease shows only
+            // as the requests on it failing; Claiming reads it (the claim).
             News::LeaseGone => {
                 replica.lease.is_some_and(|held| held.gone)
                     && !replica.lost_seen
-                    && phase != Phase::Resigning
+                    && matches!(phase, Phase::Waiting | Phase::Running | Phase::Stopping)
             }
             News::KeyLost => {
                 matches!(phase, Phase::Proving | Phase::Claiming) | leading
@@ -396,10 +409,14 @@ impl World {
                     && self.key_loss(r).is_some()
             }
             News::Ended => matches!(replica.job, Job::Ended(..)) && leading,
-            News::Signal => replica.signal,
+            // Resigning listens to nothing: a signal then waits for the exit.
+            News::Signal => replica.signal && phase != Phase::Resigning,
             // Only while the job runs: one that exited is seen gone first
             // (News::Ended), as the run's wait for it reaps it.
             News::GraceOver => replica.runs() && self.stop_wants(r) == Some(Want::GraceOver),
+            News::TimedOut => {
+                replica.timeout && !replica.timed_out && phase == Phase::Running && replica.runs()
+            }
         }
     }
 
@@ -431,7 +448,7 @@ impl World {
     /// Every step that can be taken now.
     pub fn steps(&self, with_faults: bool) -> Vec<Step> {
         let mut steps = Vec::new();
-        const NEWS: [News; 8] = [
+        const NEWS: [News; 9] = [
             News::Work,
             News::Renew,
             News::Deadline,
@@ -440,6 +457,7 @@ impl World {
             News::Ended,
             News::Signal,
             News::GraceOver,
+            News::TimedOut,
         ];
         for r in 0..self.replicas.len() {
             for news in NEWS {
@@ -684,71 +702,129 @@ impl World {
     }
 
     fn replica_step(&mut self, r: usize, news: News, mut say: Say) {
+        if news == News::Renew {
+            return self.renew(r, say);
+        }
+        let phase = self.replicas[r].phase.0;
+        let campaign = match phase {
+            Phase::Dialling => CampaignPhase::Dialling,
+            Phase::Granting => CampaignPhase::Granting,
+            Phase::Joining => CampaignPhase::Joining,
+            Phase::Waiting => CampaignPhase::Waiting,
+            Phase::Proving => CampaignPhase::Proving,
+            Phase::Claiming => CampaignPhase::Claiming,
+            Phase::Running => {
+                let event = self.running_event(r, news);
+                let action = table::running(&event);
+                say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
+                return self.apply_running(r, action, say);
+            }
+            Phase::Stopping => {
+                let event = self.stopping_event(r, news);
+                let action = table::stopping(&event);
+                say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
+                return self.apply_stopping(r, action, say);
+            }
+            // Its only news is its work (`World::has`).
+            Phase::Resigning => return self.resign(r, say),
+        };
         let event = match news {
-            News::Work => self.work(r, say.as_deref_mut()),
-            News::Renew => {
-                self.renew(r, say.as_deref_mut());
-                return;
-            }
-            News::Deadline => {
+            News::Work => self.work(r, campaign, say.as_deref_mut()),
+            News::LeaseGone => {
                 self.replicas[r].lost_seen = true;
-                Some(Event::LeadershipLost(Loss::Unacknowledged {
-                    silent_for: ms(TTL),
-                    ttl: ms(TTL),
-                    trouble: None,
-                }))
+                CampaignEvent::PlaceLost(PlaceLost::LeaseGone)
             }
-            News::LeaseGone => Some(self.lease_gone(r)),
             News::KeyLost => {
                 let loss = self.key_loss(r).expect("a loss to tell");
-                Some(match self.replicas[r].phase.0 {
-                    Phase::Running | Phase::Stopping => {
-                        self.replicas[r].lost_seen = true;
-                        Event::LeadershipLost(Loss::Key(loss))
-                    }
-                    _ => Event::PlaceLost(PlaceLost::Key(loss)),
-                })
+                CampaignEvent::PlaceLost(PlaceLost::Key(loss))
             }
-            News::Ended => Some(self.ended(r)),
             News::Signal => {
                 self.replicas[r].signal = false;
-                Some(Event::Signal(Signal::SIGTERM))
+                CampaignEvent::Signal(Signal::SIGTERM)
             }
-            News::GraceOver => Some(Event::GraceOver),
+            News::Renew | News::Deadline | News::Ended | News::GraceOver | News::TimedOut => {
+                unreachable!("{news:?} is no news to a campaign")
+            }
         };
-        let Some(event) = event else {
-            return;
-        };
-        let phase = self.replicas[r].phase.0;
-        let action = decide(phase, &event, self.policy(r));
+        let action = table::campaign(campaign, &event, self.policy(r));
         say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
-        self.apply(r, action, say);
+        self.apply_campaign(r, action, say);
     }
 
-    fn lease_gone(&mut self, r: usize) -> Event {
-        let replica = &mut self.replicas[r];
-        match replica.phase.0 {
-            Phase::Running | Phase::Stopping => {
-                replica.lost_seen = true;
-                Event::LeadershipLost(Loss::LeaseGone)
+    /// What `news` is to a run whose command runs.
+    fn running_event(&mut self, r: usize, news: News) -> RunningEvent {
+        match news {
+            News::Deadline => RunningEvent::LeadershipLost(self.deadline_passed(r)),
+            News::LeaseGone => RunningEvent::LeadershipLost(self.lease_gone(r)),
+            News::KeyLost => RunningEvent::LeadershipLost(self.key_lost(r)),
+            News::Ended => {
+                let (code, signalled) = self.reap(r);
+                RunningEvent::CommandExited(Status { code, signalled })
             }
-            _ => {
-                replica.lost_seen = true;
-                Event::PlaceLost(PlaceLost::LeaseGone)
+            News::Signal => {
+                self.replicas[r].signal = false;
+                RunningEvent::Signal(Signal::SIGTERM)
+            }
+            News::TimedOut => {
+                self.replicas[r].timed_out = true;
+                RunningEvent::TimedOut
+            }
+            News::Work | News::Renew | News::GraceOver => {
+                unreachable!("{news:?} is no news to a running command's run")
             }
         }
     }
 
-    fn ended(&mut self, r: usize) -> Event {
+    /// What `news` is to a run stopping its job.
+    fn stopping_event(&mut self, r: usize, news: News) -> StoppingEvent {
+        match news {
+            // What it waited for is over (`World::has_work`).
+            News::Work => StoppingEvent::JobGone,
+            News::Deadline => StoppingEvent::LeadershipLost(self.deadline_passed(r)),
+            News::LeaseGone => StoppingEvent::LeadershipLost(self.lease_gone(r)),
+            News::KeyLost => StoppingEvent::LeadershipLost(self.key_lost(r)),
+            News::Ended => {
+                self.reap(r);
+                StoppingEvent::JobGone
+            }
+            News::Signal => {
+                self.replicas[r].signal = false;
+                StoppingEvent::Signal(Signal::SIGTERM)
+            }
+            News::GraceOver => StoppingEvent::GraceOver,
+            News::Renew | News::TimedOut => unreachable!("{news:?} is no news to a stop"),
+        }
+    }
+
+    fn deadline_passed(&mut self, r: usize) -> Loss {
+        self.replicas[r].lost_seen = true;
+        Loss::Unacknowledged {
+            silent_for: ms(TTL),
+            ttl: ms(TTL),
+            trouble: None,
+        }
+    }
+
+    /// The lease's end, seen by replica `r`'s keeper.
+    fn lease_gone(&mut self, r: usize) -> Loss {
+        self.replicas[r].lost_seen = true;
+        Loss::LeaseGone
+    }
+
+    fn key_lost(&mut self, r: usize) -> Loss {
+        let loss = self.key_loss(r).expect("a loss to tell");
+        self.replicas[r].lost_seen = true;
+        Loss::Key(loss)
+    }
+
+    /// The job's end, waited for.
+    fn reap(&mut self, r: usize) -> (i32, bool) {
         let replica = &mut self.replicas[r];
         let Job::Ended(code, signalled) = replica.job else {
             unreachable!("news of an end that did not happen")
         };
         replica.job = Job::Reaped;
-        match replica.phase.0 {
-            Phase::Running => Event::CommandExited(Status { code, signalled }),
-            _ => Event::JobGone,
-        }
+        (code, signalled)
     }
 
     fn renew(&mut self, r: usize, mut say: Say) {

@@ -4,8 +4,9 @@
 //! the job and the boot-time clock; the model checker (`model`) performs
 //! it in its modelled world, so that both drive the same code.
 //!
-//! Here now: the kill schedule ([`schedule`]: when a stop starts, how long
-//! its grace lasts, what the lease says of a leading run and of a win
+//! Here now: the table of what every event does in every phase
+//! ([`table`]), the kill schedule ([`schedule`]: when a stop starts, how
+//! long its grace lasts, what the lease says of a leading run and of a win
 //! about to start) and the kill sequence ([`stop`]). Nothing here does IO
 //! or reads a clock: it imports no tokio, etcd-client, nix, rustix,
 //! `std::process`, `std::net` or `std::fs`, and calls nothing of
@@ -13,14 +14,16 @@
 
 pub mod schedule;
 pub mod stop;
+pub mod table;
 
 #[cfg(test)]
 mod tests {
     /// Each file of this module, as written.
-    const FILES: [(&str, &str); 3] = [
+    const FILES: [(&str, &str); 4] = [
         ("mod.rs", include_str!("mod.rs")),
         ("schedule.rs", include_str!("schedule.rs")),
         ("stop.rs", include_str!("stop.rs")),
+        ("table.rs", include_str!("table.rs")),
     ];
 
     /// What no code here may name: IO, and the clock read.

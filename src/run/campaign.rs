@@ -5,7 +5,7 @@
 //! [`Campaigning`] carries what the campaign has so far: the phase, our
 //! place in line, the proof once we have it, the guardian, and the watch
 //! of our key. Each phase's work ([`Campaigning::work`]) is one step that
-//! ends in an event for the table (`phase::decide`): done, or why not. It
+//! ends in an event for the table (`protocol::table::campaign`): done, or why not. It
 //! never looks at signals or the user's deadline: the run's loop races the
 //! step against them and drops it, which cancels whatever request is in
 //! flight. What the run holds in etcd is in the [`Session`], outside the
@@ -17,7 +17,6 @@
 
 use anyhow::Result;
 
-use super::phase::{Event, Phase, Policy, Trouble};
 use super::session::Session;
 use super::Config;
 use crate::child::guard::Guard;
@@ -34,12 +33,13 @@ use crate::etcd::Connection;
 use crate::lease::Lease;
 use crate::logging;
 use crate::protocol::schedule::{KillSchedule, LeaseView, StartVerdict};
+use crate::protocol::table::{CampaignEvent, CampaignPhase, Policy, Trouble};
 
 /// A run before its command exists.
 pub struct Campaigning<'a> {
     config: &'a Config,
     connection: &'a Connection,
-    pub phase: Phase,
+    pub phase: CampaignPhase,
     /// This run has been in the queue once: see [`Policy`].
     queued_before: bool,
     /// The campaign has had its first look at the queue (and found someone
@@ -78,7 +78,7 @@ impl<'a> Campaigning<'a> {
         Campaigning {
             config,
             connection,
-            phase: Phase::Dialling,
+            phase: CampaignPhase::Dialling,
             queued_before: false,
             looked: false,
             holder: config.holder.clone(),
@@ -129,32 +129,30 @@ impl<'a> Campaigning<'a> {
         self.candidate = None;
         self.own = None;
         self.leadership = None;
-        self.phase = Phase::Granting;
+        self.phase = CampaignPhase::Granting;
     }
 
     /// The work of the current phase, as one event.
-    pub async fn work(&mut self, session: &mut Session) -> Event {
+    pub async fn work(&mut self, session: &mut Session) -> CampaignEvent {
         let step = match self.phase {
-            Phase::Dialling => Ok(Event::Dialled),
-            Phase::Granting => self.grant(session).await,
-            Phase::Joining => self.join(session).await,
-            Phase::Waiting => self.wait(session).await,
-            Phase::Proving => self.prove(session).await,
-            Phase::Claiming => self.claim(session).await,
-            // Not a campaign's phases: the loop never leaves it in one.
-            Phase::Running | Phase::Stopping | Phase::Resigning => Err(anyhow::anyhow!(
-                "internal error: no campaign work in {:?}",
-                self.phase
-            )),
+            CampaignPhase::Dialling => Ok(CampaignEvent::Dialled),
+            CampaignPhase::Granting => self.grant(session).await,
+            CampaignPhase::Joining => self.join(session).await,
+            CampaignPhase::Waiting => self.wait(session).await,
+            CampaignPhase::Proving => self.prove(session).await,
+            CampaignPhase::Claiming => self.claim(session).await,
         };
         let event = step.unwrap_or_else(|err| {
-            let event = Event::Etcd(trouble(&err));
+            let event = CampaignEvent::Etcd(trouble(&err));
             self.error = Some(err);
             event
         });
         if !matches!(
             event,
-            Event::Dialled | Event::Granted | Event::Proven | Event::Claimed
+            CampaignEvent::Dialled
+                | CampaignEvent::Granted
+                | CampaignEvent::Proven
+                | CampaignEvent::Claimed
         ) {
             self.looked = true;
         }
@@ -169,30 +167,30 @@ impl<'a> Campaigning<'a> {
         )
     }
 
-    async fn grant(&mut self, session: &mut Session) -> Result<Event> {
+    async fn grant(&mut self, session: &mut Session) -> Result<CampaignEvent> {
         self.holder = Holder {
             started: holder::now_rfc3339(),
             ..self.config.holder.clone()
         };
         let lease = session.grant(self.config.ttl).await?;
         tracing::debug!(ttl = ?lease.ttl, "granted TTL");
-        Ok(Event::Granted)
+        Ok(CampaignEvent::Granted)
     }
 
     /// Without --wait: lead now, or learn who does. With it: join the
     /// queue, proven at once if nobody is ahead.
-    async fn join(&mut self, session: &mut Session) -> Result<Event> {
+    async fn join(&mut self, session: &mut Session) -> Result<CampaignEvent> {
         let lease = session.lease().map(|lease| lease.id).unwrap_or_default();
         let election = self.election();
         if !self.config.wait {
             return Ok(match election.try_acquire(lease, &self.holder).await? {
                 Attempt::Won(leadership) => {
                     self.leadership = Some(leadership);
-                    Event::Proven
+                    CampaignEvent::Proven
                 }
                 Attempt::Held(leader) => {
                     self.held_by = leader;
-                    Event::Held
+                    CampaignEvent::Held
                 }
                 Attempt::Vanished => key_gone(),
             });
@@ -212,13 +210,13 @@ impl<'a> Campaigning<'a> {
         let event = match proven_at {
             Some(revision) => {
                 self.leadership = Some(self.proof(&candidate, lease, revision));
-                Event::Proven
+                CampaignEvent::Proven
             }
             None => {
                 if let Some(leader) = runners.first() {
                     tracing::info!("waiting: {} leads", leader.describe());
                 }
-                Event::Queued
+                CampaignEvent::Queued
             }
         };
         self.candidate = Some(candidate);
@@ -238,7 +236,7 @@ impl<'a> Campaigning<'a> {
     }
 
     /// Waits for our turn in line.
-    async fn wait(&mut self, session: &mut Session) -> Result<Event> {
+    async fn wait(&mut self, session: &mut Session) -> Result<CampaignEvent> {
         let (Some(candidate), Some(lease)) = (&self.candidate, session.lease()) else {
             return Ok(key_gone());
         };
@@ -250,25 +248,28 @@ impl<'a> Campaigning<'a> {
                 Revision::default(),
             )
         });
-        let election = Election {
-            handovers: self.config.handoff.fast(),
-            ..Election::new(
-                self.connection,
-                &self.config.election,
-                self.config.max_running,
-            )
-        };
+        let election = Election::new(
+            self.connection,
+            &self.config.election,
+            self.config.max_running,
+        );
         let turn = election
-            .wait_for_turn(candidate, lease.id, &mut lease.watch(), own)
+            .wait_for_turn(
+                self.config.handoff,
+                candidate,
+                lease.id,
+                &mut lease.watch(),
+                own,
+            )
             .await;
         Ok(match turn {
             Turn::Ours(revision) => {
                 tracing::trace!(revision = revision.0, "proven");
                 let leadership = self.proof(candidate, lease.id, revision);
                 self.leadership = Some(leadership);
-                Event::Proven
+                CampaignEvent::Proven
             }
-            Turn::Gone(lost) => Event::PlaceLost(lost),
+            Turn::Gone(lost) => CampaignEvent::PlaceLost(lost),
             Turn::Failed(err) => return Err(err),
         })
     }
@@ -276,7 +277,7 @@ impl<'a> Campaigning<'a> {
     /// With several runners, a waiter's turn is proven again by a
     /// transaction that also rewrites our key, with the time we started:
     /// the waiter behind wakes on that rewrite (see `wait_for_turn`).
-    async fn prove(&mut self, session: &mut Session) -> Result<Event> {
+    async fn prove(&mut self, session: &mut Session) -> Result<CampaignEvent> {
         let (Some(candidate), Some(lease)) = (&self.candidate, session.lease()) else {
             return Ok(key_gone());
         };
@@ -288,7 +289,7 @@ impl<'a> Campaigning<'a> {
             match self.election().prove(candidate, lease.id, &holder).await? {
                 Some(leadership) => {
                     self.leadership = Some(leadership);
-                    Event::Proven
+                    CampaignEvent::Proven
                 }
                 // A phantom win: our key is gone.
                 None => key_gone(),
@@ -299,7 +300,7 @@ impl<'a> Campaigning<'a> {
     /// Starts the guardian (unless it is ready, as it almost always is), then
     /// claims the window: in that order, so that a guardian that cannot
     /// start never uses up a window.
-    async fn claim(&mut self, session: &mut Session) -> Result<Event> {
+    async fn claim(&mut self, session: &mut Session) -> Result<CampaignEvent> {
         let (Some(leadership), Some(lease)) = (&self.leadership, session.lease()) else {
             return Ok(key_gone());
         };
@@ -317,14 +318,14 @@ impl<'a> Campaigning<'a> {
         };
         match schedule.may_start(view, clock::Instant::now()) {
             StartVerdict::Sure => {}
-            StartVerdict::LeaseGone => return Ok(Event::PlaceLost(PlaceLost::LeaseGone)),
-            StartVerdict::Unsure => return Ok(Event::PlaceLost(PlaceLost::Unsure)),
+            StartVerdict::LeaseGone => return Ok(CampaignEvent::PlaceLost(PlaceLost::LeaseGone)),
+            StartVerdict::Unsure => return Ok(CampaignEvent::PlaceLost(PlaceLost::Unsure)),
         }
         match self.guard.take().map_or_else(Guard::start, Ok) {
             Ok(guard) => self.guard = Some(guard),
             Err(err) => {
                 self.error = Some(anyhow::anyhow!("starting the guardian process: {err}"));
-                return Ok(Event::GuardianFailed);
+                return Ok(CampaignEvent::GuardianFailed);
             }
         }
         // "leader" only once nothing can keep the command from starting: a
@@ -332,7 +333,7 @@ impl<'a> Campaigning<'a> {
         // seem to have led.
         let Some(window) = self.config.once_per else {
             tracing::info!(event = logging::events::LEADER, token = leadership.token.0, key = %leadership.key, "leader");
-            return Ok(Event::Claimed);
+            return Ok(CampaignEvent::Claimed);
         };
         let claim = once_per::claim(
             self.connection,
@@ -348,11 +349,11 @@ impl<'a> Campaigning<'a> {
                     "this run opens a --once-per {} window",
                     humantime::format_duration(window)
                 );
-                Event::Claimed
+                CampaignEvent::Claimed
             }
             Claim::Taken(marker) => {
                 self.window_taken = Some(marker);
-                Event::WindowTaken
+                CampaignEvent::WindowTaken
             }
             Claim::LeadershipLost => key_gone(),
         })
@@ -360,8 +361,8 @@ impl<'a> Campaigning<'a> {
 }
 
 /// Our key vanished on the way to leading.
-fn key_gone() -> Event {
-    Event::PlaceLost(PlaceLost::Key(KeyLoss::Deleted))
+fn key_gone() -> CampaignEvent {
+    CampaignEvent::PlaceLost(PlaceLost::Key(KeyLoss::Deleted))
 }
 
 /// What kind of failure an etcd error is, for the table.
@@ -376,10 +377,10 @@ fn trouble(err: &anyhow::Error) -> Trouble {
 }
 
 /// The line for a setback the campaign rides out or starts again from.
-pub fn describe(event: &Event, error: Option<&anyhow::Error>) -> String {
+pub fn describe(event: &CampaignEvent, error: Option<&anyhow::Error>) -> String {
     match (event, error) {
         (_, Some(err)) => format!("{err:#}"),
-        (Event::PlaceLost(lost), None) => lost.to_string(),
+        (CampaignEvent::PlaceLost(lost), None) => lost.to_string(),
         (event, None) => format!("{event:?}"),
     }
 }

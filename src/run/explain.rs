@@ -2,24 +2,24 @@
 //! -v): cron mails whatever is printed.
 
 use super::campaign::Campaigning;
-use super::phase::Event;
 use super::Config;
 use crate::clock;
 use crate::election::once_per::Marker;
 use crate::election::{self, Leader};
 use crate::etcd::ids::LeaseId;
 use crate::logging::{self, Level};
+use crate::protocol::table::CampaignEvent;
 use crate::retry::CLEANUP;
 
 /// The line for a campaign that ends with the conflict code.
-pub async fn conflict(config: &Config, campaign: &Campaigning<'_>, event: &Event) {
+pub async fn conflict(config: &Config, campaign: &Campaigning<'_>, event: &CampaignEvent) {
     if !config.explain {
         return;
     }
     if let Some(marker) = &campaign.window_taken {
         return window(config, marker);
     }
-    if matches!(event, Event::WaitTimeout) {
+    if matches!(event, CampaignEvent::WaitTimeout) {
         let read = clock::timeout(
             CLEANUP,
             election::read_leader(campaign.connection(), &config.election),

@@ -1,55 +1,50 @@
 //! The run as one state machine: each state carries what it holds, each
-//! has its own source of events, [`decide`] answers every event in every
-//! phase, and one loop ([`drive`]) carries the answers out.
+//! has its own source of events and its own part of the table
+//! (`protocol::table`: [`table::campaign`], [`table::running`],
+//! [`table::stopping`]), which answers every event it can have; one loop
+//! ([`drive`]) carries the answers out. No state can be handed an answer
+//! it cannot carry out: each part of the table answers in its own type.
 //!
 //! | state         | holds                                                   | events from                                   |
 //! |---------------|---------------------------------------------------------|-----------------------------------------------|
 //! | `Campaigning` | the phase, our place, the proof, the guardian, our key's watch | the phase's work, signals, --wait-timeout |
-//! | `NotStarted`  | a proven win whose command could not be started          | the spawn's failure                          |
 //! | `Leading`     | the lease, the proof, our key's watch, the guardian, the job | leadership lost, the command, signals, --timeout |
 //! | `Stopping`    | a leading run, the exit code, the kill sequence          | the job gone, the grace over, signals, (kept) a loss |
 //!
-//! Every way out is an [`Ending`], carried out by [`finish`]: what is held
-//! in etcd given back (resigned with the run's records after a run), and
-//! the guardian released, told "done" only with the proof that the job is
-//! gone (`child::job::JobGone`). A job not known gone (SIGKILL did not
-//! finish it within its bound) leaves the guardian armed: it kills the
-//! job's group as it is let go.
+//! A win whose command cannot be spawned never leads: it ends at once
+//! ([`table::spawn_failed`]). Every way out is an [`Ending`], carried out
+//! by [`finish`]: what is held in etcd given back (resigned with the run's
+//! records after a run), and the guardian released, told "done" only with
+//! the proof that the job is gone (`child::job::JobGone`). A job not known
+//! gone (SIGKILL did not finish it within its bound) leaves the guardian
+//! armed: it kills the job's group as it is let go.
 
 use anyhow::Result;
 use tokio::sync::Notify;
 
 use super::campaign::{self, Campaigning, Won};
-use super::phase::{decide, retry_ceiling, Action, Code, Event, Phase, Policy, Trouble};
 use super::session::Session;
 use super::stopping::Stopping;
 use super::supervise::{Leading, NotStarted};
 use super::{explain, Config};
 use crate::child::guard::Guard;
 use crate::clock;
-use crate::election::record::{self, Ended};
+use crate::election::record::Ended;
 use crate::election::Election;
 use crate::etcd::Connection;
 use crate::logging;
+use crate::protocol::table::{
+    self, retry_ceiling, CampaignAction, CampaignEvent, CampaignPhase, Code, Phase, RunningAction,
+    RunningEvent, StoppingAction, Trouble,
+};
 use crate::retry::{Backoff, CLEANUP};
 use crate::signals::Signals;
 
 /// What a run holds, by state.
 enum State<'a> {
     Campaigning(Campaigning<'a>),
-    NotStarted(Box<NotStarted>),
     Leading(Leading<'a>),
     Stopping(Stopping<'a>),
-}
-
-impl State<'_> {
-    fn phase(&self) -> Phase {
-        match self {
-            State::Campaigning(campaign) => campaign.phase,
-            State::NotStarted(_) | State::Leading(_) => Phase::Running,
-            State::Stopping(_) => Phase::Stopping,
-        }
-    }
 }
 
 /// How a run ends.
@@ -79,7 +74,7 @@ enum Next<'a> {
     End(Ending),
 }
 
-/// The loop: the current state's next event, the table's answer, carried
+/// The loop: the current state's next event, its table's answer, carried
 /// out; until the run ends. Then the way out ([`finish`]).
 pub async fn drive(
     config: &Config,
@@ -91,11 +86,6 @@ pub async fn drive(
     let mut run = Run {
         config,
         connection,
-        policy: Policy {
-            wait: config.wait,
-            queued_before: false,
-            single: config.max_running == 1,
-        },
         give_up_at: config
             .wait_timeout
             .map(|timeout| clock::Instant::now() + timeout),
@@ -105,11 +95,30 @@ pub async fn drive(
     };
     let mut state = State::Campaigning(Campaigning::new(config, connection, guardian));
     let ending = loop {
-        let event = run.next_event(&mut state, &mut session, signals).await;
-        let phase = state.phase();
-        let action = decide(phase, &event, run.policy);
-        tracing::trace!(?phase, ?event, ?action, "decided");
-        match run.carry_out(state, action, event, &mut session).await {
+        let next = match state {
+            State::Campaigning(mut campaign) => {
+                let event = run
+                    .campaign_event(&mut campaign, &mut session, signals)
+                    .await;
+                let phase = campaign.phase;
+                let action = table::campaign(phase, &event, campaign.policy());
+                tracing::trace!(?phase, ?event, ?action, "decided");
+                run.campaign(campaign, action, event, &mut session).await
+            }
+            State::Leading(mut leading) => {
+                let event = leading.next_event(signals).await;
+                let action = table::running(&event);
+                tracing::trace!(phase = ?Phase::Running, ?event, ?action, "decided");
+                lead(leading, action, &event)
+            }
+            State::Stopping(mut stopping) => {
+                let event = stopping.next_event(signals).await;
+                let action = table::stopping(&event);
+                tracing::trace!(phase = ?Phase::Stopping, ?event, ?action, "decided");
+                stop(stopping, action, &mut session)
+            }
+        };
+        match next {
             Next::State(next) => state = next,
             Next::End(ending) => break ending,
         }
@@ -121,11 +130,10 @@ pub async fn drive(
 struct Run<'a> {
     config: &'a Config,
     connection: &'a Connection,
-    policy: Policy,
     /// --wait-timeout's deadline.
     give_up_at: Option<clock::Instant>,
     /// The backoff of the phase that retries, while it does.
-    backoff: Option<(Phase, Backoff)>,
+    backoff: Option<(CampaignPhase, Backoff)>,
     /// When a campaign that is backing off tries again.
     retry_at: Option<clock::Instant>,
     /// NOSPACE said once already.
@@ -133,81 +141,37 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    /// The state's next event, raced against what may interrupt it.
-    async fn next_event(
+    /// The campaign's next event: its phase's work, raced against a
+    /// signal and --wait-timeout.
+    async fn campaign_event(
         &mut self,
-        state: &mut State<'a>,
+        campaign: &mut Campaigning<'a>,
         session: &mut Session,
         signals: &mut Signals,
-    ) -> Event {
-        match state {
-            State::Campaigning(campaign) => {
-                // --wait-timeout ends the wait, but never before the first
-                // look at the queue: `--wait-timeout 0` tries once. Reaching
-                // etcd at all is bounded by --dial-timeout.
-                let looked = campaign.looked;
-                let give_up_at = self.give_up_at;
-                let timed_out = async move {
-                    if !looked {
-                        return std::future::pending().await;
-                    }
-                    clock::sleep_until_opt(give_up_at).await
-                };
-                let retry_at = self.retry_at.take();
-                let work = async {
-                    if let Some(at) = retry_at {
-                        clock::sleep_until(at).await;
-                    }
-                    campaign.work(session).await
-                };
-                let event = tokio::select! {
-                    biased;
-                    signal = signals.recv() => Event::Signal(signal),
-                    _ = timed_out => Event::WaitTimeout,
-                    event = work => event,
-                };
-                self.policy = campaign.policy();
-                event
+    ) -> CampaignEvent {
+        // --wait-timeout ends the wait, but never before the first look at
+        // the queue: `--wait-timeout 0` tries once. Reaching etcd at all is
+        // bounded by --dial-timeout.
+        let looked = campaign.looked;
+        let give_up_at = self.give_up_at;
+        let timed_out = async move {
+            if !looked {
+                return std::future::pending().await;
             }
-            State::NotStarted(not_started) => Event::SpawnFailed(not_started.exit),
-            State::Leading(leading) => leading.next_event(signals).await,
-            State::Stopping(stopping) => stopping.next_event(signals).await,
-        }
-    }
-
-    async fn carry_out(
-        &mut self,
-        state: State<'a>,
-        action: Action,
-        event: Event,
-        session: &mut Session,
-    ) -> Next<'a> {
-        match (state, action) {
-            (state, Action::Ignore) => Next::State(state),
-            (State::Campaigning(campaign), action) => {
-                self.campaign(campaign, action, event, session).await
+            clock::sleep_until_opt(give_up_at).await
+        };
+        let retry_at = self.retry_at.take();
+        let work = async {
+            if let Some(at) = retry_at {
+                clock::sleep_until(at).await;
             }
-            (State::NotStarted(not_started), Action::NotStarted(exit)) => {
-                Next::End(not_started_ending(not_started, exit, session))
-            }
-            (State::Leading(mut leading), action) => match (action, event) {
-                (Action::Forward, Event::Signal(signal)) => {
-                    tracing::info!(?signal, "passing the signal on to the command");
-                    leading.child.signal_job(signal);
-                    Next::State(State::Leading(leading))
-                }
-                (Action::FollowStop, Event::CommandStopped(signal)) => {
-                    leading.follow_stop(signal);
-                    Next::State(State::Leading(leading))
-                }
-                (Action::Stop(code, grace), why) => {
-                    tracing::trace!("supervision ended");
-                    Next::State(State::Stopping(Stopping::new(leading, code, grace, &why)))
-                }
-                (action, event) => unexpected(State::Leading(leading), action, &event),
-            },
-            (State::Stopping(stopping), action) => stop(stopping, action, event, session),
-            (state, action) => unexpected(state, action, &event),
+            campaign.work(session).await
+        };
+        tokio::select! {
+            biased;
+            signal = signals.recv() => CampaignEvent::Signal(signal),
+            _ = timed_out => CampaignEvent::WaitTimeout,
+            event = work => event,
         }
     }
 
@@ -215,15 +179,15 @@ impl<'a> Run<'a> {
     async fn campaign(
         &mut self,
         mut campaign: Campaigning<'a>,
-        action: Action,
-        event: Event,
+        action: CampaignAction,
+        event: CampaignEvent,
         session: &mut Session,
     ) -> Next<'a> {
         match action {
-            Action::Enter(Phase::Running) => {
+            CampaignAction::Start => {
                 self.backoff = None;
                 match campaign.won(session) {
-                    Some(won) => self.start(won),
+                    Some(won) => self.start(won, session),
                     None => {
                         let error = anyhow::anyhow!("internal error: claimed without a proof");
                         let guard = campaign.take_guard();
@@ -235,19 +199,21 @@ impl<'a> Run<'a> {
                     }
                 }
             }
-            Action::Enter(phase @ (Phase::Stopping | Phase::Resigning | Phase::Dialling)) => {
-                unexpected(State::Campaigning(campaign), Action::Enter(phase), &event)
-            }
-            Action::Enter(phase) => {
+            CampaignAction::Enter(phase) => {
                 self.backoff = None;
                 campaign.phase = phase;
                 Next::State(State::Campaigning(campaign))
             }
-            Action::Retry => {
+            CampaignAction::RetryInLine => {
                 self.retry(&mut campaign, &event);
                 Next::State(State::Campaigning(campaign))
             }
-            Action::CampaignAgain => {
+            CampaignAction::RetryAfresh => {
+                self.retry(&mut campaign, &event);
+                campaign.again();
+                Next::State(State::Campaigning(campaign))
+            }
+            CampaignAction::CampaignAgain => {
                 let line = campaign::describe(&event, campaign.error.take().as_ref());
                 tracing::info!(
                     event = logging::events::CAMPAIGNING_AGAIN,
@@ -256,27 +222,22 @@ impl<'a> Run<'a> {
                 campaign.again();
                 Next::State(State::Campaigning(campaign))
             }
-            Action::Exit(code) => Next::End(self.campaign_over(campaign, code, &event).await),
-            Action::Forward
-            | Action::FollowStop
-            | Action::Stop(..)
-            | Action::CutGrace
-            | Action::Kill
-            | Action::Resign
-            | Action::NotStarted(_)
-            | Action::Ignore => unexpected(State::Campaigning(campaign), action, &event),
+            CampaignAction::Exit(code) => {
+                Next::End(self.campaign_over(campaign, code, &event).await)
+            }
+            CampaignAction::Ignore => Next::State(State::Campaigning(campaign)),
         }
     }
 
-    /// The same work again after a backoff: in line still when waiting,
-    /// else with a new lease. A full etcd refuses until an operator acts: a
-    /// queued replica rides it out, but says so once, without -v, rather
-    /// than retrying in silence for hours.
-    fn retry(&mut self, campaign: &mut Campaigning<'a>, event: &Event) {
+    /// The same work again after a backoff (the phase's own, which grows
+    /// while the phase keeps failing). A full etcd refuses until an
+    /// operator acts: a queued replica rides it out, but says so once,
+    /// without -v, rather than retrying in silence for hours.
+    fn retry(&mut self, campaign: &mut Campaigning<'a>, event: &CampaignEvent) {
         let phase = campaign.phase;
         let line = campaign::describe(event, campaign.error.take().as_ref());
         tracing::info!("{line}; retrying");
-        if matches!(event, Event::Etcd(Trouble::Full)) && !self.warned_full {
+        if matches!(event, CampaignEvent::Etcd(Trouble::Full)) && !self.warned_full {
             self.warned_full = true;
             logging::say(
                 logging::Level::Warn,
@@ -288,17 +249,14 @@ impl<'a> Run<'a> {
             slot => &mut slot.insert((phase, Backoff::new(retry_ceiling(phase)))).1,
         };
         self.retry_at = Some(clock::Instant::now() + backoff.next_delay());
-        if phase != Phase::Waiting {
-            campaign.again();
-        }
     }
 
-    /// Spawns the command of a win; a spawn that fails is an event.
-    fn start(&mut self, won: Won) -> Next<'a> {
+    /// Spawns the command of a win: it leads, or ends having started
+    /// nothing.
+    fn start(&mut self, won: Won, session: &mut Session) -> Next<'a> {
         match Leading::start(self.config, self.connection, won) {
             Ok(leading) => Next::State(State::Leading(leading)),
-            // Its only event, the spawn's failure, comes next.
-            Err(not_started) => Next::State(State::NotStarted(not_started)),
+            Err(not_started) => Next::End(not_started_ending(*not_started, session)),
         }
     }
 
@@ -307,15 +265,15 @@ impl<'a> Run<'a> {
         &self,
         mut campaign: Campaigning<'a>,
         code: Code,
-        event: &Event,
+        event: &CampaignEvent,
     ) -> Ending {
-        match (code, event) {
-            (Code::Signalled(signal), _) => {
+        match code {
+            Code::Signalled(signal) => {
                 let phase = campaign.phase;
                 tracing::info!(?signal, ?phase, "signalled before the command ran");
             }
-            (Code::Conflict, _) => explain::conflict(self.config, &campaign, event).await,
-            (Code::Command(_) | Code::Own(_), _) => {}
+            Code::Conflict => explain::conflict(self.config, &campaign, event).await,
+            Code::Command(_) | Code::Own(_) => {}
         }
         let error = match code {
             Code::Own(_) => campaign.error.take(),
@@ -329,33 +287,31 @@ impl<'a> Run<'a> {
     }
 }
 
-/// An action while the job is being stopped.
-fn stop<'a>(
-    mut stopping: Stopping<'a>,
-    action: Action,
-    event: Event,
-    session: &mut Session,
-) -> Next<'a> {
-    match (action, event) {
-        (Action::Forward, Event::Signal(signal)) => stopping.leading.child.signal_job(signal),
-        (Action::CutGrace, Event::LeadershipLost(loss)) => stopping.cut_grace(&loss),
-        (Action::Kill, _) => stopping.kill(),
-        (Action::Resign, _) => return Next::End(run_ending(stopping, session)),
-        (action, event) => return unexpected(State::Stopping(stopping), action, &event),
+/// An action while the command runs.
+fn lead<'a>(mut leading: Leading<'a>, action: RunningAction, event: &RunningEvent) -> Next<'a> {
+    match action {
+        RunningAction::Forward(signal) => {
+            tracing::info!(?signal, "passing the signal on to the command");
+            leading.child.signal_job(signal);
+        }
+        RunningAction::FollowStop(signal) => leading.follow_stop(signal),
+        RunningAction::Stop(order) => {
+            tracing::trace!("supervision ended");
+            return Next::State(State::Stopping(Stopping::new(leading, order, event)));
+        }
     }
-    Next::State(State::Stopping(stopping))
+    Next::State(State::Leading(leading))
 }
 
-/// An action the table never gives in this state: said, and ignored.
-fn unexpected<'a>(state: State<'a>, action: Action, event: &Event) -> Next<'a> {
-    let phase = state.phase();
-    tracing::info!(
-        ?phase,
-        ?event,
-        ?action,
-        "internal error: an action this state cannot take; ignored"
-    );
-    Next::State(state)
+/// An action while the job is being stopped.
+fn stop<'a>(mut stopping: Stopping<'a>, action: StoppingAction, session: &mut Session) -> Next<'a> {
+    match action {
+        StoppingAction::Forward(signal) => stopping.leading.child.signal_job(signal),
+        StoppingAction::CutGrace(loss) => stopping.cut_grace(&loss),
+        StoppingAction::Kill => stopping.kill(),
+        StoppingAction::Resign => return Next::End(run_ending(stopping, session)),
+    }
+    Next::State(State::Stopping(stopping))
 }
 
 /// A stopped run's way out: its lease, watches and look-up of who is
@@ -387,19 +343,19 @@ fn run_ending(mut stopping: Stopping<'_>, session: &mut Session) -> Ending {
 
 /// A win whose command could not be started: nothing ran, its window is
 /// given back, and its record says it did not start.
-fn not_started_ending(
-    not_started: Box<NotStarted>,
-    exit: crate::exit::Exit,
-    session: &mut Session,
-) -> Ending {
+fn not_started_ending(not_started: NotStarted, session: &mut Session) -> Ending {
     let NotStarted {
-        won, run, error, ..
-    } = *not_started;
+        exit,
+        won,
+        run,
+        error,
+    } = not_started;
+    let code = table::spawn_failed(exit);
     let proven_at = won.leadership.proven_at;
     session.after_run(won.lease, won.own, None, false);
-    let record = run.ended(record::Outcome::NotStarted, Some(exit.code()));
+    let record = run.ended(code.outcome(), Some(exit.code()));
     Ending::Run {
-        code: Code::Own(exit),
+        code,
         ended: Ended::new(record, None, proven_at),
         guard: won.guard,
         error: Some(error),

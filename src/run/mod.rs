@@ -1,8 +1,8 @@
 //! Running a command as leader: campaign, prove, claim, spawn, supervise,
 //! stop, resign.
 //!
-//! The phases and what every event does in each are in [`phase`], the only
-//! place that decides; [`machine`] is the one loop that asks it and carries
+//! The phases and what every event does in each are in `protocol::table`,
+//! the only place that decides; [`machine`] is the one loop that asks it and carries
 //! its answers out, over states that each carry what they hold:
 //! [`campaign`] (everything before the command exists), [`supervise`] (the
 //! command running), [`stopping`] (the kill sequence, as
@@ -14,7 +14,6 @@
 mod campaign;
 mod explain;
 mod machine;
-pub mod phase;
 mod session;
 mod stopping;
 mod supervise;

@@ -11,11 +11,11 @@
 
 use std::time::Duration;
 
-use super::phase::{Code, Event, Grace, Loss};
 use super::supervise::{leadership_lost, Leading};
 use crate::clock;
 use crate::logging::{self, Level};
 use crate::protocol::stop::{KillReason, LeaseView, Stop, Want};
+use crate::protocol::table::{Code, Loss, RunningEvent, StopOrder, StoppingEvent};
 use crate::signals::Signals;
 
 /// How long SIGKILL is sent, at most, before the stop is over whatever is
@@ -43,26 +43,32 @@ impl<'a> Stopping<'a> {
     /// Starts stopping the job of `leading`, which ends with `code`. A job
     /// already gone (a command that exited and left nothing) needs no
     /// stop: the first event says so.
-    pub fn new(mut leading: Leading<'a>, code: Code, grace: Grace, why: &Event) -> Stopping<'a> {
+    pub fn new(mut leading: Leading<'a>, order: StopOrder, why: &RunningEvent) -> Stopping<'a> {
         let lease = lease_view(&leading);
         let (schedule, kill_after) = (leading.schedule, leading.config.kill_after);
-        let stop = Stop::new(grace, schedule, kill_after, clock::Instant::now(), lease);
-        let gone = matches!(code, Code::Command(_)) && !leading.child.job_alive();
+        let stop = Stop::new(
+            order.grace,
+            schedule,
+            kill_after,
+            clock::Instant::now(),
+            lease,
+        );
+        let gone = order.exited && !leading.child.job_alive();
         tracing::trace!(alive = !gone, "job checked");
         say_why(&leading, why, gone);
         Stopping {
             leading,
-            code,
+            code: order.code,
             stop,
             job_left: !gone,
             keeper_alive: true,
-            trust_proof: !matches!(why, Event::WaitFailed),
+            trust_proof: order.trust_gone,
         }
     }
 
     /// The next event of the stop: what the kill sequence wants done, done,
     /// until it waits on the job, the grace or a signal.
-    pub async fn next_event(&mut self, signals: &mut Signals) -> Event {
+    pub async fn next_event(&mut self, signals: &mut Signals) -> StoppingEvent {
         loop {
             let lease = lease_view(&self.leading);
             match self.stop.want(clock::Instant::now(), lease, self.job_left) {
@@ -79,14 +85,14 @@ impl<'a> Stopping<'a> {
                         return event;
                     }
                 }
-                Want::GraceOver => return Event::GraceOver,
+                Want::GraceOver => return StoppingEvent::GraceOver,
                 Want::Kill => {
                     let child = &mut self.leading.child;
                     child.kill_job(KILL_BOUND).await;
                     self.job_left = child.job_alive();
                     self.stop.killed();
                 }
-                Want::Gone | Want::Abandoned => return Event::JobGone,
+                Want::Gone | Want::Abandoned => return StoppingEvent::JobGone,
             }
         }
     }
@@ -99,7 +105,7 @@ impl<'a> Stopping<'a> {
         until: clock::Instant,
         loss_matters: bool,
         signals: &mut Signals,
-    ) -> Option<Event> {
+    ) -> Option<StoppingEvent> {
         let mut renewed = self.leading.won.lease.watch();
         let Leading {
             child,
@@ -119,8 +125,8 @@ impl<'a> Stopping<'a> {
         tokio::select! {
             biased;
             gone = child.wait_job_gone(until) => self.job_left = !gone,
-            loss = lost, if loss_matters => return Some(Event::LeadershipLost(loss)),
-            received = signals.recv() => return Some(Event::Signal(received)),
+            loss = lost, if loss_matters => return Some(StoppingEvent::LeadershipLost(loss)),
+            received = signals.recv() => return Some(StoppingEvent::Signal(received)),
             changed = renewed.changed(), if keeper_alive => self.keeper_alive = changed.is_ok(),
         }
         None
@@ -182,13 +188,13 @@ fn lease_view(leading: &Leading<'_>) -> LeaseView {
 
 /// The line that says why the job is stopped (`why`, the event that
 /// stopped it), if one is said.
-fn say_why(leading: &Leading<'_>, why: &Event, gone: bool) {
+fn say_why(leading: &Leading<'_>, why: &RunningEvent, gone: bool) {
     let config = leading.config;
     match why {
-        Event::CommandExited(_) if !gone => {
+        RunningEvent::CommandExited(_) if !gone => {
             tracing::info!("the command exited; stopping what it left running")
         }
-        Event::LeadershipLost(loss) => {
+        RunningEvent::LeadershipLost(loss) => {
             let schedule = leading.schedule;
             let cut = if schedule.grace < config.kill_after {
                 format!(
@@ -205,7 +211,7 @@ fn say_why(leading: &Leading<'_>, why: &Event, gone: bool) {
             );
             logging::say(Level::Warn, &lost);
         }
-        Event::TimedOut => {
+        RunningEvent::TimedOut => {
             let limit = config.timeout.map(humantime::format_duration);
             let past = format!(
                 "{}: the command ran past --timeout {}; stopping it",
@@ -214,6 +220,9 @@ fn say_why(leading: &Leading<'_>, why: &Event, gone: bool) {
             );
             logging::say(Level::Warn, &past);
         }
-        _ => {}
+        RunningEvent::CommandExited(_)
+        | RunningEvent::Signal(_)
+        | RunningEvent::WaitFailed
+        | RunningEvent::CommandStopped(_) => {}
     }
 }

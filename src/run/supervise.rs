@@ -7,13 +7,12 @@
 //! leadership lost (the lease gone, the local deadline, or our key deleted,
 //! replaced or overwritten, folded into one), the command (it exited or
 //! stopped for the terminal; SIGCHLD and job control live there), a
-//! signal, and --timeout. What each does is the table's (`phase::decide`);
+//! signal, and --timeout. What each does is the table's (`protocol::table::running`);
 //! stopping the job is [`super::stopping`]'s.
 
 use tokio::task::JoinHandle;
 
 use super::campaign::Won;
-use super::phase::{Event, Loss, Status};
 use super::Config;
 use crate::child::{Child, ChildEvent};
 use crate::clock;
@@ -26,6 +25,7 @@ use crate::etcd::Connection;
 use crate::exit::Exit;
 use crate::lease::Lease;
 use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
+use crate::protocol::table::{Loss, RunningEvent, Signal, Status};
 use crate::signals::Signals;
 
 /// A run whose command runs.
@@ -112,7 +112,7 @@ impl<'a> Leading<'a> {
     }
 
     /// The next thing that happens to the run.
-    pub async fn next_event(&mut self, signals: &mut Signals) -> Event {
+    pub async fn next_event(&mut self, signals: &mut Signals) -> RunningEvent {
         let Won {
             lease,
             leadership,
@@ -120,33 +120,49 @@ impl<'a> Leading<'a> {
             ..
         } = &mut self.won;
         let lost = leadership_lost(self.connection, lease, leadership, own, self.schedule);
-        tokio::select! {
+        let event = tokio::select! {
             biased;
             // First, so that after a pause of leaderrun itself the job is
             // stopped at once, whatever else is pending.
-            loss = lost => Event::LeadershipLost(loss),
+            loss = lost => RunningEvent::LeadershipLost(loss),
             happened = self.child.event() => match happened {
-                ChildEvent::Exited(Ok(status)) => Event::CommandExited(Status::of(status)),
+                ChildEvent::Exited(Ok(status)) => RunningEvent::CommandExited(Status::of(status)),
                 ChildEvent::Exited(Err(err)) => {
                     // Exits 125, which comes with its line.
                     let line = format!("error: waiting for the command: {err}");
                     crate::logging::say(crate::logging::Level::Error, &line);
-                    Event::WaitFailed
+                    RunningEvent::WaitFailed
                 }
-                ChildEvent::Stopped(signal) => Event::CommandStopped(signal),
+                ChildEvent::Stopped(signal) => RunningEvent::CommandStopped(signal),
             },
-            signal = signals.recv() => Event::Signal(signal),
-            _ = clock::sleep_until_opt(self.timeout_at) => Event::TimedOut,
-        }
+            signal = signals.recv() => RunningEvent::Signal(signal),
+            _ = clock::sleep_until_opt(self.timeout_at) => RunningEvent::TimedOut,
+        };
+        #[cfg(debug_assertions)]
+        panic_if_asked(&event);
+        event
     }
 
     /// The command stopped for the terminal: stop like it. Not continued if
     /// leaderrun was stopped past the point where the job must be stopped:
     /// the loss comes next.
-    pub fn follow_stop(&mut self, signal: nix::sys::signal::Signal) {
+    pub fn follow_stop(&mut self, signal: Signal) {
         let (lease, schedule) = (&self.won.lease, self.schedule);
         let in_time = || !schedule.must_stop_at(lease.state().expires, clock::Instant::now());
         self.child.follow_stop(signal, in_time);
+    }
+}
+
+/// Debug builds only (the suite's; a release build has none of it): with
+/// `LEADERRUN_TEST_PANIC_ON_SIGNAL` set, a signal to pass on to a running
+/// command panics instead, so that a test can see what a panic leaves of
+/// the job.
+#[cfg(debug_assertions)]
+fn panic_if_asked(event: &RunningEvent) {
+    if matches!(event, RunningEvent::Signal(_))
+        && std::env::var_os("LEADERRUN_TEST_PANIC_ON_SIGNAL").is_some()
+    {
+        panic!("asked to, by LEADERRUN_TEST_PANIC_ON_SIGNAL");
     }
 }
 

@@ -8,14 +8,18 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn partitioned_leader_stops_before_the_next_one_starts() {
-    let ttl = Duration::from_secs(3);
+    // Long enough for a margin (a tenth) that a loaded machine's lateness
+    // in seeing the job die stays well within.
+    let ttl = Duration::from_secs(6);
     let etcd = Etcd::start();
     let proxy = Proxy::start(etcd.client_port());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
     let mut a = Replica::spawn(
         leaderrun(&proxy.endpoint())
-            .args(["--name", "jobs/partition", "--ttl", &seconds(ttl), "--"])
+            .args(["--name", "jobs/partition", "--ttl", &seconds(ttl)])
+            .args(DEBUG_JSON)
+            .arg("--")
             .args(pid_job(&pidfile)),
     );
     let a_child = read_pid(&pidfile, SOON);
@@ -31,9 +35,12 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
         etcd.candidates("jobs/partition").len() == 2
     });
 
+    // Cut just after a renewal, so that A's local deadline is known.
+    let deadline = a.renewal_acknowledged(ttl);
     let cut_at = Instant::now();
     proxy.cut();
     let a_dead = await_condition(ttl * 3, "A's job to die", || !alive(a_child));
+    assert_killed_a_margin_before(deadline, Instant::now(), ttl);
     let (state, b_token) = read_report(&report, Duration::from_secs(15));
     let b_started = cut_at.elapsed();
     eprintln!(
@@ -107,26 +114,27 @@ fn a_partition_before_the_first_renewal_fails_over_in_time() {
     assert!(!stderr.contains("lost"), "{stderr}");
 }
 
+/// Frozen just after a renewal was acknowledged, so that the lease's local
+/// deadline is known: the job that ignores SIGTERM is dead the margin
+/// before it (`assert_killed_a_margin_before`).
 #[test]
-fn frozen_etcd_stops_the_child_before_the_lease_could_expire() {
-    let ttl = Duration::from_secs(3);
+fn frozen_etcd_stops_the_child_a_margin_before_the_lease_could_expire() {
+    let ttl = Duration::from_secs(6);
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
     let mut a = lr(&etcd)
         .name("jobs/frozen")
         .ttl(ttl)
-        .spawn(pid_job(&pidfile));
+        .debug_json()
+        .spawn(stubborn_job(&pidfile));
     let child = read_pid(&pidfile, SOON);
-    stop(etcd.pid());
-    let frozen_at = Instant::now();
+    let deadline = a.renewal_acknowledged(ttl);
+    let frozen = etcd.freeze();
     await_condition(ttl * 3, "the child to die", || !alive(child));
-    let took = frozen_at.elapsed();
-    send(etcd.pid(), Signal::SIGCONT);
-    eprintln!("etcd frozen: child dead {took:?} after the freeze (TTL {ttl:?})");
-    // The last renewal was acknowledged before the freeze, so the lease
-    // could expire on the server a TTL after the freeze at the earliest.
-    assert!(took < ttl, "the child outlived the TTL: {took:?}");
+    let died = Instant::now();
+    frozen.thaw();
+    assert_killed_a_margin_before(deadline, died, ttl);
     assert_eq!(a.finish(LIMIT).0, Some(124));
 }
 
@@ -142,6 +150,7 @@ fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
     let mut a = lr(&etcd)
         .name("jobs/restart")
         .ttl(ttl)
+        .debug_json()
         .spawn(pid_job(&pidfile));
     let held = Leader {
         name: "jobs/restart".into(),
@@ -155,13 +164,12 @@ fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
     etcd.restart();
     held.assert_survives(&etcd, "a short restart", Instant::now(), ttl + ttl / 4);
 
-    // Longer than the TTL: the child is stopped before the lease could expire.
+    // Longer than the TTL, from just after a renewal: the child is
+    // stopped before the lease could expire, by the documented bound.
+    let deadline = a.renewal_acknowledged(ttl);
     etcd.kill();
-    let down_at = Instant::now();
     await_condition(ttl * 2, "the child to die", || !alive(held.child));
-    let took = down_at.elapsed();
-    eprintln!("etcd down: child dead {took:?} after (TTL {ttl:?})");
-    assert!(took < ttl, "the child outlived the TTL: {took:?}");
+    assert_killed_a_margin_before(deadline, Instant::now(), ttl);
     assert_eq!(a.finish(LIMIT).0, Some(124));
 }
 

@@ -447,3 +447,39 @@ fn in_a_pid_namespace_without_its_own_proc_the_job_is_the_group_alone() {
         "{stderr}"
     );
 }
+
+/// A panic skips every drop, `Child`'s among them: the panic hook kills
+/// the whole job before leaderrun exits 125, the daemon that left the
+/// group included, which the guardian (it knows the group only) would
+/// leave running. Debug builds of leaderrun panic on a signal to pass on
+/// when asked to (`LEADERRUN_TEST_PANIC_ON_SIGNAL`).
+#[test]
+fn a_panic_while_the_command_runs_kills_the_whole_job() {
+    let etcd = Etcd::shared();
+    let name = unique("jobs/panic");
+    let dir = tempfile::tempdir().unwrap();
+    let daemon_file = dir.path().join("d");
+    let command_file = dir.path().join("c");
+    let then = format!("echo $$ > '{}'; exec sleep 60", command_file.display());
+    let mut replica = lr(etcd)
+        .name(&name)
+        .env("LEADERRUN_TEST_PANIC_ON_SIGNAL", "1")
+        .spawn(daemonizing(&daemon_file, &then));
+    let daemon = read_pid(&daemon_file, SOON);
+    let command = read_pid(&command_file, SOON);
+    let mut strays = Strays::new();
+    strays.add(daemon, "sleep 313");
+    strays.add(command, "sleep 60");
+
+    send(replica.pid(), Signal::SIGUSR1);
+    let (code, stderr) = replica.finish(LIMIT);
+    assert_eq!(code, Some(125), "{stderr}");
+    assert!(
+        stderr.contains("error: internal error: asked to"),
+        "{stderr}"
+    );
+    // Dead as leaderrun exited, not when the guardian got round to it:
+    // the daemon is no member of the group the guardian kills.
+    assert!(!alive(command), "the command outlived the panic");
+    assert!(!alive(daemon), "the daemon outlived the panic: {stderr}");
+}

@@ -68,6 +68,12 @@ impl Lr {
         self.args(DEBUG_JSON)
     }
 
+    /// One more variable in leaderrun's environment.
+    pub fn env(mut self, name: &str, value: &str) -> Lr {
+        self.command.env(name, value);
+        self
+    }
+
     /// Any other options, as given.
     pub fn args(mut self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Lr {
         self.command.args(args);

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use leaderrun::events;
 
@@ -272,4 +272,82 @@ fn events_so_far(stderr: &str) -> Vec<serde_json::Value> {
 
 fn is_json_log_line(line: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(line).is_ok_and(|object| object["level"].is_string())
+}
+
+/// A job that ignores SIGTERM and writes its pid to `pidfile`: only
+/// SIGKILL ends it, which the kill schedule sends the margin before the
+/// lease's local deadline.
+pub fn stubborn_job(pidfile: &Path) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "trap '' TERM; echo $$ > '{}'; exec sleep 1000",
+            pidfile.display()
+        ),
+    ]
+}
+
+/// The margin the job must be dead by before the lease's local deadline,
+/// as docs/operating.md ("Choosing a TTL") states it: a tenth of the TTL,
+/// at least 200 ms and at most 1 s.
+pub fn margin(ttl: Duration) -> Duration {
+    (ttl / 10).clamp(Duration::from_millis(200), Duration::from_secs(1))
+}
+
+impl Replica {
+    /// Waits for a renewal acknowledged after every one this replica (run
+    /// with [`DEBUG_JSON`]) has logged so far ([`events::RENEWED`]), and
+    /// returns the latest its lease's local deadline can be: the renewal's
+    /// send (`sent_ago_ms` before its line, which came before now) plus
+    /// the TTL granted. A fault struck at once then leaves that deadline
+    /// where it is, known to within the time the line took to reach us.
+    pub fn renewal_acknowledged(&self, limit: Duration) -> Instant {
+        let renewals = |stderr: &str| -> Vec<serde_json::Value> {
+            events_so_far(stderr)
+                .into_iter()
+                .filter(|fields| fields["event"] == events::RENEWED)
+                .collect()
+        };
+        let before = renewals(&self.stderr_so_far()).len();
+        let mut latest = None;
+        await_condition(limit, "a renewal acknowledged", || {
+            latest = renewals(&self.stderr_so_far()).into_iter().nth(before);
+            latest.is_some()
+        });
+        let seen = Instant::now();
+        let latest = latest.expect("seen");
+        let sent_ago = Duration::from_millis(latest["sent_ago_ms"].as_u64().expect("sent_ago_ms"));
+        let granted = Duration::from_secs(latest["granted"].as_u64().expect("granted"));
+        seen - sent_ago + granted
+    }
+}
+
+/// The documented bound on a loss (docs/guarantees.md, "Losing
+/// leadership"): the job, here one that ignores SIGTERM, is dead the margin
+/// before the lease's local deadline (`deadline`, at the latest, from
+/// [`Replica::renewal_acknowledged`]), when SIGKILL is due; seen dead at
+/// `died`, it may have taken half the margin again to be delivered and
+/// seen. Not merely "within the TTL": a stop due at the deadline itself
+/// fails this.
+pub fn assert_killed_a_margin_before(deadline: Instant, died: Instant, ttl: Duration) {
+    let bound = deadline - margin(ttl) / 2;
+    let before = |at: Instant| {
+        if at <= deadline {
+            format!("{:?} before", deadline - at)
+        } else {
+            format!("{:?} after", at - deadline)
+        }
+    };
+    eprintln!(
+        "the job died {} the lease's local deadline (margin {:?}, TTL {ttl:?})",
+        before(died),
+        margin(ttl)
+    );
+    assert!(
+        died <= bound,
+        "the job died {} the lease's local deadline: SIGKILL is due {:?} before it",
+        before(died),
+        margin(ttl)
+    );
 }

@@ -1,0 +1,815 @@
+//! The one place that decides what each event does in each phase of a run.
+//!
+//! A run passes through these phases, in order (campaigning again goes back
+//! to granting):
+//!
+//! | phase      | what leaderrun does                                             |
+//! |------------|-----------------------------------------------------------------|
+//! | Dialling   | starts the guardian, connects to etcd                           |
+//! | Granting   | asks for a lease                                                |
+//! | Joining    | writes its candidate key (or, without --wait, tries to lead)    |
+//! | Waiting    | watches the key ahead of it                                     |
+//! | Proving    | with several runners, a waiter proves its turn again in a txn   |
+//! |            | that rewrites its key (one runner: the read that found its turn |
+//! |            | is the proof, and a run goes from Waiting to Claiming)          |
+//! | Claiming   | the guardian again if it failed to start; the --once-per window |
+//! | Running    | the command runs                                                |
+//! | Stopping   | the kill schedule: --kill-signal, the grace, SIGKILL            |
+//! | Resigning  | deletes its key with the run's records in one write (not lost), |
+//! |            | else revokes its lease, then the records; an unspent window is  |
+//! |            | revoked; each within a short bound; beside it, the guardian is  |
+//! |            | released and collected, only once the job is known gone (else   |
+//! |            | it stays armed, and kills the job's group as leaderrun exits)   |
+//!
+//! Each stretch of phases has its own events and its own answers, so that
+//! an event no phase of a stretch can see, or an answer it cannot carry
+//! out, cannot be written: [`campaign`] before the command (Dialling to
+//! Claiming), [`running`] while it runs, [`stopping`] while its job is
+//! stopped, and [`spawn_failed`] for a command that could not start.
+//! Resigning (the way out, after every ending) listens to nothing: each of
+//! its requests, and all of them together, are bounded by [`CLEANUP`].
+//! Every answer is a match with no arm for "anything else": a new event or
+//! phase is decided here before it compiles.
+//!
+//! Before the command ([`campaign`]; a phase's own work ends in one of the
+//! first group, and only in its own phase):
+//!
+//! | event                      | Dialling … Claiming                                  |
+//! |----------------------------|------------------------------------------------------|
+//! | the phase's work done (Dialled, Granted, Queued, Proven, Claimed) | the next phase (1 runner: a proof goes straight to Claiming; several, a waiter's proof writes: Proving); Claimed: spawn the command (Running) |
+//! | someone else leads (Held)  | give back, exit the conflict code                    |
+//! | the window already ran     | give back, exit the conflict code                    |
+//! | the guardian failed        | give back, exit 125                                  |
+//! | a forwarded signal (1)     | give back, exit 128+N: nothing ran                   |
+//! | --wait-timeout             | give back, exit the conflict code                    |
+//! | our place lost             | campaign again (--wait), else conflict               |
+//! | etcd error                 | first attempt: fail (125); once queued: retry after a backoff (Waiting: in line still; before: with a new lease, since the old one may be lost with nobody listening) |
+//! | etcd refused (3)           | fail (125)                                           |
+//!
+//! While the command runs ([`running`]) and while its job is stopped
+//! ([`stopping`]); the spawn's failure is [`spawn_failed`]'s:
+//!
+//! | event                      | Running                                 | Stopping    |
+//! |----------------------------|-----------------------------------------|-------------|
+//! | the spawn failed           | resign, a not-started record, 126/127   | –           |
+//! | a forwarded signal (1)     | forward to the job                      | forward     |
+//! | leadership lost (2)        | stop the job, 124                       | cut the grace to the loss's |
+//! | the command exited         | stop its leftovers, its status          | –           |
+//! | waiting for it failed      | stop the job, 125; the guardian stays armed | –       |
+//! | --timeout passed           | stop the job, 123 (it counts from the command's start) | – |
+//! | the command stopped (tty)  | stop like it; continue with it          | –           |
+//! | the job gone               | –                                       | resign, exit with the stop's code |
+//! | the grace over             | –                                       | SIGKILL until gone |
+//! | etcd error                 | (the lease deadline decides)            | –           |
+//!
+//! "–" is an event that state has no source of: what it is doing already
+//! answers it.
+//!
+//! (1) SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, but for
+//! one ignored when leaderrun started, which stays ignored (`signals`).
+//!
+//! (2) The lease gone, its local deadline passed, or our key deleted,
+//! replaced or overwritten; while stopping, only a stop that kept the
+//! lease (--timeout, leftovers) watches for it.
+//!
+//! (3) Credentials, a permission or a certificate refused, or replicas
+//! that disagree on a setting. Also when they changed under a queued replica: authentication
+//! switched on, its password changed, its client certificate refused by
+//! every endpoint (or theirs not trusted) with the TLS files read again.
+//! A JWT token made stale by a change to etcd's users or roles is not a
+//! refusal: the request authenticates again and is asked once more
+//! (`etcd::connection`).
+//!
+//! Every clean-up on the way out (giving back a lease, a queue place or an
+//! unspent window) is best effort and bounded by [`CLEANUP`]: what is not
+//! revoked expires by itself within its TTL. The lease deadline, the grace
+//! and every retry wait run on the boot-time clock (`clock`).
+//!
+//! [`CLEANUP`]: crate::retry::CLEANUP
+
+use std::time::Duration;
+
+use crate::election::record::Outcome;
+use crate::election::{KeyLoss, PlaceLost};
+use crate::exit::Exit;
+pub use crate::exit::{Code, Status};
+use crate::planted::{planted, Defect};
+pub use crate::protocol::stop::Grace;
+pub use crate::signals::Signal;
+
+/// Where a run is, in the words of logs and `explain`: the campaign's
+/// phases, then the command's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Dialling,
+    Granting,
+    Joining,
+    Waiting,
+    Proving,
+    Claiming,
+    Running,
+    Stopping,
+    Resigning,
+}
+
+/// The phases before the command exists: the campaign's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CampaignPhase {
+    Dialling,
+    Granting,
+    Joining,
+    Waiting,
+    Proving,
+    Claiming,
+}
+
+impl From<CampaignPhase> for Phase {
+    fn from(phase: CampaignPhase) -> Phase {
+        match phase {
+            CampaignPhase::Dialling => Phase::Dialling,
+            CampaignPhase::Granting => Phase::Granting,
+            CampaignPhase::Joining => Phase::Joining,
+            CampaignPhase::Waiting => Phase::Waiting,
+            CampaignPhase::Proving => Phase::Proving,
+            CampaignPhase::Claiming => Phase::Claiming,
+        }
+    }
+}
+
+#[cfg(test)]
+impl CampaignPhase {
+    /// Every campaign phase, in order: what the tests walk. The match
+    /// makes a phase added without its place here fail to compile.
+    pub const ALL: [CampaignPhase; 6] = {
+        use CampaignPhase::*;
+        const fn listed(phase: CampaignPhase) -> usize {
+            match phase {
+                Dialling => 0,
+                Granting => 1,
+                Joining => 2,
+                Waiting => 3,
+                Proving => 4,
+                Claiming => 5,
+            }
+        }
+        let all = [Dialling, Granting, Joining, Waiting, Proving, Claiming];
+        let mut i = 0;
+        while i < all.len() {
+            assert!(listed(all[i]) == i);
+            i += 1;
+        }
+        all
+    };
+}
+
+/// Why leadership ended while the command ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Loss {
+    /// etcd said the lease no longer exists (revoked, or expired).
+    LeaseGone,
+    /// Renewals went unacknowledged so long that the lease could be about
+    /// to expire on the server.
+    Unacknowledged {
+        silent_for: Duration,
+        ttl: Duration,
+        /// Why the last renewal failed, if the keeper saw it fail.
+        trouble: Option<std::sync::Arc<str>>,
+    },
+    Key(KeyLoss),
+}
+
+impl std::fmt::Display for Loss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Loss::LeaseGone => {
+                f.write_str("etcd says the lease no longer exists (revoked or expired)")
+            }
+            Loss::Unacknowledged {
+                silent_for,
+                ttl,
+                trouble,
+            } => {
+                write!(
+                    f,
+                    "etcd has not acknowledged a lease renewal for {} (TTL {})",
+                    humantime::format_duration(
+                        Duration::from_millis(silent_for.as_millis() as u64)
+                    ),
+                    humantime::format_duration(*ttl)
+                )?;
+                match trouble {
+                    Some(trouble) => write!(f, "; the last renewal failed: {trouble}"),
+                    None => Ok(()),
+                }
+            }
+            Loss::Key(loss) => loss.fmt(f),
+        }
+    }
+}
+
+/// What happens to a run before its command exists.
+#[derive(Debug, Clone)]
+pub enum CampaignEvent {
+    // The work of a phase, done: what comes next is the table's.
+    /// Dialling: the client is made.
+    Dialled,
+    /// Granting: a lease is ours.
+    Granted,
+    /// Joining with --wait: our key is in line, behind a runner.
+    Queued,
+    /// Our win is proven: our key, alive and among the first
+    /// --max-running in line, read at one revision (or, Proving, written
+    /// in the proof's transaction).
+    Proven,
+    /// Claiming: the guardian is ready and the --once-per window (if any)
+    /// is ours.
+    Claimed,
+    /// Someone else leads (without --wait).
+    Held,
+    /// This `--once-per` window already had its run.
+    WindowTaken,
+    /// The guardian could not be started, on winning.
+    GuardianFailed,
+
+    // What happens to a campaign from outside its work.
+    Signal(Signal),
+    WaitTimeout,
+    /// Our place in the queue, or our win, is gone before the command ran.
+    PlaceLost(PlaceLost),
+    /// An etcd request failed.
+    Etcd(Trouble),
+}
+
+/// What happens to a run whose command runs.
+#[derive(Debug, Clone)]
+pub enum RunningEvent {
+    Signal(Signal),
+    /// Leadership is gone while the command runs.
+    LeadershipLost(Loss),
+    /// The command exited, with the shell's view of its status.
+    CommandExited(Status),
+    /// Waiting for the command failed: what it did is unknown.
+    WaitFailed,
+    /// The command has run for --timeout.
+    TimedOut,
+    /// The command stopped for the terminal.
+    CommandStopped(Signal),
+}
+
+/// What happens to a run whose command's job is being stopped.
+#[derive(Debug, Clone)]
+pub enum StoppingEvent {
+    Signal(Signal),
+    /// Leadership is gone during a stop that kept it (--timeout, leftovers).
+    LeadershipLost(Loss),
+    /// Nothing of the command's job is left.
+    JobGone,
+    /// The grace is over and the job is still there.
+    GraceOver,
+}
+
+/// How an etcd request failed, as far as the table cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trouble {
+    /// etcd turned our credentials, a permission or our certificate down,
+    /// or the replicas disagree on a setting: every endpoint and every
+    /// retry would say the same.
+    Refused,
+    /// The database is full (NOSPACE): refused until an operator acts.
+    Full,
+    /// Anything else: unreachable, timed out, an election in etcd, a
+    /// lease not found.
+    Outage,
+}
+
+/// What the policy of a campaign needs to know beyond the phase.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    /// --wait: queue rather than exit when someone else leads.
+    pub wait: bool,
+    /// This run has already been in the queue once: etcd worked, so a
+    /// failure now is an outage to ride out, not a wrong endpoint.
+    pub queued_before: bool,
+    /// --max-running 1: the read that finds our turn proves the win; with
+    /// more runners the proof also writes, to wake the waiter behind.
+    pub single: bool,
+}
+
+impl Code {
+    /// What the run's end record says of a command that ended with this
+    /// code (or never started).
+    pub fn outcome(self) -> Outcome {
+        match self {
+            Code::Command(status) if status.code == 0 => Outcome::Succeeded,
+            Code::Command(status) if status.signalled => Outcome::Signalled,
+            Code::Command(_) => Outcome::Failed,
+            Code::Own(Exit::LeadershipLost) => Outcome::Lost,
+            Code::Own(Exit::TimedOut) => Outcome::TimedOut,
+            Code::Own(Exit::NotFound | Exit::NotExecutable) => Outcome::NotStarted,
+            Code::Own(_) | Code::Conflict | Code::Signalled(_) => Outcome::Failed,
+        }
+    }
+}
+
+/// What a campaign does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CampaignAction {
+    /// The next phase's work.
+    Enter(CampaignPhase),
+    /// The win is claimed: spawn the command (Running).
+    Start,
+    /// The same look again after a backoff, in line still (Waiting: the
+    /// place rides on a lease that its keeper renews, and the look finds
+    /// a place lost).
+    RetryInLine,
+    /// Again from a new lease after a backoff: nothing listens for the
+    /// lease before Waiting, so the old one may be lost unseen, and every
+    /// request on it would fail alike.
+    RetryAfresh,
+    /// New lease, back of the queue, at once.
+    CampaignAgain,
+    /// Give back what is held, exit with the code: nothing ran.
+    Exit(Code),
+    /// Nothing to do: the event cannot come in this phase (its work never
+    /// gives it), or what the phase is doing already answers it.
+    Ignore,
+}
+
+/// What a running command's run does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunningAction {
+    /// Pass the signal on to the command's job.
+    Forward(Signal),
+    /// Stop like the command (stopped by this signal), and continue it
+    /// when continued.
+    FollowStop(Signal),
+    /// Stop the command's job (what is left of it) on the kill schedule,
+    /// then resign and exit with the code.
+    Stop(StopOrder),
+}
+
+/// How a job is to be stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopOrder {
+    /// What the run exits with once resigned.
+    pub code: Code,
+    /// Whether the lease is still ours to stop within (Kept) or lost.
+    pub grace: Grace,
+    /// Whether the command itself is gone already (it exited): only
+    /// leftovers of its job may be left to stop.
+    pub exited: bool,
+    /// Whether the job seen gone may disarm the guardian: not after a
+    /// failed wait for the command, when leaderrun's own view of its
+    /// processes is in doubt. The guardian, a process of its own, then
+    /// kills the job's group as it is let go, whatever leaderrun saw.
+    pub trust_gone: bool,
+}
+
+/// What a run stopping its job does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoppingAction {
+    /// Pass the signal on to the command's job.
+    Forward(Signal),
+    /// Leadership lost (so) during a kept stop: the grace is cut to the
+    /// loss's, since the next leader may start at once.
+    CutGrace(Loss),
+    /// SIGKILL to the job until nothing is left.
+    Kill,
+    /// The job is gone: resign, with the run's records, and exit with
+    /// the code the stop carried.
+    Resign,
+}
+
+/// The ceiling of a retry's backoff, by phase: a waiter's place rides on
+/// its lease, so it looks again soon; before that, a struggling etcd is
+/// not hammered by many replicas.
+pub fn retry_ceiling(phase: CampaignPhase) -> Duration {
+    use CampaignPhase::*;
+    match phase {
+        Waiting => crate::retry::KEEPING,
+        Dialling | Granting | Joining | Proving | Claiming => crate::retry::WAITING,
+    }
+}
+
+/// Before the command: every event in every campaign phase.
+pub fn campaign(phase: CampaignPhase, event: &CampaignEvent, policy: Policy) -> CampaignAction {
+    use CampaignAction as Do;
+    use CampaignEvent as E;
+    use CampaignPhase::*;
+    match (event, phase) {
+        (E::Dialled, Dialling) => Do::Enter(Granting),
+        (E::Granted, Granting) => Do::Enter(Joining),
+        (E::Queued, Joining) => Do::Enter(Waiting),
+        (E::Proven, Joining | Waiting) if !policy.single && policy.wait => Do::Enter(Proving),
+        (E::Proven, Joining | Waiting | Proving) => Do::Enter(Claiming),
+        (E::Claimed, Claiming) => Do::Start,
+        (E::WindowTaken, Claiming) => Do::Exit(Code::Conflict),
+        (E::GuardianFailed, Claiming) => Do::Exit(Code::Own(Exit::Internal)),
+        // A phase's work ends only in its own phase's events.
+        (E::Dialled, Granting | Joining | Waiting | Proving | Claiming)
+        | (E::Granted, Dialling | Joining | Waiting | Proving | Claiming)
+        | (E::Queued, Dialling | Granting | Waiting | Proving | Claiming)
+        | (E::Proven, Dialling | Granting | Claiming)
+        | (E::Claimed, Dialling | Granting | Joining | Waiting | Proving)
+        | (E::WindowTaken | E::GuardianFailed, Dialling | Granting | Joining | Waiting | Proving) => {
+            Do::Ignore
+        }
+        (
+            E::Held | E::WaitTimeout,
+            Dialling | Granting | Joining | Waiting | Proving | Claiming,
+        ) => Do::Exit(Code::Conflict),
+        (E::Signal(signal), Dialling | Granting | Joining | Waiting | Proving | Claiming) => {
+            Do::Exit(Code::Signalled(*signal))
+        }
+        (E::PlaceLost(_), Dialling | Granting | Joining | Waiting | Proving | Claiming)
+            if policy.wait =>
+        {
+            Do::CampaignAgain
+        }
+        (E::PlaceLost(_), Dialling | Granting | Joining | Waiting | Proving | Claiming) => {
+            Do::Exit(Code::Conflict)
+        }
+        (E::Etcd(trouble), phase) => etcd_trouble(phase, *trouble, policy),
+    }
+}
+
+/// While the command runs: every event.
+pub fn running(event: &RunningEvent) -> RunningAction {
+    let stop = |code, grace| {
+        RunningAction::Stop(StopOrder {
+            code,
+            grace,
+            exited: matches!(code, Code::Command(_)),
+            trust_gone: !matches!(event, RunningEvent::WaitFailed),
+        })
+    };
+    match event {
+        RunningEvent::Signal(signal) => RunningAction::Forward(*signal),
+        RunningEvent::LeadershipLost(_) => stop(Code::Own(Exit::LeadershipLost), Grace::Lost),
+        RunningEvent::CommandExited(status) => stop(Code::Command(*status), Grace::Kept),
+        RunningEvent::WaitFailed => stop(Code::Own(Exit::Internal), Grace::Kept),
+        RunningEvent::TimedOut => stop(Code::Own(Exit::TimedOut), Grace::Kept),
+        RunningEvent::CommandStopped(signal) => RunningAction::FollowStop(*signal),
+    }
+}
+
+/// While the job is stopped: every event.
+pub fn stopping(event: &StoppingEvent) -> StoppingAction {
+    match event {
+        StoppingEvent::Signal(signal) => StoppingAction::Forward(*signal),
+        StoppingEvent::LeadershipLost(loss) => StoppingAction::CutGrace(loss.clone()),
+        StoppingEvent::JobGone => StoppingAction::Resign,
+        StoppingEvent::GraceOver if planted(Defect::ResignBeforeDead) => StoppingAction::Resign,
+        StoppingEvent::GraceOver => StoppingAction::Kill,
+    }
+}
+
+/// A proven win whose command could not be started (126, 127): nothing
+/// ran; the run resigns with a record saying so, and exits with this.
+pub fn spawn_failed(exit: Exit) -> Code {
+    Code::Own(exit)
+}
+
+/// An etcd request failed: fatal on a first attempt or a refusal, ridden
+/// out once queued.
+fn etcd_trouble(phase: CampaignPhase, trouble: Trouble, policy: Policy) -> CampaignAction {
+    use CampaignPhase::*;
+    let ride_out = policy.wait && policy.queued_before;
+    match (trouble, phase) {
+        (Trouble::Refused, Dialling | Granting | Joining | Waiting | Proving | Claiming) => {
+            CampaignAction::Exit(Code::Own(Exit::Internal))
+        }
+        (Trouble::Full | Trouble::Outage, Waiting) if ride_out => CampaignAction::RetryInLine,
+        (Trouble::Full | Trouble::Outage, Dialling | Granting | Joining | Proving | Claiming)
+            if ride_out =>
+        {
+            if planted(Defect::RetryKeepsLease) {
+                return CampaignAction::RetryInLine;
+            }
+            CampaignAction::RetryAfresh
+        }
+        (
+            Trouble::Full | Trouble::Outage,
+            Dialling | Granting | Joining | Waiting | Proving | Claiming,
+        ) => CampaignAction::Exit(Code::Own(Exit::Internal)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use CampaignPhase::*;
+
+    fn policy(wait: bool, queued_before: bool) -> Policy {
+        Policy {
+            wait,
+            queued_before,
+            single: true,
+        }
+    }
+
+    const EXITED: Status = Status {
+        code: 3,
+        signalled: false,
+    };
+
+    const FAIL: CampaignAction = CampaignAction::Exit(Code::Own(Exit::Internal));
+
+    #[test]
+    fn a_signal_before_the_command_exits_and_after_it_is_forwarded() {
+        for phase in CampaignPhase::ALL {
+            let signal = CampaignEvent::Signal(Signal::SIGINT);
+            assert_eq!(
+                campaign(phase, &signal, policy(true, true)),
+                CampaignAction::Exit(Code::Signalled(Signal::SIGINT)),
+                "{phase:?}"
+            );
+        }
+        assert_eq!(
+            running(&RunningEvent::Signal(Signal::SIGINT)),
+            RunningAction::Forward(Signal::SIGINT)
+        );
+        assert_eq!(
+            stopping(&StoppingEvent::Signal(Signal::SIGHUP)),
+            StoppingAction::Forward(Signal::SIGHUP)
+        );
+    }
+
+    /// (phase, event, --wait, queued before) → what happens.
+    type Case = (CampaignPhase, CampaignEvent, bool, bool, CampaignAction);
+
+    fn check(cases: &[Case]) {
+        for (phase, event, wait, queued_before, expected) in cases {
+            let action = campaign(*phase, event, policy(*wait, *queued_before));
+            assert_eq!(action, *expected, "{event:?} in {phase:?}, wait {wait}");
+        }
+    }
+
+    #[test]
+    fn etcd_errors_fail_the_first_attempt_and_are_ridden_out_once_queued() {
+        let error = CampaignEvent::Etcd(Trouble::Outage);
+        let full = CampaignEvent::Etcd(Trouble::Full);
+        let refused = CampaignEvent::Etcd(Trouble::Refused);
+        check(&[
+            (Dialling, error.clone(), true, false, FAIL),
+            (
+                Granting,
+                error.clone(),
+                true,
+                true,
+                CampaignAction::RetryAfresh,
+            ),
+            (
+                Joining,
+                error.clone(),
+                true,
+                true,
+                CampaignAction::RetryAfresh,
+            ),
+            (
+                Proving,
+                full.clone(),
+                true,
+                true,
+                CampaignAction::RetryAfresh,
+            ),
+            (
+                Claiming,
+                error.clone(),
+                true,
+                true,
+                CampaignAction::RetryAfresh,
+            ),
+            (
+                Waiting,
+                full.clone(),
+                true,
+                true,
+                CampaignAction::RetryInLine,
+            ),
+            (
+                Waiting,
+                error.clone(),
+                true,
+                true,
+                CampaignAction::RetryInLine,
+            ),
+            (Granting, error.clone(), false, true, FAIL),
+            (Waiting, error, true, false, FAIL),
+            (Joining, full, false, false, FAIL),
+            (Waiting, refused.clone(), true, true, FAIL),
+            (Granting, refused, true, true, FAIL),
+        ]);
+    }
+
+    #[test]
+    fn losing_a_place_campaigns_again_only_when_waiting() {
+        let lost = CampaignEvent::PlaceLost(PlaceLost::LeaseGone);
+        for phase in CampaignPhase::ALL {
+            check(&[
+                (
+                    phase,
+                    lost.clone(),
+                    true,
+                    true,
+                    CampaignAction::CampaignAgain,
+                ),
+                (
+                    phase,
+                    lost.clone(),
+                    false,
+                    false,
+                    CampaignAction::Exit(Code::Conflict),
+                ),
+            ]);
+        }
+        let loss = Loss::Key(KeyLoss::Overwritten);
+        assert_eq!(
+            running(&RunningEvent::LeadershipLost(loss.clone())),
+            RunningAction::Stop(StopOrder {
+                code: Code::Own(Exit::LeadershipLost),
+                grace: Grace::Lost,
+                exited: false,
+                trust_gone: true,
+            })
+        );
+        assert_eq!(
+            stopping(&StoppingEvent::LeadershipLost(loss.clone())),
+            StoppingAction::CutGrace(loss)
+        );
+    }
+
+    #[test]
+    fn the_command_is_followed_and_stopped_as_it_ends() {
+        let kept = |code, exited, trust_gone| {
+            RunningAction::Stop(StopOrder {
+                code,
+                grace: Grace::Kept,
+                exited,
+                trust_gone,
+            })
+        };
+        let cases = [
+            (
+                RunningEvent::CommandStopped(Signal::SIGTSTP),
+                RunningAction::FollowStop(Signal::SIGTSTP),
+            ),
+            (
+                RunningEvent::CommandExited(EXITED),
+                kept(Code::Command(EXITED), true, true),
+            ),
+            (
+                RunningEvent::WaitFailed,
+                kept(Code::Own(Exit::Internal), false, false),
+            ),
+            (
+                RunningEvent::TimedOut,
+                kept(Code::Own(Exit::TimedOut), false, true),
+            ),
+        ];
+        for (event, expected) in cases {
+            assert_eq!(running(&event), expected, "{event:?}");
+        }
+        assert_eq!(stopping(&StoppingEvent::JobGone), StoppingAction::Resign);
+        assert_eq!(stopping(&StoppingEvent::GraceOver), StoppingAction::Kill);
+        assert_eq!(
+            spawn_failed(Exit::NotFound),
+            Code::Own(Exit::NotFound),
+            "a spawn that failed exits 127"
+        );
+    }
+
+    #[test]
+    fn the_wait_timeout_and_a_holder_end_a_campaign_in_every_phase() {
+        for phase in CampaignPhase::ALL {
+            check(&[
+                (
+                    phase,
+                    CampaignEvent::WaitTimeout,
+                    true,
+                    true,
+                    CampaignAction::Exit(Code::Conflict),
+                ),
+                (
+                    phase,
+                    CampaignEvent::Held,
+                    false,
+                    false,
+                    CampaignAction::Exit(Code::Conflict),
+                ),
+            ]);
+        }
+    }
+
+    #[test]
+    fn each_phase_s_work_leads_to_the_next_and_nowhere_else() {
+        let progress = [
+            (
+                CampaignEvent::Dialled,
+                Dialling,
+                CampaignAction::Enter(Granting),
+            ),
+            (
+                CampaignEvent::Granted,
+                Granting,
+                CampaignAction::Enter(Joining),
+            ),
+            (
+                CampaignEvent::Queued,
+                Joining,
+                CampaignAction::Enter(Waiting),
+            ),
+            (CampaignEvent::Claimed, Claiming, CampaignAction::Start),
+            (
+                CampaignEvent::WindowTaken,
+                Claiming,
+                CampaignAction::Exit(Code::Conflict),
+            ),
+            (CampaignEvent::GuardianFailed, Claiming, FAIL),
+        ];
+        for (event, of, then) in progress {
+            for phase in CampaignPhase::ALL {
+                let expected = if phase == of {
+                    then
+                } else {
+                    CampaignAction::Ignore
+                };
+                assert_eq!(
+                    campaign(phase, &event, policy(true, true)),
+                    expected,
+                    "{event:?} in {phase:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn with_one_runner_a_proof_goes_straight_to_claiming() {
+        for phase in CampaignPhase::ALL {
+            let expected = match phase {
+                Joining | Waiting | Proving => CampaignAction::Enter(Claiming),
+                Dialling | Granting | Claiming => CampaignAction::Ignore,
+            };
+            let action = campaign(phase, &CampaignEvent::Proven, policy(true, true));
+            assert_eq!(action, expected, "{phase:?}");
+        }
+    }
+
+    #[test]
+    fn several_runners_prove_a_waiter_s_turn_with_a_write() {
+        let several = Policy {
+            wait: true,
+            queued_before: true,
+            single: false,
+        };
+        let without_wait = Policy {
+            wait: false,
+            ..several
+        };
+        // Without --wait, the attempt's own transaction proved it.
+        let cases = [
+            (Waiting, several, Proving),
+            (Joining, several, Proving),
+            (Joining, without_wait, Claiming),
+            (Proving, several, Claiming),
+        ];
+        for (phase, policy, next) in cases {
+            assert_eq!(
+                campaign(phase, &CampaignEvent::Proven, policy),
+                CampaignAction::Enter(next),
+                "proven in {phase:?} with {policy:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_campaign_phase_is_a_phase_of_the_run() {
+        let phases: Vec<Phase> = CampaignPhase::ALL.into_iter().map(Phase::from).collect();
+        assert_eq!(
+            phases,
+            [
+                Phase::Dialling,
+                Phase::Granting,
+                Phase::Joining,
+                Phase::Waiting,
+                Phase::Proving,
+                Phase::Claiming
+            ]
+        );
+    }
+
+    #[test]
+    fn the_record_says_how_the_command_ended() {
+        let status = |code, signalled| Code::Command(Status { code, signalled });
+        assert_eq!(status(0, false).outcome(), Outcome::Succeeded);
+        assert_eq!(status(1, false).outcome(), Outcome::Failed);
+        assert_eq!(status(143, true).outcome(), Outcome::Signalled);
+        assert_eq!(Code::Own(Exit::LeadershipLost).outcome(), Outcome::Lost);
+        assert_eq!(Code::Own(Exit::TimedOut).outcome(), Outcome::TimedOut);
+        assert_eq!(Code::Own(Exit::NotFound).outcome(), Outcome::NotStarted);
+        assert_eq!(Code::Own(Exit::Internal).outcome(), Outcome::Failed);
+        assert_eq!(Code::Signalled(Signal::SIGTERM).value(75), 143);
+        assert_eq!(Code::Conflict.value(0), 0);
+    }
+}
