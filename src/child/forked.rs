@@ -218,19 +218,23 @@ fn group_line(group: u32, line: &mut [u8; GROUP_LINE]) -> &[u8] {
 }
 
 /// Forks the guardian (see `guard`), which runs [`guardian`] with `read`
-/// as its stdin and `null` as its stdout and stderr; returns its pid.
-/// Every signal is blocked across the fork, and restored in the parent.
+/// as its stdin, `named` as its stdout until it has its name, and `null`
+/// as its stderr, then stdout; returns its pid. Every signal is blocked
+/// across the fork, and restored in the parent. `naming_delay` (zero but
+/// in the suite's tests) holds the guardian back before it takes its name.
 pub(super) fn fork_guardian(
     read: BorrowedFd,
+    named: BorrowedFd,
     null: BorrowedFd,
     arguments: Option<(usize, usize)>,
+    naming_delay: libc::timespec,
 ) -> nix::Result<Pid> {
     let before = SigSet::all().thread_swap_mask(SigmaskHow::SIG_SETMASK)?;
     // SAFETY: the child runs [`guardian`] only, which keeps this file's
     // rules and never returns.
     let forked = unsafe { nix::unistd::fork() };
     match forked {
-        Ok(ForkResult::Child) => guardian(read, null, arguments),
+        Ok(ForkResult::Child) => guardian(read, named, null, arguments, naming_delay),
         Ok(ForkResult::Parent { child }) => {
             let _ = before.thread_set_mask();
             Ok(child)
@@ -246,19 +250,34 @@ pub(super) fn fork_guardian(
 /// terminal's signals miss it; every signal it can ignore ignored; none
 /// blocked; stdin the pipe; nothing else of leaderrun's open (the pipe's
 /// write end least of all, or the hang-up would never come); named
-/// `lr-guardian`. Then it sleeps until the pipe hangs up, and kills the
-/// group it was told unless it was told "done".
-fn guardian(read: BorrowedFd, null: BorrowedFd, arguments: Option<(usize, usize)>) -> ! {
+/// `lr-guardian`, which it says by closing `named` (its stdout until
+/// then: the write end's only copy, so leaderrun reads its end), before
+/// leaderrun lets a command start. Then it sleeps until the pipe hangs up,
+/// and kills the group it was told unless it was told "done".
+fn guardian(
+    read: BorrowedFd,
+    named: BorrowedFd,
+    null: BorrowedFd,
+    arguments: Option<(usize, usize)>,
+    naming_delay: libc::timespec,
+) -> ! {
     let _ = nix::unistd::setsid();
     ignore_every_signal();
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
     let _ = dup2_stdin(read);
-    let _ = dup2_stdout(null);
+    let _ = dup2_stdout(named);
     let _ = dup2_stderr(null);
     close_from(3);
+    if naming_delay.tv_sec != 0 || naming_delay.tv_nsec != 0 {
+        // SAFETY: a sleep on a timespec of our own stack.
+        unsafe { libc::nanosleep(&naming_delay, std::ptr::null_mut()) };
+    }
     // SAFETY: `arguments` is this process's argument area, read from
     // `/proc/self/stat` before the fork (see `guard`).
     unsafe { rename(arguments) };
+    // Named: stdout becomes /dev/null (stderr's), which closes the last
+    // write end of `named`.
+    let _ = dup2_stdout(rustix::stdio::stderr());
     wait_for_hangup();
     // What leaderrun wrote: a group line, and "done"; a few bytes. Read to
     // the end (EOF, or an error: the pipe broke), keeping what fits.

@@ -19,7 +19,9 @@
 //!   matches the 15-character `comm`, `pkill -f` the whole command line, so
 //!   the guardian sets its `comm` to [`GUARD_NAME`] and writes that name
 //!   over its copy of leaderrun's command line; neither contains
-//!   "leaderrun".
+//!   "leaderrun". It does so as it first runs, and a fork can wait long to
+//!   run on a loaded machine: no command starts until it has
+//!   ([`Guard::await_named`]).
 //! - A package upgrade renames a new file over the binary while a replica
 //!   queues: the guardian opens no binary, so that changes nothing.
 //! - `pkill lr-guardian`, or SIGTERM to every process of a unit (systemd),
@@ -32,9 +34,11 @@
 //! descendants itself (see `job`).
 
 use std::io::Write;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::fcntl::OFlag;
+use nix::libc;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
@@ -47,6 +51,9 @@ pub const GUARD_NAME: &std::ffi::CStr = c"lr-guardian";
 pub struct Guard {
     /// None once closed (on drop).
     pipe: Option<std::fs::File>,
+    /// The read end of the pipe the guardian closes once it is named
+    /// [`GUARD_NAME`]: None once that was seen ([`Guard::await_named`]).
+    named: Option<OwnedFd>,
     pid: Pid,
     /// Collected by [`Guard::release`]: nothing left for [`Drop`] to do.
     reaped: bool,
@@ -86,14 +93,46 @@ impl Guard {
             nix::sys::stat::Mode::empty(),
         )?;
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let child = forked::fork_guardian(read.as_fd(), null.as_fd(), arguments)?;
+        let (named, named_by_guardian) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let child = forked::fork_guardian(
+            read.as_fd(),
+            named_by_guardian.as_fd(),
+            null.as_fd(),
+            arguments,
+            naming_delay(),
+        )?;
         drop(read);
+        // The guardian holds the only write end left: its close says named.
+        drop(named_by_guardian);
         Ok(Guard {
             pipe: Some(std::fs::File::from(write)),
+            named: Some(named),
             pid: child,
             reaped: false,
             guarding: Guarding::Nothing,
         })
+    }
+
+    /// Waits, within `limit`, until the guardian bears its own name, which
+    /// it takes as it first runs: before that it is named leaderrun, and
+    /// `pkill -9 leaderrun` just after a command started would kill the
+    /// guardian with leaderrun, leaving nobody to stop the job (seen on a
+    /// loaded machine, where a fork can wait long to run). Called before
+    /// the command is spawned, by when the guardian has long had its name:
+    /// one poll that finds the pipe closed. Past `limit` the run goes on:
+    /// the guardian guards all the same, only under leaderrun's name.
+    pub fn await_named(&mut self, limit: std::time::Duration) {
+        let Some(named) = &self.named else { return };
+        let mut fds = [PollFd::new(named.as_fd(), PollFlags::POLLIN)];
+        let timeout = PollTimeout::try_from(limit).unwrap_or(PollTimeout::MAX);
+        match poll(&mut fds, timeout) {
+            Ok(0) => tracing::warn!(
+                guardian = self.pid.as_raw(),
+                "the guardian has not taken its name yet; going on"
+            ),
+            // Closed (or broken): named, or gone, which `check` tells.
+            _ => self.named = None,
+        }
     }
 
     /// The pipe to the guardian, for the child to name its own group
@@ -175,6 +214,25 @@ impl Drop for Guard {
             super::reap_later(self.pid);
         }
     }
+}
+
+/// How long the guardian waits before it takes its name: no time, but in
+/// debug builds (the suite's) with `LEADERRUN_TEST_GUARDIAN_NAMED_AFTER_MS`
+/// set, for a test to stand for a fork that waits long to run.
+fn naming_delay() -> libc::timespec {
+    let mut delay = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("LEADERRUN_TEST_GUARDIAN_NAMED_AFTER_MS")
+        .ok()
+        .and_then(|ms| ms.parse::<i64>().ok())
+    {
+        delay.tv_sec = ms / 1000;
+        delay.tv_nsec = ms % 1000 * 1_000_000;
+    }
+    delay
 }
 
 /// Where leaderrun's command line lies in its memory (`arg_start` and

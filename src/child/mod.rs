@@ -132,6 +132,7 @@ impl Child {
         // Before the spawn, so that no stop or exit of the child goes unseen.
         let child_changes = tokio::signal::unix::signal(SignalKind::child())
             .map_err(|err| anyhow::anyhow!("cannot watch the command (SIGCHLD): {err}"))?;
+        guardian.await_named(GUARDIAN_NAMED);
         let lent = Lent::prepare();
         let take_terminal = lent.is_some();
         let process = spawn::spawn(program, command, env, guardian.pipe(), take_terminal).map_err(
@@ -298,6 +299,10 @@ impl Child {
         self.terminal.take_back(true);
     }
 }
+
+/// How long a spawn waits, at most, for the guardian to take its name
+/// (`guard::Guard::await_named`).
+const GUARDIAN_NAMED: Duration = Duration::from_secs(1);
 
 /// How long a drop waits for the job to die of SIGKILL (as
 /// [`Child::kill_job`] is given by supervision).

@@ -60,6 +60,7 @@
 //! | the command stopped (tty)  | stop like it; continue with it          | –           |
 //! | the job gone               | –                                       | resign, exit with the stop's code |
 //! | the grace over             | –                                       | SIGKILL until gone |
+//! | the job outlived SIGKILL   | –                                       | resign, the guardian armed; the stop's code |
 //! | etcd error                 | (the lease deadline decides)            | –           |
 //!
 //! "–" is an event that state has no source of: what it is doing already
@@ -264,6 +265,10 @@ pub enum StoppingEvent {
     LeadershipLost(Loss),
     /// Nothing of the command's job is left.
     JobGone,
+    /// SIGKILL did not clear the job within its bound (a process deep in
+    /// the kernel): the stop is over, and what is left is the guardian's,
+    /// which stays armed, since no proof of the job's end exists.
+    JobOutlivedKill,
     /// The grace is over and the job is still there.
     GraceOver,
 }
@@ -458,7 +463,7 @@ pub fn stopping(event: &StoppingEvent) -> StoppingAction {
     match event {
         StoppingEvent::Signal(signal) => StoppingAction::Forward(*signal),
         StoppingEvent::LeadershipLost(loss) => StoppingAction::CutGrace(loss.clone()),
-        StoppingEvent::JobGone => StoppingAction::Resign,
+        StoppingEvent::JobGone | StoppingEvent::JobOutlivedKill => StoppingAction::Resign,
         StoppingEvent::GraceOver if planted(Defect::ResignBeforeDead) => StoppingAction::Resign,
         StoppingEvent::GraceOver => StoppingAction::Kill,
     }
@@ -672,6 +677,10 @@ mod tests {
             assert_eq!(running(&event), expected, "{event:?}");
         }
         assert_eq!(stopping(&StoppingEvent::JobGone), StoppingAction::Resign);
+        assert_eq!(
+            stopping(&StoppingEvent::JobOutlivedKill),
+            StoppingAction::Resign
+        );
         assert_eq!(stopping(&StoppingEvent::GraceOver), StoppingAction::Kill);
         assert_eq!(
             spawn_failed(Exit::NotFound),

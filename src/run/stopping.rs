@@ -92,7 +92,8 @@ impl<'a> Stopping<'a> {
                     self.job_left = child.job_alive();
                     self.stop.killed();
                 }
-                Want::Gone | Want::Abandoned => return StoppingEvent::JobGone,
+                Want::Gone => return StoppingEvent::JobGone,
+                Want::Abandoned => return StoppingEvent::JobOutlivedKill,
             }
         }
     }

@@ -21,6 +21,22 @@ fn daemonizing(pidfile: &Path, then: &str) -> Vec<String> {
 
 #[test]
 fn pkill_9_leaderrun_leaves_nothing_of_the_job_running() {
+    pkill_9_leaves_nothing(None);
+}
+
+/// A guardian slow to run (a fork that waited long for a core, seen beside
+/// two busy loops) is named leaderrun until it runs: a command started
+/// before that, and `pkill -9 leaderrun` then, would kill the guardian
+/// with leaderrun and leave the job running. The command waits for it.
+#[test]
+fn pkill_9_just_after_a_start_whose_guardian_was_slow_to_run_leaves_nothing() {
+    pkill_9_leaves_nothing(Some("300"));
+}
+
+/// `pkill -9` of a replica whose command runs, and of its helpers named
+/// leaderrun; `naming_delay` (ms) holds its guardian back before it takes
+/// its name.
+fn pkill_9_leaves_nothing(naming_delay: Option<&str>) {
     let etcd = Etcd::shared();
     let jobs_pkill = unique("jobs/pkill");
     let dir = tempfile::tempdir().unwrap();
@@ -28,7 +44,11 @@ fn pkill_9_leaderrun_leaves_nothing_of_the_job_running() {
         "sleep 301 & echo $! > '{d}/bg'; sleep 302 & echo $! > '{d}/fg'; wait",
         d = dir.path().display()
     );
-    let mut replica = lr(etcd).name(&jobs_pkill).spawn(["sh", "-c", &script]);
+    let mut run = lr(etcd).name(&jobs_pkill);
+    if let Some(delay) = naming_delay {
+        run = run.env("LEADERRUN_TEST_GUARDIAN_NAMED_AFTER_MS", delay);
+    }
+    let mut replica = run.spawn(["sh", "-c", &script]);
     let bg = read_pid(&dir.path().join("bg"), SOON);
     let fg = read_pid(&dir.path().join("fg"), SOON);
     let mut strays = Strays::new();
@@ -51,9 +71,11 @@ fn pkill_9_leaderrun_leaves_nothing_of_the_job_running() {
     for pid in helpers.iter().chain([replica.pid()].iter()) {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
     }
-    wait_within(&mut replica.process, Duration::from_secs(5), "the replica");
+    wait_within(&mut replica.process, LIMIT, "the replica");
 
-    let took = await_condition(SOON, "the job's sleeps to die", || !alive(bg) && !alive(fg));
+    let took = await_condition(LIMIT, "the job's sleeps to die", || {
+        !alive(bg) && !alive(fg)
+    });
     eprintln!("job gone {took:?} after pkill -9");
 }
 

@@ -16,7 +16,16 @@ use super::replicas::{Replica, DEBUG_JSON};
 pub const LIMIT: Duration = Duration::from_secs(30);
 
 /// The shorter limit many waits take: for a start, a pid file, a queue.
-pub const SOON: Duration = Duration::from_secs(10);
+/// Beside two busy loops and the release build, this machine was seen to
+/// stall every test at once for ten seconds (two tests on two etcds of
+/// their own timed out at 10 s together): generous, it bounds a hang, not
+/// a speed.
+pub const SOON: Duration = Duration::from_secs(20);
+
+/// How long the output of a process that exited is waited for: a
+/// descendant that kept the pipe open (a daemon) holds the test that long,
+/// and what it would still write is not what a test reads.
+pub const DRAIN: Duration = Duration::from_secs(10);
 
 /// A leaderrun invocation pointed at `etcd`, built option by option and
 /// ended by its command: `lr(&etcd).name("jobs/a").wait().spawn(["true"])`.
@@ -178,8 +187,8 @@ pub fn run_within(command: &mut Command, limit: Duration) -> Finished {
     Finished {
         code: status.code(),
         took: started.elapsed(),
-        stdout: out.recv_timeout(SOON).unwrap_or_default(),
-        stderr: err.recv_timeout(SOON).unwrap_or_default(),
+        stdout: out.recv_timeout(DRAIN).unwrap_or_default(),
+        stderr: err.recv_timeout(DRAIN).unwrap_or_default(),
     }
 }
 

@@ -11,7 +11,7 @@ use leaderrun::events;
 use super::await_condition;
 use super::etcd::Etcd;
 use super::invocation::leaderrun;
-use super::invocation::SOON;
+use super::invocation::{DRAIN, SOON};
 use super::processes::{read_pid, wait_within};
 
 /// A background leaderrun whose stderr is collected; killed on drop.
@@ -90,7 +90,7 @@ impl Replica {
                 return pid;
             }
             if let Some(status) = self.process.try_wait().unwrap() {
-                let _ = self.stderr_closed.recv_timeout(SOON);
+                let _ = self.stderr_closed.recv_timeout(DRAIN);
                 panic!(
                     "the replica exited ({status}) before its job wrote {}: {}",
                     path.display(),
@@ -119,7 +119,7 @@ impl Replica {
     /// Waits for exit within `limit`; returns the code and stderr.
     pub fn finish(&mut self, limit: Duration) -> (Option<i32>, String) {
         let status = wait_within(&mut self.process, limit, "the replica");
-        let _ = self.stderr_closed.recv_timeout(SOON);
+        let _ = self.stderr_closed.recv_timeout(DRAIN);
         let stderr = self.stderr.lock().unwrap().clone();
         (status.code(), stderr)
     }
@@ -127,6 +127,15 @@ impl Replica {
 
 impl Drop for Replica {
     fn drop(&mut self) {
+        // A test that failed says what each of its replicas said: where a
+        // wait ran out, that is where the time went.
+        if std::thread::panicking() {
+            eprintln!(
+                "replica {} had said, when the test failed:\n{}",
+                self.process.id(),
+                self.stderr_so_far()
+            );
+        }
         let _ = self.process.kill();
         let _ = self.process.wait();
     }
