@@ -220,21 +220,21 @@ fn group_line(group: u32, line: &mut [u8; GROUP_LINE]) -> &[u8] {
 /// Forks the guardian (see `guard`), which runs [`guardian`] with `read`
 /// as its stdin, `named` as its stdout until it has its name, and `null`
 /// as its stderr, then stdout; returns its pid. Every signal is blocked
-/// across the fork, and restored in the parent. `naming_delay` (zero but
-/// in the suite's tests) holds the guardian back before it takes its name.
+/// across the fork, and restored in the parent. `pauses` (none but in the
+/// suite's tests) hold the guardian back.
 pub(super) fn fork_guardian(
     read: BorrowedFd,
     named: BorrowedFd,
     null: BorrowedFd,
     arguments: Option<(usize, usize)>,
-    naming_delay: libc::timespec,
+    pauses: Pauses,
 ) -> nix::Result<Pid> {
     let before = SigSet::all().thread_swap_mask(SigmaskHow::SIG_SETMASK)?;
     // SAFETY: the child runs [`guardian`] only, which keeps this file's
     // rules and never returns.
     let forked = unsafe { nix::unistd::fork() };
     match forked {
-        Ok(ForkResult::Child) => guardian(read, named, null, arguments, naming_delay),
+        Ok(ForkResult::Child) => guardian(read, named, null, arguments, pauses),
         Ok(ForkResult::Parent { child }) => {
             let _ = before.thread_set_mask();
             Ok(child)
@@ -259,7 +259,7 @@ fn guardian(
     named: BorrowedFd,
     null: BorrowedFd,
     arguments: Option<(usize, usize)>,
-    naming_delay: libc::timespec,
+    pauses: Pauses,
 ) -> ! {
     let _ = nix::unistd::setsid();
     ignore_every_signal();
@@ -268,10 +268,7 @@ fn guardian(
     let _ = dup2_stdout(named);
     let _ = dup2_stderr(null);
     close_from(3);
-    if naming_delay.tv_sec != 0 || naming_delay.tv_nsec != 0 {
-        // SAFETY: a sleep on a timespec of our own stack.
-        unsafe { libc::nanosleep(&naming_delay, std::ptr::null_mut()) };
-    }
+    pause(&pauses.before_naming);
     // SAFETY: `arguments` is this process's argument area, read from
     // `/proc/self/stat` before the fork (see `guard`).
     unsafe { rename(arguments) };
@@ -292,7 +289,27 @@ fn guardian(
     if let Some(group) = group_to_kill(said.get(..length).unwrap_or_default()) {
         let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
     }
+    pause(&pauses.before_exit);
     exit(0)
+}
+
+/// How long the guardian waits at two points: not at all, but in debug
+/// builds (the suite's), where a test stands for a guardian that a loaded
+/// machine was slow to run (see `guard`).
+#[derive(Clone, Copy)]
+pub(super) struct Pauses {
+    /// Before it takes its name.
+    pub(super) before_naming: libc::timespec,
+    /// Before it exits.
+    pub(super) before_exit: libc::timespec,
+}
+
+/// Sleeps for `pause`, if it is not zero.
+fn pause(pause: &libc::timespec) {
+    if pause.tv_sec != 0 || pause.tv_nsec != 0 {
+        // SAFETY: a sleep on a timespec made before the fork.
+        unsafe { libc::nanosleep(pause, std::ptr::null_mut()) };
+    }
 }
 
 /// Ignores every signal but SIGKILL and SIGSTOP, which cannot be: leaderrun's

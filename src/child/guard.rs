@@ -99,7 +99,7 @@ impl Guard {
             named_by_guardian.as_fd(),
             null.as_fd(),
             arguments,
-            naming_delay(),
+            pauses(),
         )?;
         drop(read);
         // The guardian holds the only write end left: its close says named.
@@ -186,10 +186,10 @@ impl Guard {
     /// At the end of a run, once the resignation's first request is
     /// answered (see `run`): tells the guardian "done" if the job is gone
     /// or never started (see [`Self::job_gone`]), else leaves it armed, to
-    /// kill the group; then collects its exit within `limit`, so that no
-    /// zombie is left to whoever adopts it (a PID 1 that does not reap, in
-    /// a container).
-    pub async fn release(mut self, limit: std::time::Duration) {
+    /// kill the group; then collects its exit within [`EXIT_COLLECTED`], so
+    /// that no zombie is left to whoever adopts it (a PID 1 that does not
+    /// reap, in a container).
+    pub async fn release(mut self) {
         match std::mem::replace(&mut self.guarding, Guarding::Job) {
             Guarding::Nothing => self.done(JobGone::nothing_started()),
             Guarding::Gone(gone) => self.done(gone),
@@ -198,10 +198,23 @@ impl Guard {
             }
         }
         drop(self.pipe.take());
-        let collected = crate::clock::timeout(limit, super::collect(self.pid));
+        let collected = crate::clock::timeout(EXIT_COLLECTED, super::collect(self.pid));
         self.reaped = collected.await.is_some();
+        if !self.reaped {
+            tracing::info!(
+                guardian = self.pid.as_raw(),
+                "the guardian has not exited within {EXIT_COLLECTED:?}: whoever adopts it collects it"
+            );
+        }
     }
 }
+
+/// How long the way out waits for the released guardian's exit. Released,
+/// it exits at once, in a millisecond; the bound is for a machine that
+/// runs it late (beside two busy loops, once past the half second that
+/// bounds etcd's part of the way out) or a guardian stopped by SIGSTOP.
+/// Not waited for, it would be left a zombie to whoever adopts it.
+const EXIT_COLLECTED: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Closes the pipe: after "done" the guardian exits quietly, without it
 /// the guardian kills the group it was told (an unused guardian was told
@@ -216,23 +229,35 @@ impl Drop for Guard {
     }
 }
 
-/// How long the guardian waits before it takes its name: no time, but in
-/// debug builds (the suite's) with `LEADERRUN_TEST_GUARDIAN_NAMED_AFTER_MS`
-/// set, for a test to stand for a fork that waits long to run.
-fn naming_delay() -> libc::timespec {
-    let mut delay = libc::timespec {
+/// How long the guardian waits before it takes its name and before it
+/// exits: no time, but in debug builds (the suite's), where
+/// `LEADERRUN_TEST_GUARDIAN_NAMED_AFTER_MS` and
+/// `LEADERRUN_TEST_GUARDIAN_EXITS_AFTER_MS` let a test stand for a fork
+/// that a loaded machine was slow to run.
+fn pauses() -> forked::Pauses {
+    forked::Pauses {
+        before_naming: test_pause("LEADERRUN_TEST_GUARDIAN_NAMED_AFTER_MS"),
+        before_exit: test_pause("LEADERRUN_TEST_GUARDIAN_EXITS_AFTER_MS"),
+    }
+}
+
+/// The pause in milliseconds that `variable` asks for, in debug builds.
+fn test_pause(variable: &str) -> libc::timespec {
+    let mut pause = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     #[cfg(debug_assertions)]
-    if let Some(ms) = std::env::var("LEADERRUN_TEST_GUARDIAN_NAMED_AFTER_MS")
+    if let Some(ms) = std::env::var(variable)
         .ok()
         .and_then(|ms| ms.parse::<i64>().ok())
     {
-        delay.tv_sec = ms / 1000;
-        delay.tv_nsec = ms % 1000 * 1_000_000;
+        pause.tv_sec = ms / 1000;
+        pause.tv_nsec = ms % 1000 * 1_000_000;
     }
-    delay
+    #[cfg(not(debug_assertions))]
+    let _ = variable;
+    pause
 }
 
 /// Where leaderrun's command line lies in its memory (`arg_start` and

@@ -416,7 +416,7 @@ async fn finish(
     let release = async {
         if let Some(guard) = guard {
             answered.notified().await;
-            guard.release(CLEANUP).await;
+            guard.release().await;
         }
     };
     tokio::join!(resign, release);

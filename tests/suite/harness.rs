@@ -1,5 +1,6 @@
-//! The harness itself: a port is handed out once per test process, and an
-//! etcd that finds one of its ports taken starts again on new ones.
+//! The harness itself: a port is handed out once per test process, an
+//! etcd that finds one of its ports taken starts again on new ones, and a
+//! stall of the test process is taken out of the time its bounds measure.
 
 use crate::common::*;
 
@@ -29,4 +30,37 @@ fn an_etcd_whose_port_is_taken_starts_again_on_new_ports() {
     assert_ne!(etcd.client_port(), port, "it claims the taken port");
     etcd.put("harness", "answers", 0);
     assert_eq!(etcd.get("harness").as_deref(), Some("answers"));
+}
+
+/// The test process stopped for a second (SIGSTOP, then SIGCONT from a
+/// process of its own), as a paused machine stops it: the stall is seen,
+/// and taken out of what [`active_since`] measures; the time beside it is
+/// not.
+#[test]
+fn a_stall_of_the_test_process_is_not_counted() {
+    use std::time::{Duration, Instant};
+    stalls::watch();
+    let began = Instant::now();
+    let pid = std::process::id();
+    let mut stopper = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("kill -STOP {pid}; sleep 1; kill -CONT {pid}"),
+        ])
+        .spawn()
+        .unwrap();
+    let stopper = wait_within(&mut stopper, SOON, "the stopper");
+    assert!(stopper.success(), "the stopper: {stopper}");
+    std::thread::sleep(Duration::from_millis(300));
+    let (elapsed, active) = (began.elapsed(), active_since(began));
+    eprintln!("{elapsed:?} passed, {active:?} of it running");
+    assert!(elapsed >= Duration::from_millis(1300), "{elapsed:?}");
+    assert!(
+        active < elapsed - Duration::from_millis(700),
+        "the stall was counted: {active:?} of {elapsed:?}"
+    );
+    assert!(
+        active >= Duration::from_millis(300),
+        "the time beside it was not: {active:?} of {elapsed:?}"
+    );
 }

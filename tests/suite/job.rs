@@ -97,9 +97,7 @@ fn a_daemon_that_left_the_group_is_stopped_when_leadership_is_lost() {
     etcd.revoke(lease);
     let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(124), "{stderr}");
-    let took = await_condition(Duration::from_secs(5), "the daemon to die", || {
-        !alive(daemon)
-    });
+    let took = await_condition(SOON, "the daemon to die", || !alive(daemon));
     eprintln!("daemon gone {took:?} after leaderrun exited");
 }
 
@@ -121,9 +119,7 @@ fn a_daemon_that_left_the_group_is_stopped_when_the_command_exits() {
     let mut strays = Strays::new();
     strays.add(daemon, "sleep 313");
     assert_eq!(done.code, Some(0), "{}", done.stderr);
-    let took = await_condition(Duration::from_secs(5), "the daemon to die", || {
-        !alive(daemon)
-    });
+    let took = await_condition(SOON, "the daemon to die", || !alive(daemon));
     eprintln!("daemon gone {took:?} after leaderrun exited");
 }
 
@@ -222,9 +218,7 @@ fn a_failed_wait_still_stops_the_whole_job_and_leaves_the_guardian_armed() {
     assert!(!said.contains("done"), "the guardian was told {said:?}");
     assert!(alive(guardians[0]), "the guardian sleeps on, armed");
     drop(writer);
-    await_condition(Duration::from_secs(5), "the guardian to exit", || {
-        !alive(guardians[0])
-    });
+    await_condition(SOON, "the guardian to exit", || !alive(guardians[0]));
 }
 
 /// The guardian is released once the resignation the next leader waits on
@@ -356,12 +350,8 @@ fn the_guardian_sleeps_through_the_run_and_still_stops_the_job() {
     let mut strays = Strays::new();
     strays.add(command, "sleep 303");
     send(replica.pid(), Signal::SIGKILL);
-    wait_within(&mut replica.process, Duration::from_secs(5), "the replica");
-    await_condition(
-        Duration::from_secs(5),
-        "the guardian to kill the command",
-        || !alive(command),
-    );
+    wait_within(&mut replica.process, SOON, "the replica");
+    await_condition(SOON, "the guardian to kill the command", || !alive(command));
 }
 
 /// `pkill lr-guardian`, or systemd's SIGTERM to every process of a unit:
@@ -410,9 +400,9 @@ fn the_guardian_outlives_the_signals_it_can_ignore() {
         assert_eq!(unsafe { nix::libc::kill(guardians[0], signal) }, 0);
     }
     send(replica.pid(), Signal::SIGKILL);
-    wait_within(&mut replica.process, Duration::from_secs(5), "the replica");
+    wait_within(&mut replica.process, SOON, "the replica");
     await_condition(
-        Duration::from_secs(5),
+        SOON,
         "the guardian to kill the command's background job",
         || !alive(background),
     );

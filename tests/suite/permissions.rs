@@ -593,7 +593,7 @@ fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter
     let released = std::time::Instant::now();
     std::fs::write(&release, "").unwrap();
     await_condition(LIMIT, "the waiter's command", || ran.exists());
-    let handed_over = released.elapsed();
+    let handed_over = active_since(released);
     eprintln!("handed over {handed_over:?} after the release");
     let (code, stderr) = leader.finish(BOUND);
     assert_eq!(code, Some(0), "the leader kept its leadership: {stderr}");

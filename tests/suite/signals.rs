@@ -27,7 +27,7 @@ fn signal_and_expect_exit(replica: &mut Replica, signal: Signal) -> String {
     let signalled = Instant::now();
     send(replica.pid(), signal);
     let (code, stderr) = replica.finish(Duration::from_secs(20));
-    let took = signalled.elapsed();
+    let took = active_since(signalled);
     eprintln!("{signal}: exited {code:?} {took:?} after the signal");
     assert_eq!(code, Some(128 + signal as i32), "{signal}: {stderr}");
     assert!(

@@ -191,6 +191,7 @@ impl Etcd {
     /// takes a write. Err (naming the port) if a member exited because a
     /// port was taken; panics on any other exit, or after [`START_LIMIT`].
     fn await_start(&self) -> Result<(), String> {
+        super::stalls::watch();
         let started = Instant::now();
         loop {
             // Checked before and after asking: a member that could not
@@ -201,7 +202,7 @@ impl Etcd {
                 return self.check_started();
             }
             assert!(
-                started.elapsed() < START_LIMIT,
+                !super::stalls::past(started, START_LIMIT),
                 "etcd did not start within {START_LIMIT:?} at {}{}",
                 self.endpoints(),
                 self.logs()

@@ -13,6 +13,7 @@ pub mod pki;
 pub mod processes;
 pub mod pty;
 pub mod replicas;
+pub mod stalls;
 
 pub use etcd::*;
 pub use faults::*;
@@ -20,23 +21,27 @@ pub use invocation::*;
 pub use processes::*;
 pub use pty::*;
 pub use replicas::*;
+pub use stalls::active_since;
 
 /// Polls `condition` every 10 ms until it holds; panics with `what` after
-/// `limit`. Returns how long it took.
+/// `limit` (of the machine's running time: see [`stalls`]). Returns how
+/// long it took, less the stalls seen meanwhile.
 pub fn await_condition(
     limit: Duration,
     what: &str,
     mut condition: impl FnMut() -> bool,
 ) -> Duration {
+    stalls::watch();
     let started = Instant::now();
     while !condition() {
         assert!(
-            started.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
+            !stalls::past(started, limit),
+            "timed out after {limit:?} waiting for {what}{}",
+            stalls::stalled_note(started)
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    started.elapsed()
+    active_since(started)
 }
 
 /// The code of the block between `<!-- NAME: start -->` and

@@ -11,16 +11,18 @@ use super::invocation::SOON;
 /// Waits for `child` to exit, polling every 10 ms; kills it and panics,
 /// naming it `what`, if that takes over `limit`.
 pub fn wait_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    super::stalls::watch();
     let started = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             return status;
         }
-        if started.elapsed() > limit {
+        if super::stalls::past(started, limit) {
             let tree = process_tree(child.id() as i32);
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what} did not exit within {limit:?}; its processes:\n{tree}");
+            let stalled = super::stalls::stalled_note(started);
+            panic!("{what} did not exit within {limit:?}{stalled}; its processes:\n{tree}");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -143,6 +145,19 @@ pub fn children_of(parent: i32) -> Vec<i32> {
         .into_iter()
         .filter(|pid| stat_field(*pid, 0) == Some(parent))
         .collect()
+}
+
+/// Whether a descendant of `pid` runs `program` (its /proc comm): past
+/// its exec, so no longer a shell's fork with the shell's handlers.
+pub fn descendant_runs(pid: i32, program: &str) -> bool {
+    let mut todo = children_of(pid);
+    while let Some(pid) = todo.pop() {
+        if comm(pid).as_deref() == Some(program) {
+            return true;
+        }
+        todo.extend(children_of(pid));
+    }
+    false
 }
 
 /// The direct children of `pid` that are leaderrun's guardian

@@ -23,6 +23,7 @@ pub struct Replica {
 
 impl Replica {
     pub fn spawn(command: &mut Command) -> Replica {
+        super::stalls::watch();
         let mut process = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -98,7 +99,7 @@ impl Replica {
                 );
             }
             assert!(
-                started.elapsed() < limit,
+                !super::stalls::past(started, limit),
                 "timed out after {limit:?} waiting for a pid in {}: {}",
                 path.display(),
                 self.stderr_so_far()
@@ -339,7 +340,10 @@ impl Replica {
 /// `died`, it may have taken half the margin again to be delivered and
 /// seen. Not merely "within the TTL": a stop due at the deadline itself
 /// fails this.
+/// The machine's stalls since the renewal are taken out of `died` (see
+/// [`super::stalls`]).
 pub fn assert_killed_a_margin_before(deadline: Instant, died: Instant, ttl: Duration) {
+    let died = died - super::stalls::stalled_between(deadline - ttl, died);
     let bound = deadline - margin(ttl) / 2;
     let before = |at: Instant| {
         if at <= deadline {
