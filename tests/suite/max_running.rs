@@ -44,7 +44,7 @@ fn five_waiters_with_two_slots_run_two_at_a_time_never_three() {
     let mut tokens: Vec<i64> = runs.iter().map(|run| run.token).collect();
     tokens.dedup();
     assert_eq!(tokens.len(), 5, "a token each: {runs:?}");
-    assert!(etcd.candidates(&jobs_sem).is_empty(), "everyone resigned");
+    await_resigned(etcd, &jobs_sem, "everyone resigned");
 }
 
 #[test]

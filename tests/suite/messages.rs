@@ -23,10 +23,7 @@ fn a_nested_leaderrun_derives_its_own_election() {
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);
     assert_eq!(done.stdout, "inner ran\n", "{}", done.stderr);
-    assert!(
-        etcd.candidates(&jobs_outer).is_empty(),
-        "the outer resigned"
-    );
+    await_resigned(etcd, &jobs_outer, "the outer resigned");
 }
 
 /// `--wait --wait-timeout 0` looks at the queue once: it runs when nobody

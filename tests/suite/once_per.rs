@@ -71,7 +71,7 @@ fn staggered_replicas_run_the_job_once_per_window() {
 
     let runs = intervals(&log);
     assert_eq!(runs.len(), 1, "one run in the window: {runs:?}");
-    assert!(etcd.candidates(NAME).is_empty(), "everyone resigned");
+    await_resigned(&etcd, NAME, "everyone resigned");
 
     // status shows the window's run.
     let status = lr(&etcd)
@@ -108,10 +108,7 @@ fn the_window_ends_by_itself_and_only_once_per_runs_look_at_it() {
     let marker: serde_json::Value =
         serde_json::from_str(&etcd.get(MARKER).expect("a marker")).unwrap();
     assert_eq!(marker["token"].as_i64(), first, "{marker}");
-    assert!(
-        etcd.candidates(NAME).is_empty(),
-        "the marker is not a candidate of the election"
-    );
+    await_resigned(&etcd, NAME, "the marker is not a candidate of the election");
 
     let (code, _, stderr) = run(&["--once-per", "2s"]);
     assert_eq!(code, Some(75), "the window is still open: {stderr}");

@@ -33,7 +33,7 @@ fn five_waiting_replicas_all_run_one_at_a_time() {
             "tokens must increase: {pair:?}"
         );
     }
-    assert!(etcd.candidates(&jobs_queue).is_empty(), "everyone resigned");
+    await_resigned(etcd, &jobs_queue, "everyone resigned");
 }
 
 #[test]

@@ -100,7 +100,7 @@ fn a_signal_while_the_command_runs_is_passed_on_to_it() {
         let child = read_pid(&pidfile, SOON);
         signal_and_expect_exit(&mut replica, signal);
         assert!(!alive(child), "{signal}: the command outlived leaderrun");
-        assert!(etcd.candidates(&name).is_empty(), "{signal}: resigned");
+        await_resigned(&etcd, &name, &format!("{signal}: resigned"));
     }
 }
 

@@ -29,10 +29,7 @@ fn a_stopped_command_still_ends_on_sigterm() {
     eprintln!("exited {:?} after SIGTERM", signalled.elapsed());
     assert_eq!(code, Some(128 + 15), "{stderr}");
     assert!(!alive(pid), "the command outlived leaderrun");
-    assert!(
-        etcd.candidates(&jobs_stopped).is_empty(),
-        "the election key outlived leaderrun"
-    );
+    await_resigned(etcd, &jobs_stopped, "the election key to go with leaderrun");
 }
 
 /// `leaderrun -- cat &` in bash: cat reads the terminal from the
@@ -81,10 +78,7 @@ fn a_background_job_reading_the_terminal_stops_and_fg_resumes_it() {
     master.write_all(&[0x04]).unwrap();
     master.write_all(b"echo exit-$?\n").unwrap();
     read_until(&mut master, "exit-0", limit);
-    assert!(
-        etcd.candidates("jobs/bg").is_empty(),
-        "resigned after the job"
-    );
+    await_resigned(&etcd, "jobs/bg", "resigned after the job");
 
     master.write_all(b"exit\n").unwrap();
     wait_within(&mut bash, limit, "the shell");

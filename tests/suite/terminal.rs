@@ -79,10 +79,7 @@ fn ctrl_z_stops_the_job_in_a_shell_and_fg_continues_it() {
     read_until(&mut master, "second two", limit);
     master.write_all(b"echo exit-$?\n").unwrap();
     read_until(&mut master, "exit-0", limit);
-    assert!(
-        etcd.candidates("jobs/tstp").is_empty(),
-        "resigned after the job"
-    );
+    await_resigned(&etcd, "jobs/tstp", "resigned after the job");
 
     master.write_all(b"exit\n").unwrap();
     wait_within(&mut bash, limit, "the shell");

@@ -21,7 +21,7 @@ fn a_command_past_its_timeout_is_stopped_and_leaves_no_key() {
         done.took
     );
     assert_one_line_mentioning(&done.stderr, "ran past --timeout 1s");
-    assert!(etcd.candidates(&jobs_t).is_empty(), "resigned");
+    await_resigned(etcd, &jobs_t, "resigned");
 }
 
 /// A job that ignores --kill-signal gets SIGKILL after --kill-after, as on

@@ -47,7 +47,7 @@ fn token_is_the_keys_create_revision_and_beats_an_inherited_one() {
     .unwrap();
     let (code, _) = replica.finish(LIMIT);
     assert_eq!(code, Some(143));
-    assert!(etcd.candidates("jobs/token").is_empty(), "resigned on exit");
+    await_resigned(&etcd, "jobs/token", "resigned on exit");
 }
 
 /// The command's environment is leaderrun's, as it was given (order,

@@ -11,7 +11,7 @@ use leaderrun::events;
 use super::await_condition;
 use super::etcd::Etcd;
 use super::invocation::leaderrun;
-use super::invocation::{DRAIN, SOON};
+use super::invocation::{DRAIN, LIMIT, SOON};
 use super::processes::{read_pid, wait_within};
 
 /// A background leaderrun whose stderr is collected; killed on drop.
@@ -296,6 +296,16 @@ pub fn stubborn_job(pidfile: &Path) -> Vec<String> {
             pidfile.display()
         ),
     ]
+}
+
+/// Waits until election `name` has no candidate left, within [`LIMIT`]:
+/// every run resigned as it ended or, where etcd did not answer a
+/// resignation within the half second the way out gives it (on a loaded
+/// machine, beside two busy loops), its key went with its lease, whose
+/// TTL is under LIMIT. A key that stays (one on no lease, or on a lease
+/// something still renews) fails it, with `what`.
+pub fn await_resigned(etcd: &Etcd, name: &str, what: &str) {
+    await_condition(LIMIT, what, || etcd.candidates(name).is_empty());
 }
 
 /// The margin the job must be dead by before the lease's local deadline,
