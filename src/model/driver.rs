@@ -13,8 +13,10 @@ use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::protocol::schedule::StartVerdict;
 use crate::protocol::stop::{LeaseView, Stop, Want};
 use crate::protocol::table::{
-    CampaignAction, CampaignEvent, CampaignPhase, Phase, RunningAction, StoppingAction, Trouble,
+    self, CampaignAction, CampaignEvent, CampaignPhase, Phase, RunningAction, StoppingAction,
+    StoppingEvent, Trouble,
 };
+use crate::signals::Signal;
 
 const CONFLICT: i32 = 75;
 
@@ -171,7 +173,7 @@ impl World {
     }
 
     /// Carries out what the table said to a run stopping its job.
-    pub(super) fn apply_stopping(&mut self, r: usize, action: StoppingAction, say: Say) {
+    pub(super) fn apply_stopping(&mut self, r: usize, action: StoppingAction, mut say: Say) {
         let now = self.now;
         match action {
             StoppingAction::Forward(_) => self.terminate(r),
@@ -180,10 +182,23 @@ impl World {
                 let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
                 stop.cut(schedule(), at(now), view);
             }
-            StoppingAction::Kill => {
+            StoppingAction::SendKillSignal(_) => {
+                let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
+                stop.signalled();
+                self.terminate(r);
+            }
+            StoppingAction::EndGrace => {
                 let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
                 stop.kill(at(now));
                 self.carry_out_stop(r, say);
+            }
+            StoppingAction::Kill => {
+                let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
+                stop.killed();
+                say!(say, "replica {r} sends SIGKILL to the job");
+                if self.replicas[r].runs() {
+                    self.replicas[r].job = Job::Ended(137, true);
+                }
             }
             StoppingAction::Resign => {
                 // The stop is over: what it held is no part of the state.
@@ -210,26 +225,20 @@ impl World {
         Some(stop.want(at(self.now), self.lease_view(r), left))
     }
 
-    /// Does what the kill sequence wants done at once: the signals. What
-    /// it waits for (the job gone, the grace over) is news of the world's.
+    /// What the kill sequence wants done at once (the signals), as the
+    /// run does it: the event the stop makes of it, the table's answer,
+    /// carried out. What it waits for (the job gone, the grace over) is
+    /// news of the world's.
     fn carry_out_stop(&mut self, r: usize, mut say: Say) {
         loop {
-            let want = self.stop_wants(r).expect("a stop under way");
-            let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
-            match want {
-                Want::KillSignal => {
-                    stop.signalled();
-                    self.terminate(r);
-                }
-                Want::Kill => {
-                    stop.killed();
-                    say!(say, "replica {r} sends SIGKILL to the job");
-                    if self.replicas[r].runs() {
-                        self.replicas[r].job = Job::Ended(137, true);
-                    }
-                }
+            let event = match self.stop_wants(r).expect("a stop under way") {
+                Want::KillSignal => StoppingEvent::KillSignalDue(Signal::SIGTERM),
+                Want::Kill => StoppingEvent::KillDue,
                 Want::AwaitGone { .. } | Want::GraceOver | Want::Gone | Want::Abandoned => return,
-            }
+            };
+            let action = table::stopping(&event);
+            say!(say, "replica {r} in Stopping: {event:?} -> {action:?}");
+            self.apply_stopping(r, action, say.as_deref_mut());
         }
     }
 

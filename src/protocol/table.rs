@@ -58,8 +58,10 @@
 //! | waiting for it failed      | stop the job, 125; the guardian stays armed | –       |
 //! | --timeout passed           | stop the job, 123 (it counts from the command's start) | – |
 //! | the command stopped (tty)  | stop like it; continue with it          | –           |
+//! | --kill-signal due          | –                                       | send it (to the group and every descendant), then SIGCONT |
 //! | the job gone               | –                                       | resign, exit with the stop's code |
-//! | the grace over             | –                                       | SIGKILL until gone |
+//! | the grace over             | –                                       | end the grace, saying why |
+//! | SIGKILL due                | –                                       | SIGKILL until gone, within a bound |
 //! | the job outlived SIGKILL   | –                                       | resign, the guardian armed; the stop's code |
 //! | etcd error                 | (the lease deadline decides)            | –           |
 //!
@@ -263,6 +265,10 @@ pub enum StoppingEvent {
     Signal(Signal),
     /// Leadership is gone during a stop that kept it (--timeout, leftovers).
     LeadershipLost(Loss),
+    /// The kill sequence's first step is due: --kill-signal (this one).
+    KillSignalDue(Signal),
+    /// SIGKILL is due: the grace is over, and what it cost was said.
+    KillDue,
     /// Nothing of the command's job is left.
     JobGone,
     /// SIGKILL did not clear the job within its bound (a process deep in
@@ -375,10 +381,15 @@ pub struct StopOrder {
 pub enum StoppingAction {
     /// Pass the signal on to the command's job.
     Forward(Signal),
+    /// --kill-signal (this one) to the job, its group and every
+    /// descendant, then SIGCONT; the grace begins.
+    SendKillSignal(Signal),
     /// Leadership lost (so) during a kept stop: the grace is cut to the
     /// loss's, since the next leader may start at once.
     CutGrace(Loss),
-    /// SIGKILL to the job until nothing is left.
+    /// The grace is over: SIGKILL is due, and why is said.
+    EndGrace,
+    /// SIGKILL to the job until nothing is left, within a bound.
     Kill,
     /// The job is gone: resign, with the run's records, and exit with
     /// the code the stop carried.
@@ -463,9 +474,11 @@ pub fn stopping(event: &StoppingEvent) -> StoppingAction {
     match event {
         StoppingEvent::Signal(signal) => StoppingAction::Forward(*signal),
         StoppingEvent::LeadershipLost(loss) => StoppingAction::CutGrace(loss.clone()),
+        StoppingEvent::KillSignalDue(signal) => StoppingAction::SendKillSignal(*signal),
+        StoppingEvent::KillDue => StoppingAction::Kill,
         StoppingEvent::JobGone | StoppingEvent::JobOutlivedKill => StoppingAction::Resign,
         StoppingEvent::GraceOver if planted(Defect::ResignBeforeDead) => StoppingAction::Resign,
-        StoppingEvent::GraceOver => StoppingAction::Kill,
+        StoppingEvent::GraceOver => StoppingAction::EndGrace,
     }
 }
 
@@ -681,7 +694,16 @@ mod tests {
             stopping(&StoppingEvent::JobOutlivedKill),
             StoppingAction::Resign
         );
-        assert_eq!(stopping(&StoppingEvent::GraceOver), StoppingAction::Kill);
+        assert_eq!(
+            stopping(&StoppingEvent::GraceOver),
+            StoppingAction::EndGrace
+        );
+        assert_eq!(stopping(&StoppingEvent::KillDue), StoppingAction::Kill);
+        assert_eq!(
+            stopping(&StoppingEvent::KillSignalDue(Signal::SIGUSR1)),
+            StoppingAction::SendKillSignal(Signal::SIGUSR1),
+            "the kill signal asked for, not a default"
+        );
         assert_eq!(
             spawn_failed(Exit::NotFound),
             Code::Own(Exit::NotFound),

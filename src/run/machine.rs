@@ -115,7 +115,7 @@ pub async fn drive(
                 let event = stopping.next_event(signals).await;
                 let action = table::stopping(&event);
                 tracing::trace!(phase = ?Phase::Stopping, ?event, ?action, "decided");
-                stop(stopping, action, &mut session)
+                stop(stopping, action, &mut session).await
             }
         };
         match next {
@@ -304,11 +304,17 @@ fn lead<'a>(mut leading: Leading<'a>, action: RunningAction, event: &RunningEven
 }
 
 /// An action while the job is being stopped.
-fn stop<'a>(mut stopping: Stopping<'a>, action: StoppingAction, session: &mut Session) -> Next<'a> {
+async fn stop<'a>(
+    mut stopping: Stopping<'a>,
+    action: StoppingAction,
+    session: &mut Session,
+) -> Next<'a> {
     match action {
         StoppingAction::Forward(signal) => stopping.leading.child.signal_job(signal),
         StoppingAction::CutGrace(loss) => stopping.cut_grace(&loss),
-        StoppingAction::Kill => stopping.kill(),
+        StoppingAction::SendKillSignal(signal) => stopping.send_kill_signal(signal),
+        StoppingAction::EndGrace => stopping.end_grace(),
+        StoppingAction::Kill => stopping.kill().await,
         StoppingAction::Resign => return Next::End(run_ending(stopping, session)),
     }
     Next::State(State::Stopping(stopping))

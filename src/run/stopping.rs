@@ -4,10 +4,11 @@
 //! The kill sequence: `--kill-signal` to the job (its group and every
 //! descendant, then SIGCONT), a grace during which further signals are
 //! passed on, then SIGKILL until nothing is left. What is due when is
-//! `protocol::stop`'s to say; this carries it out with the real job, clock
-//! and lease. Its events (the job gone, the grace over, a signal,
-//! leadership lost during a kept stop) go through the table like every
-//! other.
+//! `protocol::stop`'s to say, and what is done about it the table's: each
+//! step due (--kill-signal, SIGKILL) is an event, like what happens
+//! meanwhile (the job gone, the grace over, a signal, leadership lost
+//! during a kept stop), and this carries out the table's answers with the
+//! real job, clock and lease. It sends no signal of its own accord.
 
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use crate::clock;
 use crate::logging::{self, Level};
 use crate::protocol::stop::{KillReason, LeaseView, Stop, Want};
 use crate::protocol::table::{Code, Loss, RunningEvent, StopOrder, StoppingEvent};
-use crate::signals::Signals;
+use crate::signals::{Signal, Signals};
 
 /// How long SIGKILL is sent, at most, before the stop is over whatever is
 /// left (the guardian, still armed, has the rest).
@@ -66,16 +67,15 @@ impl<'a> Stopping<'a> {
         }
     }
 
-    /// The next event of the stop: what the kill sequence wants done, done,
-    /// until it waits on the job, the grace or a signal.
+    /// The next event of the stop: what the kill sequence wants done (for
+    /// the table to say), or what happened while it waits on the job, the
+    /// grace or a signal.
     pub async fn next_event(&mut self, signals: &mut Signals) -> StoppingEvent {
         loop {
             let lease = lease_view(&self.leading);
             match self.stop.want(clock::Instant::now(), lease, self.job_left) {
                 Want::KillSignal => {
-                    let leading = &mut self.leading;
-                    leading.child.signal_job(leading.config.kill_signal);
-                    self.stop.signalled();
+                    return StoppingEvent::KillSignalDue(self.leading.config.kill_signal)
                 }
                 Want::AwaitGone {
                     until,
@@ -86,16 +86,25 @@ impl<'a> Stopping<'a> {
                     }
                 }
                 Want::GraceOver => return StoppingEvent::GraceOver,
-                Want::Kill => {
-                    let child = &mut self.leading.child;
-                    child.kill_job(KILL_BOUND).await;
-                    self.job_left = child.job_alive();
-                    self.stop.killed();
-                }
+                Want::Kill => return StoppingEvent::KillDue,
                 Want::Gone => return StoppingEvent::JobGone,
                 Want::Abandoned => return StoppingEvent::JobOutlivedKill,
             }
         }
+    }
+
+    /// --kill-signal, `signal`, to the whole job: the grace begins.
+    pub fn send_kill_signal(&mut self, signal: Signal) {
+        self.leading.child.signal_job(signal);
+        self.stop.signalled();
+    }
+
+    /// SIGKILL to the job until nothing is left, within [`KILL_BOUND`].
+    pub async fn kill(&mut self) {
+        let child = &mut self.leading.child;
+        child.kill_job(KILL_BOUND).await;
+        self.job_left = child.job_alive();
+        self.stop.killed();
     }
 
     /// Waits within the grace, until `until`: for the job to go, a signal,
@@ -151,8 +160,8 @@ impl<'a> Stopping<'a> {
         );
     }
 
-    /// The grace is over: SIGKILL until nothing is left.
-    pub fn kill(&mut self) {
+    /// The grace is over: SIGKILL is due, and why is said.
+    pub fn end_grace(&mut self) {
         match self.stop.kill(clock::Instant::now()) {
             KillReason::NoGraceLeft => {
                 tracing::info!("no grace left before the lease could expire; SIGKILL")
