@@ -39,7 +39,7 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
     let deadline = a.renewal_acknowledged(ttl);
     let cut_at = Instant::now();
     proxy.cut();
-    let a_dead = await_condition(ttl * 3, "A's job to die", || !alive(a_child));
+    let a_dead = await_condition(ttl * 3, "A's job to be killed", || killed(a_child));
     assert_killed_a_margin_before(deadline, Instant::now(), ttl);
     let (state, b_token) = read_report(&report, Duration::from_secs(15));
     let b_started = cut_at.elapsed();
@@ -131,7 +131,7 @@ fn frozen_etcd_stops_the_child_a_margin_before_the_lease_could_expire() {
     let child = read_pid(&pidfile, SOON);
     let deadline = a.renewal_acknowledged(ttl);
     let frozen = etcd.freeze();
-    await_condition(ttl * 3, "the child to die", || !alive(child));
+    await_condition(ttl * 3, "the child to be killed", || killed(child));
     let died = Instant::now();
     frozen.thaw();
     assert_killed_a_margin_before(deadline, died, ttl);
@@ -168,7 +168,7 @@ fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
     // stopped before the lease could expire, by the documented bound.
     let deadline = a.renewal_acknowledged(ttl);
     etcd.kill();
-    await_condition(ttl * 2, "the child to die", || !alive(held.child));
+    await_condition(ttl * 2, "the child to be killed", || killed(held.child));
     assert_killed_a_margin_before(deadline, Instant::now(), ttl);
     assert_eq!(a.finish(LIMIT).0, Some(124));
 }

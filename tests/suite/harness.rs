@@ -64,3 +64,22 @@ fn a_stall_of_the_test_process_is_not_counted() {
         "the time beside it was not: {active:?} of {elapsed:?}"
     );
 }
+
+/// `killed` tells a live process, running or stopped, from one that will
+/// run none of its own code again: so a bound on a kill cannot pass on a
+/// process that still runs.
+#[test]
+fn killed_is_false_for_a_live_process_and_true_once_sigkilled() {
+    let mut sleep = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = sleep.id() as i32;
+    assert!(!killed(pid), "a sleeping process");
+    stop(pid);
+    assert!(!killed(pid), "a stopped process");
+    send(pid, nix::sys::signal::Signal::SIGKILL);
+    await_condition(SOON, "the process to be killed", || killed(pid));
+    sleep.wait().unwrap();
+    assert!(killed(pid), "a reaped process");
+}

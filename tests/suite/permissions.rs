@@ -602,7 +602,7 @@ fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter
     // writes, the authentication among them) did not answer within the
     // way out's bound, and the key was left to expire. Otherwise the
     // handover is at once: well within half the TTL, before any expiry.
-    let unanswered = stderr.contains("no answer within") || stderr.contains("not done within");
+    let unanswered = way_out_unanswered(&stderr);
     assert!(
         !stderr.contains("resigning:") || stderr.contains("resigning: no answer within"),
         "the resignation was refused: {stderr}"

@@ -308,6 +308,13 @@ pub fn await_resigned(etcd: &Etcd, name: &str, what: &str) {
     await_condition(LIMIT, what, || etcd.candidates(name).is_empty());
 }
 
+/// Whether a run's way out (with `-v`) said etcd did not answer within
+/// its bound, the half second it gives etcd: what it holds then goes with
+/// its lease, a TTL later (on a loaded machine, beside two busy loops).
+pub fn way_out_unanswered(stderr: &str) -> bool {
+    stderr.contains("no answer within") || stderr.contains("not done within")
+}
+
 /// The margin the job must be dead by before the lease's local deadline,
 /// as docs/operating.md ("Choosing a TTL") states it: a tenth of the TTL,
 /// at least 200 ms and at most 1 s.
@@ -346,9 +353,9 @@ impl Replica {
 /// The documented bound on a loss (docs/guarantees.md, "Losing
 /// leadership"): the job, here one that ignores SIGTERM, is dead the margin
 /// before the lease's local deadline (`deadline`, at the latest, from
-/// [`Replica::renewal_acknowledged`]), when SIGKILL is due; seen dead at
-/// `died`, it may have taken half the margin again to be delivered and
-/// seen. Not merely "within the TTL": a stop due at the deadline itself
+/// [`Replica::renewal_acknowledged`]), when SIGKILL is due; seen killed
+/// ([`super::processes::killed`]) at `died`, it may have taken half the
+/// margin again to be delivered and seen. Not merely "within the TTL": a stop due at the deadline itself
 /// fails this.
 /// The machine's stalls since the renewal are taken out of `died` (see
 /// [`super::stalls`]).
