@@ -34,10 +34,15 @@ const STALL: Duration = Duration::from_millis(250);
 fn stalls() -> &'static Mutex<Vec<(Instant, Instant)>> {
     static STALLS: OnceLock<Mutex<Vec<(Instant, Instant)>>> = OnceLock::new();
     STALLS.get_or_init(|| {
+        // Returns once the watcher is in its first tick, so that a stall
+        // from then on is seen (one that came while the thread was yet to
+        // run was not, beside two busy loops).
+        let (ticking, started) = std::sync::mpsc::sync_channel(1);
         std::thread::Builder::new()
             .name("stall watcher".into())
-            .spawn(|| loop {
+            .spawn(move || loop {
                 let due = Instant::now() + TICK;
+                let _ = ticking.try_send(());
                 std::thread::sleep(TICK);
                 let came = Instant::now();
                 if came.duration_since(due) > STALL {
@@ -45,6 +50,7 @@ fn stalls() -> &'static Mutex<Vec<(Instant, Instant)>> {
                 }
             })
             .expect("a stall watcher");
+        started.recv().expect("the stall watcher runs");
         Mutex::new(Vec::new())
     })
 }
