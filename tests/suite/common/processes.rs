@@ -49,20 +49,8 @@ pub fn alive(pid: i32) -> bool {
 /// nothing of its own in that time. The bounds on a kill are on this.
 pub fn killed(pid: i32) -> bool {
     const PF_EXITING: u64 = 0x4;
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return true;
-    };
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect();
-    // After the name: state, ppid, pgrp, session, tty, tpgid, flags.
-    let exiting = fields
-        .get(6)
-        .and_then(|flags| flags.parse::<u64>().ok())
-        .is_some_and(|flags| flags & PF_EXITING != 0);
+    // After the state: ppid, pgrp, session, tty, tpgid, flags.
+    let exiting = stat_field::<u64>(pid, 5).is_some_and(|flags| flags & PF_EXITING != 0);
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let sigkill = 1u64 << (nix::libc::SIGKILL - 1);
     let pending = status
@@ -159,8 +147,8 @@ pub fn process_tree(pid: i32) -> String {
             "{:indent$}{pid} {} pgrp {:?} tty-fg {:?} {wchan} {} {}\n",
             "",
             process_state(pid).unwrap_or_else(|| "gone".into()),
-            stat_field(pid, 1),
-            stat_field(pid, 4),
+            stat_field::<i32>(pid, 1),
+            stat_field::<i32>(pid, 4),
             masks.join(" "),
             cmdline(pid).unwrap_or_default(),
             indent = depth * 2
@@ -259,7 +247,7 @@ fn all_pids() -> Vec<i32> {
 
 /// A numeric field of /proc/PID/stat, counted from the one after the state
 /// (0: ppid, 1: pgrp, 2: session).
-fn stat_field(pid: i32, index: usize) -> Option<i32> {
+fn stat_field<T: std::str::FromStr>(pid: i32, index: usize) -> Option<T> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let field = stat.rsplit(')').next()?.split_whitespace().nth(index + 1)?;
     field.parse().ok()
