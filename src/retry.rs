@@ -28,6 +28,7 @@ pub const KEEPING: Duration = Duration::from_millis(500);
 /// struggling etcd.
 pub const WAITING: Duration = Duration::from_secs(2);
 
+#[derive(Debug, Clone, Copy)]
 pub struct Backoff {
     next: Duration,
     ceiling: Duration,
@@ -35,9 +36,13 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// Seeded from this process and the clock, so that replicas differ.
     pub fn new(ceiling: Duration) -> Backoff {
-        let seed =
-            u64::from(std::process::id()) ^ clock::Instant::now().elapsed().as_nanos() as u64;
+        Backoff::seeded(ceiling, seed())
+    }
+
+    /// With the jitter's seed given (the protocol's, which reads no clock).
+    pub fn seeded(ceiling: Duration, seed: u64) -> Backoff {
         Backoff {
             next: FIRST.min(ceiling),
             ceiling,
@@ -68,6 +73,11 @@ impl Backoff {
     pub fn reset(&mut self) {
         self.next = FIRST.min(self.ceiling);
     }
+}
+
+/// A seed for the jitter that differs between replicas and runs.
+pub fn seed() -> u64 {
+    u64::from(std::process::id()) ^ clock::Instant::now().elapsed().as_nanos() as u64
 }
 
 #[cfg(test)]

@@ -125,12 +125,7 @@ impl World {
     /// Carries out what the table said to a campaign.
     pub(super) fn apply_campaign(&mut self, r: usize, action: CampaignAction, say: Say) {
         match action {
-            CampaignAction::Enter(phase) => {
-                self.replicas[r].phase.0 = phase.into();
-                if phase == CampaignPhase::Waiting {
-                    self.replicas[r].queued_before = true;
-                }
-            }
+            CampaignAction::Enter(_) => self.follow_campaign(r),
             CampaignAction::Start => {
                 self.replicas[r].phase.0 = Phase::Running;
                 self.spawn(r, say);
@@ -143,14 +138,19 @@ impl World {
                 replica.lease = None;
                 replica.token = None;
                 replica.proven_at = None;
-                replica.queued_before = true;
-                replica.phase.0 = Phase::Granting;
+                self.follow_campaign(r);
             }
             CampaignAction::Exit(code) => {
                 self.give_back(r);
                 self.replicas[r].proc = Proc::Done(code.value(CONFLICT));
             }
         }
+    }
+
+    /// The replica's phase, as its campaign moved it.
+    fn follow_campaign(&mut self, r: usize) {
+        let replica = &mut self.replicas[r];
+        replica.phase.0 = replica.campaign.0.phase().into();
     }
 
     /// Carries out what the table said to a run whose command runs.

@@ -47,6 +47,9 @@ pub struct Bounds {
     /// --timeout, by replica (cycled): it may pass at any moment while the
     /// command runs.
     pub timeout: &'static [bool],
+    /// --wait-timeout, by replica (cycled): once it counts (the campaign
+    /// says when), it may end the campaign at any moment.
+    pub wait_timeout: &'static [bool],
     /// How many faults may strike (ending one is free).
     pub faults: u8,
     /// Which kinds.
@@ -85,6 +88,7 @@ pub fn check(bounds: Bounds) -> Result<Explored, Failure> {
         bounds.slots,
         bounds.wait,
         bounds.timeout,
+        bounds.wait_timeout,
         (bounds.faults, bounds.kinds),
     );
     // Per state: its parent and the step from it (the root is its own).
@@ -179,9 +183,11 @@ impl Progress {
         let mut healed = world.clone();
         heal(&mut healed);
         let waiting = world.replicas.iter().enumerate().filter(|(_, replica)| {
-            // A signal pending is a request to give up: not a stall.
+            // A signal pending is a request to give up, and --wait-timeout
+            // is one made in advance: not a stall.
             replica.proc == Proc::Alive
                 && !replica.signal
+                && !replica.wait_timeout
                 && replica.phase.0 == crate::protocol::table::Phase::Waiting
         });
         let ran = self.settle(healed);

@@ -15,6 +15,7 @@ fn bounds(replicas: usize, slots: usize, faults: u8, kinds: &'static [Kind]) -> 
         slots,
         wait: WAIT,
         timeout: &[false],
+        wait_timeout: &[false],
         faults,
         kinds,
     }
@@ -37,6 +38,14 @@ fn holds(what: &str, bounds: Bounds) {
             Ok(explored) => tell(&what, &explored),
             Err(failure) => panic!("{what}: {}\n{}", failure.property, failure.trace.join("\n")),
         }
+    }
+}
+
+/// [`holds`], but only in the deeper run (LEADERRUN_MODEL_DEPTH): for
+/// configurations with too many states for CI's debug build.
+fn holds_in_the_deeper_run(what: &str, bounds: Bounds) {
+    if deeper().is_some() {
+        holds(what, bounds);
     }
 }
 
@@ -90,6 +99,32 @@ fn a_replica_without_wait_holds_under_another_writer() {
     holds("--max-running 1, one replica without --wait", bounds);
 }
 
+/// --wait-timeout on the first replica: it may give up at any moment
+/// once it has looked at the queue, in any phase before its command.
+fn with_a_wait_timeout(kinds: &'static [Kind]) -> Bounds {
+    Bounds {
+        wait_timeout: &[true, false],
+        ..bounds(2, 1, 1, kinds)
+    }
+}
+
+#[test]
+fn a_waiter_that_may_give_up_holds_under_a_process_fault() {
+    holds(
+        "--max-running 1, 2 replicas, --wait-timeout",
+        with_a_wait_timeout(&[Kind::Process]),
+    );
+}
+
+/// Only in the deeper run: 626,003 states, a minute of CI's debug build.
+#[test]
+fn a_waiter_that_may_give_up_holds_under_a_network_fault_in_the_deeper_run() {
+    holds_in_the_deeper_run(
+        "--max-running 1, 2 replicas, --wait-timeout",
+        with_a_wait_timeout(&[Kind::Network]),
+    );
+}
+
 /// --timeout on the first replica: a kept stop of a job still running,
 /// whose grace renewals may keep or a loss cut (the one path to
 /// `CutGrace`).
@@ -103,12 +138,10 @@ fn with_a_timeout(kinds: &'static [Kind]) -> Bounds {
 /// Only in the deeper run: 941,161 states, a minute of CI's debug build.
 #[test]
 fn a_command_past_its_timeout_holds_under_a_network_fault_in_the_deeper_run() {
-    if deeper().is_some() {
-        holds(
-            "--max-running 1, 2 replicas, --timeout",
-            with_a_timeout(&[Kind::Network]),
-        );
-    }
+    holds_in_the_deeper_run(
+        "--max-running 1, 2 replicas, --timeout",
+        with_a_timeout(&[Kind::Network]),
+    );
 }
 
 #[test]
@@ -122,9 +155,7 @@ fn a_command_past_its_timeout_holds_under_another_writer() {
 /// Only in the deeper run: too many states for CI's debug build.
 #[test]
 fn two_runners_of_three_replicas_hold_in_the_deeper_run() {
-    if deeper().is_some() {
-        holds("--max-running 2, 3 replicas", bounds(3, 2, 0, ALL));
-    }
+    holds_in_the_deeper_run("--max-running 2, 3 replicas", bounds(3, 2, 0, ALL));
 }
 
 /// The checker, with `defect` planted, breaks `property` (its name's

@@ -25,11 +25,11 @@ use super::etcd::{Etcd, Key, Value};
 use crate::clock::Instant;
 use crate::election::record::Outcome;
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
+use crate::protocol::campaign::Campaign;
 use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
 use crate::protocol::stop::{Stop, Want};
 use crate::protocol::table::{
-    self, CampaignEvent, CampaignPhase, Loss, Phase, Policy, RunningEvent, Signal, Status,
-    StoppingEvent,
+    self, CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status, StoppingEvent,
 };
 
 /// The TTL every replica asks for, and gets.
@@ -57,6 +57,27 @@ pub(super) fn at(now: u32) -> Instant {
 
 pub(super) fn millis(instant: Instant) -> u32 {
     instant.since_boot().as_millis() as u32
+}
+
+/// A replica's campaign, the production state, hashed as its phase and
+/// what it has learnt. Its pace (when a retry may run, when
+/// --wait-timeout ends it) is left out: the model lets a phase's work
+/// happen at any moment, which takes in every backoff.
+#[derive(Debug, Clone, Copy)]
+pub struct C(pub Campaign);
+
+impl PartialEq for C {
+    fn eq(&self, other: &C) -> bool {
+        (self.0.phase(), self.0.memory()) == (other.0.phase(), other.0.memory())
+    }
+}
+
+impl Eq for C {}
+
+impl Hash for C {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.0.phase(), self.0.memory()).hash(state);
+    }
 }
 
 /// A phase, hashed as its discriminant (the production type has no Hash).
@@ -118,13 +139,17 @@ pub struct Replica {
     pub wait: bool,
     /// --timeout given; `timed_out` once it passed.
     pub timeout: bool,
+    /// --wait-timeout given.
+    pub wait_timeout: bool,
     pub timed_out: bool,
     pub proc: Proc,
     pub paused: bool,
     pub connected: bool,
     pub signal: bool,
     pub phase: P,
-    pub queued_before: bool,
+    /// Before the command: the production campaign, whose phase `phase`
+    /// follows.
+    pub campaign: C,
     pub lease: Option<Held>,
     pub token: Option<i64>,
     pub proven_at: Option<i64>,
@@ -151,17 +176,21 @@ pub struct Replica {
 }
 
 impl Replica {
-    fn new(wait: bool, timeout: bool) -> Replica {
+    fn new(wait: bool, single: bool, timeout: bool, wait_timeout: bool) -> Replica {
+        // The instant --wait-timeout ends is the model's to choose (any
+        // moment once it counts): only whether it counts is the campaign's.
+        let gives_up_at = wait_timeout.then_some(at(NOW));
         Replica {
             wait,
             timeout,
+            wait_timeout,
             timed_out: false,
             proc: Proc::Alive,
             paused: false,
             connected: true,
             signal: false,
             phase: P(Phase::Dialling),
-            queued_before: false,
+            campaign: C(Campaign::new(wait, single, gives_up_at, 1)),
             lease: None,
             token: None,
             proven_at: None,
@@ -212,6 +241,8 @@ pub enum News {
     /// --timeout passed (at no instant the model fixes: any moment of the
     /// command's run).
     TimedOut,
+    /// --wait-timeout passed (any moment once the campaign counts it).
+    WaitTimeout,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -321,6 +352,7 @@ impl World {
         slots: usize,
         wait: &[bool],
         timeout: &[bool],
+        wait_timeout: &[bool],
         faults: (u8, &'static [Kind]),
     ) -> World {
         World {
@@ -329,7 +361,14 @@ impl World {
             slots,
             etcd: Etcd::new(),
             replicas: (0..replicas)
-                .map(|r| Replica::new(wait[r % wait.len()], timeout[r % timeout.len()]))
+                .map(|r| {
+                    Replica::new(
+                        wait[r % wait.len()],
+                        slots == 1,
+                        timeout[r % timeout.len()],
+                        wait_timeout[r % wait_timeout.len()],
+                    )
+                })
                 .collect(),
             faults_left: faults.0,
             kinds: faults.1,
@@ -364,14 +403,6 @@ impl World {
 
     fn reachable(&self, r: usize) -> bool {
         self.replicas[r].connected && !self.etcd.down
-    }
-
-    fn policy(&self, r: usize) -> Policy {
-        Policy {
-            wait: self.replicas[r].wait,
-            queued_before: self.replicas[r].queued_before,
-            single: self.slots == 1,
-        }
     }
 
     /// Whether replica `r` has `news` now.
@@ -417,6 +448,11 @@ impl World {
             News::TimedOut => {
                 replica.timeout && !replica.timed_out && phase == Phase::Running && replica.runs()
             }
+            News::WaitTimeout => {
+                let campaigning =
+                    !matches!(phase, Phase::Running | Phase::Stopping | Phase::Resigning);
+                campaigning && replica.campaign.0.gives_up_at().is_some()
+            }
         }
     }
 
@@ -448,7 +484,7 @@ impl World {
     /// Every step that can be taken now.
     pub fn steps(&self, with_faults: bool) -> Vec<Step> {
         let mut steps = Vec::new();
-        const NEWS: [News; 9] = [
+        const NEWS: [News; 10] = [
             News::Work,
             News::Renew,
             News::Deadline,
@@ -458,6 +494,7 @@ impl World {
             News::Signal,
             News::GraceOver,
             News::TimedOut,
+            News::WaitTimeout,
         ];
         for r in 0..self.replicas.len() {
             for news in NEWS {
@@ -742,11 +779,13 @@ impl World {
                 self.replicas[r].signal = false;
                 CampaignEvent::Signal(Signal::SIGTERM)
             }
+            News::WaitTimeout => CampaignEvent::WaitTimeout,
             News::Renew | News::Deadline | News::Ended | News::GraceOver | News::TimedOut => {
                 unreachable!("{news:?} is no news to a campaign")
             }
         };
-        let action = table::campaign(campaign, &event, self.policy(r));
+        let now = at(self.now);
+        let action = self.replicas[r].campaign.0.handle(&event, now).action;
         say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
         self.apply_campaign(r, action, say);
     }
@@ -769,7 +808,7 @@ impl World {
                 self.replicas[r].timed_out = true;
                 RunningEvent::TimedOut
             }
-            News::Work | News::Renew | News::GraceOver => {
+            News::Work | News::Renew | News::GraceOver | News::WaitTimeout => {
                 unreachable!("{news:?} is no news to a running command's run")
             }
         }
@@ -792,7 +831,9 @@ impl World {
                 StoppingEvent::Signal(Signal::SIGTERM)
             }
             News::GraceOver => StoppingEvent::GraceOver,
-            News::Renew | News::TimedOut => unreachable!("{news:?} is no news to a stop"),
+            News::Renew | News::TimedOut | News::WaitTimeout => {
+                unreachable!("{news:?} is no news to a stop")
+            }
         }
     }
 

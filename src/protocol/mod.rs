@@ -5,13 +5,16 @@
 //! it in its modelled world, so that both drive the same code.
 //!
 //! Here now: the table of what every event does in every phase
-//! ([`table`]), the kill schedule ([`schedule`]: when a stop starts, how
-//! long its grace lasts, what the lease says of a leading run and of a win
-//! about to start) and the kill sequence ([`stop`]). Nothing here does IO
+//! ([`table`]), the campaign's state between events ([`campaign`]: its
+//! phase, what it has learnt, the pace of its retries), the kill schedule
+//! ([`schedule`]: when a stop starts, how long its grace lasts, what the
+//! lease says of a leading run and of a win about to start) and the kill
+//! sequence ([`stop`]). Nothing here does IO
 //! or reads a clock: it imports no tokio, etcd-client, nix, rustix,
 //! `std::process`, `std::net` or `std::fs`, and calls nothing of
 //! `clock::Instant` that reads the clock; a test below checks that.
 
+pub mod campaign;
 pub mod schedule;
 pub mod stop;
 pub mod table;
@@ -19,8 +22,9 @@ pub mod table;
 #[cfg(test)]
 mod tests {
     /// Each file of this module, as written.
-    const FILES: [(&str, &str); 4] = [
+    const FILES: [(&str, &str); 5] = [
         ("mod.rs", include_str!("mod.rs")),
+        ("campaign.rs", include_str!("campaign.rs")),
         ("schedule.rs", include_str!("schedule.rs")),
         ("stop.rs", include_str!("stop.rs")),
         ("table.rs", include_str!("table.rs")),

@@ -2,13 +2,14 @@
 //! dialling to a proven win with the guardian started and the `--once-per`
 //! window claimed.
 //!
-//! [`Campaigning`] carries what the campaign has so far: the phase, our
-//! place in line, the proof once we have it, the guardian, and the watch
-//! of our key. Each phase's work ([`Campaigning::work`]) is one step that
-//! ends in an event for the table (`protocol::table::campaign`): done, or why not. It
-//! never looks at signals or the user's deadline: the run's loop races the
-//! step against them and drops it, which cancels whatever request is in
-//! flight. What the run holds in etcd is in the [`Session`], outside the
+//! [`Campaigning`] carries what the campaign has so far: its protocol's
+//! state (`protocol::campaign`: the phase, what it has learnt, the pace of
+//! its retries), our place in line, the proof once we have it, the
+//! guardian, and the watch of our key. Each phase's work
+//! ([`Campaigning::work`]) is one step that ends in an event for the
+//! protocol: done, or why not. It never looks at signals or the user's
+//! deadline: the run's loop races the step against them and drops it,
+//! which cancels whatever request is in flight. What the run holds in etcd is in the [`Session`], outside the
 //! campaign, so it still knows what to give back.
 //!
 //! The guardian comes to the campaign already started (see `run`), so that
@@ -32,20 +33,17 @@ use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::Connection;
 use crate::lease::Lease;
 use crate::logging;
+use crate::protocol::campaign::Campaign;
 use crate::protocol::schedule::{KillSchedule, LeaseView, StartVerdict};
-use crate::protocol::table::{CampaignEvent, CampaignPhase, Policy, Trouble};
+use crate::protocol::table::{CampaignEvent, CampaignPhase, Trouble};
+use crate::retry;
 
 /// A run before its command exists.
 pub struct Campaigning<'a> {
     config: &'a Config,
     connection: &'a Connection,
-    pub phase: CampaignPhase,
-    /// This run has been in the queue once: see [`Policy`].
-    queued_before: bool,
-    /// The campaign has had its first look at the queue (and found someone
-    /// ahead), or an attempt failed: --wait-timeout may end the wait from
-    /// then on, so that `--wait-timeout 0` tries once, as `flock -w 0`.
-    pub looked: bool,
+    /// The protocol's part: the phase, and what decides what comes next.
+    pub core: Campaign,
     /// Who we say we are in this attempt (its start time set as it began).
     holder: Holder,
     /// The guardian, started before the campaign (None if that failed).
@@ -78,9 +76,14 @@ impl<'a> Campaigning<'a> {
         Campaigning {
             config,
             connection,
-            phase: CampaignPhase::Dialling,
-            queued_before: false,
-            looked: false,
+            core: Campaign::new(
+                config.wait,
+                config.max_running == 1,
+                config
+                    .wait_timeout
+                    .map(|timeout| clock::Instant::now() + timeout),
+                retry::seed(),
+            ),
             holder: config.holder.clone(),
             guard,
             candidate: None,
@@ -94,14 +97,6 @@ impl<'a> Campaigning<'a> {
 
     pub fn connection(&self) -> &'a Connection {
         self.connection
-    }
-
-    pub fn policy(&self) -> Policy {
-        Policy {
-            wait: self.config.wait,
-            queued_before: self.queued_before,
-            single: self.config.max_running == 1,
-        }
     }
 
     /// The guardian back, for a run that ends before its command.
@@ -129,12 +124,11 @@ impl<'a> Campaigning<'a> {
         self.candidate = None;
         self.own = None;
         self.leadership = None;
-        self.phase = CampaignPhase::Granting;
     }
 
     /// The work of the current phase, as one event.
     pub async fn work(&mut self, session: &mut Session) -> CampaignEvent {
-        let step = match self.phase {
+        let step = match self.core.phase() {
             CampaignPhase::Dialling => Ok(CampaignEvent::Dialled),
             CampaignPhase::Granting => self.grant(session).await,
             CampaignPhase::Joining => self.join(session).await,
@@ -142,21 +136,11 @@ impl<'a> Campaigning<'a> {
             CampaignPhase::Proving => self.prove(session).await,
             CampaignPhase::Claiming => self.claim(session).await,
         };
-        let event = step.unwrap_or_else(|err| {
+        step.unwrap_or_else(|err| {
             let event = CampaignEvent::Etcd(trouble(&err));
             self.error = Some(err);
             event
-        });
-        if !matches!(
-            event,
-            CampaignEvent::Dialled
-                | CampaignEvent::Granted
-                | CampaignEvent::Proven
-                | CampaignEvent::Claimed
-        ) {
-            self.looked = true;
-        }
-        event
+        })
     }
 
     fn election(&self) -> Election<'a> {
@@ -200,7 +184,6 @@ impl<'a> Campaigning<'a> {
             runners,
             proven_at,
         } = election.enqueue(lease, &self.holder, None).await?;
-        self.queued_before = true;
         self.own = Some(OwnKey::new(
             &candidate.key,
             candidate.token,

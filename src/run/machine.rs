@@ -1,13 +1,14 @@
 //! The run as one state machine: each state carries what it holds, each
 //! has its own source of events and its own part of the table
-//! (`protocol::table`: [`table::campaign`], [`table::running`],
+//! (`protocol::table`: [`table::campaign`], asked through the campaign's
+//! protocol state, `protocol::campaign`; [`table::running`],
 //! [`table::stopping`]), which answers every event it can have; one loop
 //! ([`drive`]) carries the answers out. No state can be handed an answer
 //! it cannot carry out: each part of the table answers in its own type.
 //!
 //! | state         | holds                                                   | events from                                   |
 //! |---------------|---------------------------------------------------------|-----------------------------------------------|
-//! | `Campaigning` | the phase, our place, the proof, the guardian, our key's watch | the phase's work, signals, --wait-timeout |
+//! | `Campaigning` | its protocol state (phase, pace), our place, the proof, the guardian, our key's watch | the phase's work, signals, --wait-timeout |
 //! | `Leading`     | the lease, the proof, our key's watch, the guardian, the job | leadership lost, the command, signals, --timeout |
 //! | `Stopping`    | a leading run, the exit code, the kill sequence          | the job gone, the grace over, signals, (kept) a loss |
 //!
@@ -34,10 +35,9 @@ use crate::election::Election;
 use crate::etcd::Connection;
 use crate::logging;
 use crate::protocol::table::{
-    self, retry_ceiling, CampaignAction, CampaignEvent, CampaignPhase, Code, Phase, RunningAction,
-    RunningEvent, StoppingAction, Trouble,
+    self, CampaignAction, CampaignEvent, Code, Phase, RunningAction, RunningEvent, StoppingAction,
 };
-use crate::retry::{Backoff, CLEANUP};
+use crate::retry::CLEANUP;
 use crate::signals::Signals;
 
 /// What a run holds, by state.
@@ -83,26 +83,19 @@ pub async fn drive(
     guardian: Option<Guard>,
 ) -> Result<i32> {
     let mut session = Session::new(connection.clone(), config.handoff);
-    let mut run = Run {
-        config,
-        connection,
-        give_up_at: config
-            .wait_timeout
-            .map(|timeout| clock::Instant::now() + timeout),
-        backoff: None,
-        retry_at: None,
-        warned_full: false,
-    };
+    let run = Run { config, connection };
     let mut state = State::Campaigning(Campaigning::new(config, connection, guardian));
     let ending = loop {
         let next = match state {
             State::Campaigning(mut campaign) => {
-                let event = run
-                    .campaign_event(&mut campaign, &mut session, signals)
-                    .await;
-                let phase = campaign.phase;
-                let action = table::campaign(phase, &event, campaign.policy());
+                let event = campaign_event(&mut campaign, &mut session, signals).await;
+                let phase = campaign.core.phase();
+                let decision = campaign.core.handle(&event, clock::Instant::now());
+                let action = decision.action;
                 tracing::trace!(?phase, ?event, ?action, "decided");
+                if decision.warn_full {
+                    warn_full();
+                }
                 run.campaign(campaign, action, event, &mut session).await
             }
             State::Leading(mut leading) => {
@@ -126,90 +119,75 @@ pub async fn drive(
     finish(config, connection, session, ending).await
 }
 
+/// The campaign's next event: its phase's work (from when its protocol
+/// says), raced against a signal and --wait-timeout (once its protocol
+/// says it counts).
+async fn campaign_event(
+    campaign: &mut Campaigning<'_>,
+    session: &mut Session,
+    signals: &mut Signals,
+) -> CampaignEvent {
+    let give_up_at = campaign.core.gives_up_at();
+    let work_from = campaign.core.work_from();
+    let work = async {
+        if let Some(at) = work_from {
+            clock::sleep_until(at).await;
+        }
+        campaign.work(session).await
+    };
+    tokio::select! {
+        biased;
+        signal = signals.recv() => CampaignEvent::Signal(signal),
+        _ = clock::sleep_until_opt(give_up_at) => CampaignEvent::WaitTimeout,
+        event = work => event,
+    }
+}
+
+/// A full etcd refuses until an operator acts: a queued replica rides it
+/// out, but says so once, without -v, rather than retrying in silence for
+/// hours.
+fn warn_full() {
+    logging::say(
+        logging::Level::Warn,
+        "etcd's database is full (its NOSPACE alarm is raised): waiting until an operator frees space (compact, defragment, then etcdctl alarm disarm)",
+    );
+}
+
 /// What the loop keeps between events, beside the state.
 struct Run<'a> {
     config: &'a Config,
     connection: &'a Connection,
-    /// --wait-timeout's deadline.
-    give_up_at: Option<clock::Instant>,
-    /// The backoff of the phase that retries, while it does.
-    backoff: Option<(CampaignPhase, Backoff)>,
-    /// When a campaign that is backing off tries again.
-    retry_at: Option<clock::Instant>,
-    /// NOSPACE said once already.
-    warned_full: bool,
 }
 
 impl<'a> Run<'a> {
-    /// The campaign's next event: its phase's work, raced against a
-    /// signal and --wait-timeout.
-    async fn campaign_event(
-        &mut self,
-        campaign: &mut Campaigning<'a>,
-        session: &mut Session,
-        signals: &mut Signals,
-    ) -> CampaignEvent {
-        // --wait-timeout ends the wait, but never before the first look at
-        // the queue: `--wait-timeout 0` tries once. Reaching etcd at all is
-        // bounded by --dial-timeout.
-        let looked = campaign.looked;
-        let give_up_at = self.give_up_at;
-        let timed_out = async move {
-            if !looked {
-                return std::future::pending().await;
-            }
-            clock::sleep_until_opt(give_up_at).await
-        };
-        let retry_at = self.retry_at.take();
-        let work = async {
-            if let Some(at) = retry_at {
-                clock::sleep_until(at).await;
-            }
-            campaign.work(session).await
-        };
-        tokio::select! {
-            biased;
-            signal = signals.recv() => CampaignEvent::Signal(signal),
-            _ = timed_out => CampaignEvent::WaitTimeout,
-            event = work => event,
-        }
-    }
-
     /// An action for a campaign.
     async fn campaign(
-        &mut self,
+        &self,
         mut campaign: Campaigning<'a>,
         action: CampaignAction,
         event: CampaignEvent,
         session: &mut Session,
     ) -> Next<'a> {
         match action {
-            CampaignAction::Start => {
-                self.backoff = None;
-                match campaign.won(session) {
-                    Some(won) => self.start(won, session),
-                    None => {
-                        let error = anyhow::anyhow!("internal error: claimed without a proof");
-                        let guard = campaign.take_guard();
-                        Next::End(Ending::Campaign {
-                            code: Code::Own(crate::exit::Exit::Internal),
-                            guard,
-                            error: Some(error),
-                        })
-                    }
+            CampaignAction::Start => match campaign.won(session) {
+                Some(won) => self.start(won, session),
+                None => {
+                    let error = anyhow::anyhow!("internal error: claimed without a proof");
+                    let guard = campaign.take_guard();
+                    Next::End(Ending::Campaign {
+                        code: Code::Own(crate::exit::Exit::Internal),
+                        guard,
+                        error: Some(error),
+                    })
                 }
-            }
-            CampaignAction::Enter(phase) => {
-                self.backoff = None;
-                campaign.phase = phase;
-                Next::State(State::Campaigning(campaign))
-            }
+            },
+            CampaignAction::Enter(_) => Next::State(State::Campaigning(campaign)),
             CampaignAction::RetryInLine => {
-                self.retry(&mut campaign, &event);
+                retrying(&mut campaign, &event);
                 Next::State(State::Campaigning(campaign))
             }
             CampaignAction::RetryAfresh => {
-                self.retry(&mut campaign, &event);
+                retrying(&mut campaign, &event);
                 campaign.again();
                 Next::State(State::Campaigning(campaign))
             }
@@ -229,31 +207,9 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The same work again after a backoff (the phase's own, which grows
-    /// while the phase keeps failing). A full etcd refuses until an
-    /// operator acts: a queued replica rides it out, but says so once,
-    /// without -v, rather than retrying in silence for hours.
-    fn retry(&mut self, campaign: &mut Campaigning<'a>, event: &CampaignEvent) {
-        let phase = campaign.phase;
-        let line = campaign::describe(event, campaign.error.take().as_ref());
-        tracing::info!("{line}; retrying");
-        if matches!(event, CampaignEvent::Etcd(Trouble::Full)) && !self.warned_full {
-            self.warned_full = true;
-            logging::say(
-                logging::Level::Warn,
-                "etcd's database is full (its NOSPACE alarm is raised): waiting until an operator frees space (compact, defragment, then etcdctl alarm disarm)",
-            );
-        }
-        let backoff = match &mut self.backoff {
-            Some((of, backoff)) if *of == phase => backoff,
-            slot => &mut slot.insert((phase, Backoff::new(retry_ceiling(phase)))).1,
-        };
-        self.retry_at = Some(clock::Instant::now() + backoff.next_delay());
-    }
-
     /// Spawns the command of a win: it leads, or ends having started
     /// nothing.
-    fn start(&mut self, won: Won, session: &mut Session) -> Next<'a> {
+    fn start(&self, won: Won, session: &mut Session) -> Next<'a> {
         match Leading::start(self.config, self.connection, won) {
             Ok(leading) => Next::State(State::Leading(leading)),
             Err(not_started) => Next::End(not_started_ending(*not_started, session)),
@@ -269,7 +225,7 @@ impl<'a> Run<'a> {
     ) -> Ending {
         match code {
             Code::Signalled(signal) => {
-                let phase = campaign.phase;
+                let phase = campaign.core.phase();
                 tracing::info!(?signal, ?phase, "signalled before the command ran");
             }
             Code::Conflict => explain::conflict(self.config, &campaign, event).await,
@@ -285,6 +241,12 @@ impl<'a> Run<'a> {
             error,
         }
     }
+}
+
+/// The same work again, after the backoff the protocol chose.
+fn retrying(campaign: &mut Campaigning<'_>, event: &CampaignEvent) {
+    let line = campaign::describe(event, campaign.error.take().as_ref());
+    tracing::info!("{line}; retrying");
 }
 
 /// An action while the command runs.
