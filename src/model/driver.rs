@@ -11,7 +11,7 @@ use super::world::{at, ms, schedule, Held, Job, Proc, Say, World, KILL_AFTER, RE
 use crate::election::record::{end_plan, Outcome, Which};
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::protocol::schedule::StartVerdict;
-use crate::protocol::stop::{LeaseView, Stop, Want};
+use crate::protocol::stop::{LeaseView, Next, Stop};
 use crate::protocol::table::{
     self, CampaignAction, CampaignEvent, CampaignPhase, Phase, RunningAction, StoppingAction,
     StoppingEvent, Trouble,
@@ -214,27 +214,28 @@ impl World {
         held.view()
     }
 
-    /// What replica `r`'s kill sequence wants now (see [`Stop::want`]):
+    /// What comes next of replica `r`'s kill sequence (see [`Stop::next`]):
     /// anything of its job not waited for yet counts as left.
-    pub(super) fn stop_wants(&self, r: usize) -> Option<Want> {
+    pub(super) fn stop_next(&self, r: usize) -> Option<Next> {
         let replica = &self.replicas[r];
         let left = !matches!(replica.job, Job::Reaped | Job::None);
         let stop = replica
             .stop
             .filter(|_| replica.phase.0 == Phase::Stopping)?;
-        Some(stop.want(at(self.now), self.lease_view(r), left))
+        Some(stop.next(at(self.now), self.lease_view(r), left, Signal::SIGTERM))
     }
 
-    /// What the kill sequence wants done at once (the signals), as the
-    /// run does it: the event the stop makes of it, the table's answer,
-    /// carried out. What it waits for (the job gone, the grace over) is
-    /// news of the world's.
+    /// The steps of the kill sequence due now (the signals), as the run
+    /// takes them: the table's answer to each, carried out. What it waits
+    /// for (the job gone, the grace over) is news of the world's, whose
+    /// event is the stop's too.
     fn carry_out_stop(&mut self, r: usize, mut say: Say) {
         loop {
-            let event = match self.stop_wants(r).expect("a stop under way") {
-                Want::KillSignal => StoppingEvent::KillSignalDue(Signal::SIGTERM),
-                Want::Kill => StoppingEvent::KillDue,
-                Want::AwaitGone { .. } | Want::GraceOver | Want::Gone | Want::Abandoned => return,
+            let event = match self.stop_next(r).expect("a stop under way") {
+                Next::Event(event @ (StoppingEvent::KillSignalDue(_) | StoppingEvent::KillDue)) => {
+                    event
+                }
+                Next::Event(_) | Next::Await { .. } => return,
             };
             let action = table::stopping(&event);
             say!(say, "replica {r} in Stopping: {event:?} -> {action:?}");

@@ -27,7 +27,7 @@ use crate::election::record::Outcome;
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::protocol::campaign::Campaign;
 use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
-use crate::protocol::stop::{Stop, Want};
+use crate::protocol::stop::{Next, Stop};
 use crate::protocol::table::{
     self, CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status, StoppingEvent,
 };
@@ -444,7 +444,13 @@ impl World {
             News::Signal => replica.signal && phase != Phase::Resigning,
             // Only while the job runs: one that exited is seen gone first
             // (News::Ended), as the run's wait for it reaps it.
-            News::GraceOver => replica.runs() && self.stop_wants(r) == Some(Want::GraceOver),
+            News::GraceOver => {
+                replica.runs()
+                    && matches!(
+                        self.stop_next(r),
+                        Some(Next::Event(StoppingEvent::GraceOver))
+                    )
+            }
             News::TimedOut => {
                 replica.timeout && !replica.timed_out && phase == Phase::Running && replica.runs()
             }
@@ -470,7 +476,9 @@ impl World {
             // The kill sequence is over: JobGone (an end still to wait
             // for is News::Ended's; SIGKILL always lands here, so what it
             // abandons is an end not waited for yet).
-            Phase::Stopping => self.stop_wants(r) == Some(Want::Gone),
+            Phase::Stopping => {
+                matches!(self.stop_next(r), Some(Next::Event(StoppingEvent::JobGone)))
+            }
             _ => true,
         }
     }
@@ -607,7 +615,7 @@ impl World {
                     consider(millis(until));
                 }
             }
-            if let Some(Want::AwaitGone { until, .. }) = self.stop_wants(r) {
+            if let Some(Next::Await { until, .. }) = self.stop_next(r) {
                 consider(millis(until));
             }
         }
@@ -817,23 +825,31 @@ impl World {
     /// What `news` is to a run stopping its job.
     fn stopping_event(&mut self, r: usize, news: News) -> StoppingEvent {
         match news {
-            // What it waited for is over (`World::has_work`).
-            News::Work => StoppingEvent::JobGone,
+            // What it waited for is over (`World::has_work`, `World::has`):
+            // the stop says what that is.
+            News::Work | News::GraceOver => self.stop_event(r),
             News::Deadline => StoppingEvent::LeadershipLost(self.deadline_passed(r)),
             News::LeaseGone => StoppingEvent::LeadershipLost(self.lease_gone(r)),
             News::KeyLost => StoppingEvent::LeadershipLost(self.key_lost(r)),
             News::Ended => {
                 self.reap(r);
-                StoppingEvent::JobGone
+                self.stop_event(r)
             }
             News::Signal => {
                 self.replicas[r].signal = false;
                 StoppingEvent::Signal(Signal::SIGTERM)
             }
-            News::GraceOver => StoppingEvent::GraceOver,
             News::Renew | News::TimedOut | News::WaitTimeout => {
                 unreachable!("{news:?} is no news to a stop")
             }
+        }
+    }
+
+    /// The event the kill sequence has due now.
+    fn stop_event(&self, r: usize) -> StoppingEvent {
+        match self.stop_next(r) {
+            Some(Next::Event(event)) => event,
+            next => unreachable!("nothing of the stop is due: {next:?}"),
         }
     }
 

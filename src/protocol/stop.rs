@@ -1,9 +1,10 @@
 //! The kill sequence as a pure state machine: `--kill-signal` to the job,
 //! a grace until SIGKILL is due, then SIGKILL until nothing is left.
 //!
-//! [`Stop`] is asked what the sequence wants now ([`Stop::want`]) with the
-//! time, the lease as the run sees it and whether anything of the job is
-//! left; it is told what was done ([`Stop::signalled`], [`Stop::kill`],
+//! [`Stop`] is asked what comes next ([`Stop::next`]: an event for the
+//! table, due now, or a wait until an instant; [`Stop::want`] says it in
+//! the sequence's own words) with the time, the lease as the run sees it
+//! and whether anything of the job is left; it is told what was done ([`Stop::signalled`], [`Stop::kill`],
 //! [`Stop::killed`]) and of a loss during a kept stop ([`Stop::cut`]). The
 //! run's `stopping` performs what it wants with the real job and clock;
 //! the model checker with its modelled ones. Neither decides when SIGKILL
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use super::schedule::KillSchedule;
 pub use super::schedule::LeaseView;
+use super::table::{Signal, StoppingEvent};
 use crate::clock::Instant;
 use crate::planted::{planted, Defect};
 
@@ -89,6 +91,18 @@ pub enum Want {
     Abandoned,
 }
 
+/// What comes next of a stop, as its run takes it: an event for the
+/// table now, or a wait.
+#[derive(Debug, Clone)]
+pub enum Next {
+    /// Due now: a step of the sequence, or its end.
+    Event(StoppingEvent),
+    /// Nothing is due until `until`, unless the job goes, a signal comes
+    /// or (if `loss_matters`) leadership is lost; a renewal may move
+    /// `until` on: then ask again.
+    Await { until: Instant, loss_matters: bool },
+}
+
 /// Why SIGKILL goes out, for the line that says so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KillReason {
@@ -157,6 +171,34 @@ impl Stop {
             Step::Killing => Want::Kill,
             Step::Killed => Want::Abandoned,
         }
+    }
+
+    /// What comes next ([`Stop::want`], as the event the table answers):
+    /// `kill_signal` is --kill-signal's. The run and the model checker
+    /// both take their stop's events from here.
+    pub fn next(
+        &self,
+        now: Instant,
+        lease: LeaseView,
+        job_left: bool,
+        kill_signal: Signal,
+    ) -> Next {
+        Next::Event(match self.want(now, lease, job_left) {
+            Want::KillSignal => StoppingEvent::KillSignalDue(kill_signal),
+            Want::AwaitGone {
+                until,
+                loss_matters,
+            } => {
+                return Next::Await {
+                    until,
+                    loss_matters,
+                }
+            }
+            Want::GraceOver => StoppingEvent::GraceOver,
+            Want::Kill => StoppingEvent::KillDue,
+            Want::Gone => StoppingEvent::JobGone,
+            Want::Abandoned => StoppingEvent::JobOutlivedKill,
+        })
     }
 
     /// --kill-signal went out.

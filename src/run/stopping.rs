@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::supervise::{leadership_lost, Leading};
 use crate::clock;
 use crate::logging::{self, Level};
-use crate::protocol::stop::{KillReason, LeaseView, Stop, Want};
+use crate::protocol::stop::{KillReason, LeaseView, Next, Stop};
 use crate::protocol::table::{Code, Loss, RunningEvent, StopOrder, StoppingEvent};
 use crate::signals::{Signal, Signals};
 
@@ -73,11 +73,13 @@ impl<'a> Stopping<'a> {
     pub async fn next_event(&mut self, signals: &mut Signals) -> StoppingEvent {
         loop {
             let lease = lease_view(&self.leading);
-            match self.stop.want(clock::Instant::now(), lease, self.job_left) {
-                Want::KillSignal => {
-                    return StoppingEvent::KillSignalDue(self.leading.config.kill_signal)
-                }
-                Want::AwaitGone {
+            let kill_signal = self.leading.config.kill_signal;
+            match self
+                .stop
+                .next(clock::Instant::now(), lease, self.job_left, kill_signal)
+            {
+                Next::Event(event) => return event,
+                Next::Await {
                     until,
                     loss_matters,
                 } => {
@@ -85,10 +87,6 @@ impl<'a> Stopping<'a> {
                         return event;
                     }
                 }
-                Want::GraceOver => return StoppingEvent::GraceOver,
-                Want::Kill => return StoppingEvent::KillDue,
-                Want::Gone => return StoppingEvent::JobGone,
-                Want::Abandoned => return StoppingEvent::JobOutlivedKill,
             }
         }
     }
