@@ -301,8 +301,10 @@ impl Child {
 }
 
 /// How long a spawn waits, at most, for the guardian to take its name
-/// (`guard::Guard::await_named`).
-const GUARDIAN_NAMED: Duration = Duration::from_secs(1);
+/// (`guard::Guard::await_named`). It forks before the dial, so this is
+/// almost always one poll; 1 s was not enough beside two busy loops, where
+/// the machine stood still for seconds at a time.
+const GUARDIAN_NAMED: Duration = Duration::from_secs(5);
 
 /// How long a drop waits for the job to die of SIGKILL (as
 /// [`Child::kill_job`] is given by supervision).
