@@ -261,6 +261,33 @@ mod tests {
     }
 
     #[test]
+    fn a_phase_entered_by_campaigning_again_backs_off_from_the_start() {
+        let mut campaign = waiting_campaign();
+        let outage = E::Etcd(Trouble::Outage);
+        for now in [0, 100, 200] {
+            campaign.handle(&outage, at(now));
+        }
+        assert!(
+            backoff(&campaign, 200) > crate::retry::FIRST,
+            "Waiting's grew"
+        );
+        let lost = E::PlaceLost(crate::election::PlaceLost::LeaseGone);
+        assert_eq!(
+            campaign.handle(&lost, at(300)).action,
+            CampaignAction::CampaignAgain
+        );
+        assert_eq!(
+            campaign.handle(&outage, at(400)).action,
+            CampaignAction::RetryAfresh
+        );
+        let fresh = backoff(&campaign, 400);
+        assert!(
+            fresh <= crate::retry::FIRST,
+            "Granting's is its own: {fresh:?}"
+        );
+    }
+
+    #[test]
     fn the_wait_for_a_retry_is_over_at_the_next_event() {
         let mut campaign = waiting_campaign();
         campaign.handle(&E::Etcd(Trouble::Outage), at(1_000));

@@ -165,6 +165,22 @@ mod tests {
         }
     }
 
+    /// A job stopped for the terminal is continued only before this (see
+    /// `run::supervise`'s `follow_stop`).
+    #[test]
+    fn the_job_must_be_being_stopped_from_the_grace_and_margin_before_expiry_on() {
+        let schedule = KillSchedule::new(ms(15_000), ms(10_000));
+        let expires = clock::Instant::from_boot(ms(100_000));
+        let stop_from = schedule.stop_from(expires);
+        assert_eq!(
+            stop_from,
+            clock::Instant::from_boot(ms(100_000 - 1_000 - 2_750))
+        );
+        assert!(!schedule.must_stop_at(expires, stop_from - ms(1)));
+        assert!(schedule.must_stop_at(expires, stop_from));
+        assert!(schedule.must_stop_at(expires, expires + ms(1)));
+    }
+
     #[test]
     fn a_missed_renewal_never_starts_the_stop() {
         for ttl in [2_000, 3_000, 5_000, 15_000, 60_000, 3_600_000].map(ms) {

@@ -843,4 +843,32 @@ mod tests {
         assert_eq!(Code::Signalled(Signal::SIGTERM).value(75), 143);
         assert_eq!(Code::Conflict.value(0), 0);
     }
+
+    /// The words of a loss, which the warning of a lost leadership says.
+    #[test]
+    fn a_loss_says_what_etcd_did_or_failed_to_do() {
+        assert_eq!(
+            Loss::LeaseGone.to_string(),
+            "etcd says the lease no longer exists (revoked or expired)"
+        );
+        let silent = Loss::Unacknowledged {
+            silent_for: Duration::from_micros(4_500_900),
+            ttl: Duration::from_secs(6),
+            trouble: Some("connection refused".into()),
+        };
+        assert_eq!(
+            silent.to_string(),
+            "etcd has not acknowledged a lease renewal for 4s 500ms (TTL 6s); the last renewal failed: connection refused"
+        );
+        let quiet = Loss::Unacknowledged {
+            silent_for: Duration::from_secs(5),
+            ttl: Duration::from_secs(6),
+            trouble: None,
+        };
+        assert!(quiet.to_string().ends_with("for 5s (TTL 6s)"), "{quiet}");
+        assert_eq!(
+            Loss::Key(KeyLoss::Deleted).to_string(),
+            KeyLoss::Deleted.to_string()
+        );
+    }
 }
