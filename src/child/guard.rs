@@ -243,21 +243,20 @@ fn pauses() -> forked::Pauses {
 
 /// The pause in milliseconds that `variable` asks for, in debug builds.
 fn test_pause(variable: &str) -> libc::timespec {
-    let mut pause = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
     #[cfg(debug_assertions)]
-    if let Some(ms) = std::env::var(variable)
+    let ms = std::env::var(variable)
         .ok()
         .and_then(|ms| ms.parse::<i64>().ok())
-    {
-        pause.tv_sec = ms / 1000;
-        pause.tv_nsec = ms % 1000 * 1_000_000;
-    }
+        .unwrap_or(0);
     #[cfg(not(debug_assertions))]
-    let _ = variable;
-    pause
+    let ms = {
+        let _ = variable;
+        0
+    };
+    libc::timespec {
+        tv_sec: ms / 1000,
+        tv_nsec: ms % 1000 * 1_000_000,
+    }
 }
 
 /// Where leaderrun's command line lies in its memory (`arg_start` and
