@@ -78,7 +78,7 @@ impl World {
             self.replicas[r].proven_at = Some(self.etcd.revision);
             return CampaignEvent::Proven;
         }
-        if self.replicas[r].wait {
+        if self.replicas[r].campaign.0.memory().wait {
             CampaignEvent::Queued
         } else {
             CampaignEvent::Held

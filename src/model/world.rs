@@ -136,7 +136,6 @@ impl Held {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Replica {
-    pub wait: bool,
     /// --timeout given; `timed_out` once it passed.
     pub timeout: bool,
     /// --wait-timeout given.
@@ -181,7 +180,6 @@ impl Replica {
         // moment once it counts): only whether it counts is the campaign's.
         let gives_up_at = wait_timeout.then_some(at(NOW));
         Replica {
-            wait,
             timeout,
             wait_timeout,
             timed_out: false,

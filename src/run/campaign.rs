@@ -9,8 +9,9 @@
 //! ([`Campaigning::work`]) is one step that ends in an event for the
 //! protocol: done, or why not. It never looks at signals or the user's
 //! deadline: the run's loop races the step against them and drops it,
-//! which cancels whatever request is in flight. What the run holds in etcd is in the [`Session`], outside the
-//! campaign, so it still knows what to give back.
+//! which cancels whatever request is in flight. What the run holds in etcd
+//! is in the [`Session`], outside the campaign, so it still knows what to
+//! give back.
 //!
 //! The guardian comes to the campaign already started (see `run`), so that
 //! it is ready when our turn comes; the campaign starts it only if that
