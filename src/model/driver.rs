@@ -41,7 +41,7 @@ impl World {
                 });
                 replica.lost_seen = false;
                 say!(say, "replica {r} is granted lease {id}");
-                CampaignEvent::Granted
+                CampaignEvent::Granted(())
             }
             CampaignPhase::Joining => self.join(r, say),
             CampaignPhase::Waiting => self.look(r),
@@ -74,14 +74,15 @@ impl World {
         self.replicas[r].token = Some(token);
         say!(say, "replica {r} is in line with token {token}");
         let intact = judge_version(self.etcd.version(key), token, lease).is_none();
-        if intact && among_first(self.etcd.ahead_of(token), self.slots) {
+        let proven = intact && among_first(self.etcd.ahead_of(token), self.slots);
+        if proven {
             self.replicas[r].proven_at = Some(self.etcd.revision);
-            return CampaignEvent::Proven;
         }
-        if self.replicas[r].campaign.0.memory().wait {
-            CampaignEvent::Queued
-        } else {
-            CampaignEvent::Held
+        match (self.replicas[r].campaign.0.memory().wait, proven) {
+            (true, true) => CampaignEvent::FirstInLine((), ()),
+            (true, false) => CampaignEvent::Queued(()),
+            (false, true) => CampaignEvent::Proven(()),
+            (false, false) => CampaignEvent::Held,
         }
     }
 
@@ -92,7 +93,7 @@ impl World {
             return CampaignEvent::PlaceLost(PlaceLost::Key(loss));
         }
         self.replicas[r].proven_at = Some(self.etcd.revision);
-        CampaignEvent::Proven
+        CampaignEvent::Proven(())
     }
 
     /// With several runners: the proof's transaction rewrites our key.
@@ -109,14 +110,14 @@ impl World {
             return CampaignEvent::PlaceLost(PlaceLost::Key(KeyLoss::Deleted));
         }
         self.replicas[r].proven_at = Some(revision);
-        CampaignEvent::Proven
+        CampaignEvent::Proven(())
     }
 
     /// A proof is good for running only while the lease is sure to live.
     fn claim(&mut self, r: usize) -> CampaignEvent {
         let held = self.replicas[r].lease.expect("a lease by now");
         match schedule().may_start(held.view(), at(self.now)) {
-            StartVerdict::Sure => CampaignEvent::Claimed,
+            StartVerdict::Sure => CampaignEvent::Claimed(()),
             StartVerdict::LeaseGone => CampaignEvent::PlaceLost(PlaceLost::LeaseGone),
             StartVerdict::Unsure => CampaignEvent::PlaceLost(PlaceLost::Unsure),
         }

@@ -25,8 +25,9 @@ use super::etcd::{Etcd, Key, Value};
 use crate::clock::Instant;
 use crate::election::record::Outcome;
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
-use crate::protocol::campaign::Campaign;
+use crate::protocol::campaign::{self, Campaign};
 use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
+use crate::protocol::stage::Bare;
 use crate::protocol::stop::{Next, Stop};
 use crate::protocol::table::{
     self, CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status, StoppingEvent,
@@ -64,7 +65,7 @@ pub(super) fn millis(instant: Instant) -> u32 {
 /// --wait-timeout ends it) is left out: the model lets a phase's work
 /// happen at any moment, which takes in every backoff.
 #[derive(Debug, Clone, Copy)]
-pub struct C(pub Campaign);
+pub struct C(pub Campaign<Bare>);
 
 impl PartialEq for C {
     fn eq(&self, other: &C) -> bool {
@@ -791,7 +792,13 @@ impl World {
             }
         };
         let now = at(self.now);
-        let action = self.replicas[r].campaign.0.handle(&event, now).action;
+        let decision = self.replicas[r].campaign.0.handle(event.clone(), now);
+        // A campaign that started its command or ended keeps its last
+        // state, which no later step reads.
+        if let campaign::Next::Campaign(next) = decision.next {
+            self.replicas[r].campaign = C(next);
+        }
+        let action = decision.action;
         say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
         self.apply_campaign(r, action, say);
     }

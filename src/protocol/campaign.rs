@@ -1,23 +1,26 @@
 //! The campaign's own state: the phase of a run before its command
-//! exists, what the run has learnt on the way, and the pace of its
-//! retries. Fed each event with the time, a [`Campaign`] asks the table
-//! ([`table::campaign`]) what to do, moves itself on as the answer says,
-//! and hands the answer back. The run does the new phase's work with etcd
-//! (`run::campaign`), waiting first until [`Campaign::work_from`], and
-//! races it against [`Campaign::gives_up_at`]; the model checker (`model`)
-//! drives the same type, so what a run remembers between events is
-//! checked along with the table.
+//! exists with what it holds ([`Stage`]), what the run has learnt on the
+//! way, and the pace of its retries. Fed each event with the time, a
+//! [`Campaign`] asks the table ([`table::campaign`]) what to do, and
+//! comes back moved on as the answer says ([`Next`]): still campaigning,
+//! with the work of its phase to do ([`Campaign::work`], from
+//! [`Campaign::work_from`], raced against [`Campaign::gives_up_at`]), or
+//! won with all a command needs, or over with an exit code. The run does
+//! that work with etcd (`run::campaign`); the model checker (`model`)
+//! drives the same type in its world, so what a run holds and remembers
+//! between events is checked along with the table.
 
+use super::stage::{Holds, Stage, Won};
 use super::table::{
-    self, retry_ceiling, CampaignAction, CampaignEvent, CampaignPhase, Policy, Trouble,
+    self, retry_ceiling, Answer, CampaignAction, CampaignEvent, CampaignPhase, Code, Policy,
+    Trouble,
 };
 use crate::clock::Instant;
 use crate::retry::Backoff;
 
 /// A run before its command exists, as far as its protocol goes.
-#[derive(Debug, Clone, Copy)]
-pub struct Campaign {
-    phase: CampaignPhase,
+pub struct Campaign<H: Holds> {
+    stage: Stage<H>,
     memory: Memory,
     pace: Pace,
 }
@@ -39,6 +42,36 @@ pub struct Memory {
     pub looked: bool,
 }
 
+impl Memory {
+    /// What `event` in `phase` teaches.
+    fn learn<H: Holds>(&mut self, phase: CampaignPhase, event: &CampaignEvent<H>) {
+        use CampaignEvent as E;
+        if self.wait
+            && matches!(
+                (phase, event),
+                (CampaignPhase::Joining, E::Queued(_) | E::FirstInLine(..))
+            )
+        {
+            self.queued_before = true;
+        }
+        if !matches!(
+            event,
+            E::Dialled | E::Granted(_) | E::FirstInLine(..) | E::Proven(_) | E::Claimed(_)
+        ) {
+            self.looked = true;
+        }
+    }
+
+    /// What the table needs to know beyond the phase.
+    fn policy(self) -> Policy {
+        Policy {
+            wait: self.wait,
+            queued_before: self.queued_before,
+            single: self.single,
+        }
+    }
+}
+
 /// When the campaign's work may run next, and when it gives up.
 #[derive(Debug, Clone, Copy)]
 struct Pace {
@@ -56,20 +89,60 @@ struct Pace {
 }
 
 /// The answer to an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decision {
+pub struct Decision<H: Holds> {
+    /// The table's answer, in words.
     pub action: CampaignAction,
     /// Say (once a run, and without -v) that etcd's database is full: a
     /// queued replica rides it out, but not in silence for hours.
     pub warn_full: bool,
+    /// A lease the campaign has let go of (it starts again, or ends): to
+    /// be given back.
+    pub released: Option<H::Lease>,
+    pub next: Next<H>,
 }
 
-impl Campaign {
+/// Where a campaign is after an event.
+pub enum Next<H: Holds> {
+    /// Still campaigning: its phase's work to do.
+    Campaign(Campaign<H>),
+    /// Won and claimed: spawn the command with what the win holds.
+    Start(Won<H>),
+    /// Over before the command: exit with the code.
+    Exit(Code),
+}
+
+/// The work a campaign's phase asks for, with what it works on.
+pub enum Work<'a, H: Holds> {
+    /// Connect to etcd.
+    Dial,
+    /// Ask for a lease.
+    Grant,
+    /// Write our key on the lease (without --wait: try to lead).
+    Join { lease: &'a H::Lease },
+    /// Wait for our turn in line.
+    Wait {
+        lease: &'a H::Lease,
+        place: &'a mut H::Place,
+    },
+    /// Prove our turn again, with a write.
+    Prove {
+        lease: &'a H::Lease,
+        place: &'a H::Place,
+    },
+    /// Make sure of the lease, start the guardian if it is not ready,
+    /// claim the --once-per window.
+    Claim {
+        lease: &'a H::Lease,
+        proof: &'a H::Proof,
+    },
+}
+
+impl<H: Holds> Campaign<H> {
     /// A campaign about to dial: `gives_up_at` is --wait-timeout's end,
     /// `seed` spreads its retries apart from other replicas'.
-    pub fn new(wait: bool, single: bool, gives_up_at: Option<Instant>, seed: u64) -> Campaign {
+    pub fn new(wait: bool, single: bool, gives_up_at: Option<Instant>, seed: u64) -> Campaign<H> {
         Campaign {
-            phase: CampaignPhase::Dialling,
+            stage: Stage::Dialling,
             memory: Memory {
                 wait,
                 single,
@@ -86,10 +159,9 @@ impl Campaign {
         }
     }
 
-    /// The phase whose work is to be done (or, once the table said
-    /// `Start` or `Exit`, the phase the campaign ended in).
+    /// The phase whose work is to be done.
     pub fn phase(&self) -> CampaignPhase {
-        self.phase
+        self.stage.phase()
     }
 
     /// What it has learnt: the model checker's, to tell states apart.
@@ -98,12 +170,15 @@ impl Campaign {
         self.memory
     }
 
-    /// What the table needs to know beyond the phase.
-    pub fn policy(&self) -> Policy {
-        Policy {
-            wait: self.memory.wait,
-            queued_before: self.memory.queued_before,
-            single: self.memory.single,
+    /// The work the phase asks for, on what it holds.
+    pub fn work(&mut self) -> Work<'_, H> {
+        match &mut self.stage {
+            Stage::Dialling => Work::Dial,
+            Stage::Granting => Work::Grant,
+            Stage::Joining { lease } => Work::Join { lease },
+            Stage::Waiting { lease, place } => Work::Wait { lease, place },
+            Stage::Proving { lease, place } => Work::Prove { lease, place },
+            Stage::Claiming { lease, proof, .. } => Work::Claim { lease, proof },
         }
     }
 
@@ -118,59 +193,108 @@ impl Campaign {
         self.pace.gives_up_at.filter(|_| self.memory.looked)
     }
 
-    /// `event` happened at `now`: what to do, the campaign moved on.
-    pub fn handle(&mut self, event: &CampaignEvent, now: Instant) -> Decision {
+    /// `event` happened at `now`: what to do, and the campaign moved on.
+    pub fn handle(self, event: CampaignEvent<H>, now: Instant) -> Decision<H> {
         use CampaignEvent as E;
+        let Campaign {
+            stage,
+            mut memory,
+            mut pace,
+        } = self;
+        let phase = stage.phase();
         // The work that waited for this instant is done.
-        self.pace.retry_at = None;
-        if self.memory.wait
-            && matches!(
-                (self.phase, event),
-                (CampaignPhase::Joining, E::Queued | E::Proven)
-            )
-        {
-            self.memory.queued_before = true;
-        }
-        if !matches!(event, E::Dialled | E::Granted | E::Proven | E::Claimed) {
-            self.memory.looked = true;
-        }
-        let action = table::campaign(self.phase, event, self.policy());
+        pace.retry_at = None;
+        memory.learn(phase, &event);
+        let full = matches!(event, E::Etcd(Trouble::Full));
+        let answer = table::campaign(stage, event, memory.policy());
+        let action = answer.action();
         let mut warn_full = false;
-        match action {
-            CampaignAction::Enter(phase) => {
-                self.pace.backoff = None;
-                self.phase = phase;
+        let mut released = None;
+        let campaign = |stage: Stage<H>, pace: Pace| {
+            Next::Campaign(Campaign {
+                stage,
+                memory,
+                pace,
+            })
+        };
+        let next = match answer {
+            Answer::Enter(stage) => {
+                pace.backoff = None;
+                campaign(stage, pace)
             }
-            CampaignAction::Start => self.pace.backoff = None,
-            CampaignAction::RetryInLine => warn_full = self.retry(event, now),
-            CampaignAction::RetryAfresh => {
-                warn_full = self.retry(event, now);
-                self.phase = CampaignPhase::Granting;
+            Answer::Start(won) => Next::Start(won),
+            Answer::RetryInLine(stage) => {
+                warn_full = pace.retry(phase, full, now);
+                campaign(stage, pace)
             }
-            CampaignAction::CampaignAgain => self.phase = CampaignPhase::Granting,
-            CampaignAction::Exit(_) | CampaignAction::Ignore => {}
+            Answer::RetryAfresh { released: lease } => {
+                warn_full = pace.retry(phase, full, now);
+                released = lease;
+                campaign(Stage::Granting, pace)
+            }
+            Answer::CampaignAgain { released: lease } => {
+                released = lease;
+                campaign(Stage::Granting, pace)
+            }
+            Answer::Exit {
+                code,
+                released: lease,
+            } => {
+                released = lease;
+                Next::Exit(code)
+            }
+            Answer::Ignore(stage) => campaign(stage, pace),
+        };
+        Decision {
+            action,
+            warn_full,
+            released,
+            next,
         }
-        Decision { action, warn_full }
     }
+}
 
-    /// The same work again after the failing phase's backoff; whether to
-    /// say now that etcd is full.
-    fn retry(&mut self, event: &CampaignEvent, now: Instant) -> bool {
-        let phase = self.phase;
-        let pace = &mut self.pace;
-        let backoff = match &mut pace.backoff {
+impl Pace {
+    /// The same work of `phase` again after its backoff; whether to say
+    /// now that etcd is full (`full`: the setback was NOSPACE).
+    fn retry(&mut self, phase: CampaignPhase, full: bool, now: Instant) -> bool {
+        let backoff = match &mut self.backoff {
             Some((of, backoff)) if *of == phase => backoff,
             slot => {
-                pace.seed = pace.seed.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
-                let backoff = Backoff::seeded(retry_ceiling(phase), pace.seed);
+                self.seed = self.seed.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
+                let backoff = Backoff::seeded(retry_ceiling(phase), self.seed);
                 &mut slot.insert((phase, backoff)).1
             }
         };
-        pace.retry_at = Some(now + backoff.next_delay());
-        let full = matches!(event, CampaignEvent::Etcd(Trouble::Full));
-        let warn = full && !pace.warned_full;
-        pace.warned_full |= full;
+        self.retry_at = Some(now + backoff.next_delay());
+        let warn = full && !self.warned_full;
+        self.warned_full |= full;
         warn
+    }
+}
+
+impl<H: Holds> Clone for Campaign<H>
+where
+    Stage<H>: Clone,
+{
+    fn clone(&self) -> Self {
+        Campaign {
+            stage: self.stage.clone(),
+            memory: self.memory,
+            pace: self.pace,
+        }
+    }
+}
+
+impl<H: Holds> Copy for Campaign<H> where Stage<H>: Copy {}
+
+impl<H: Holds> std::fmt::Debug for Campaign<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Campaign")
+            .field("stage", &self.stage)
+            .field("memory", &self.memory)
+            .field("pace", &self.pace)
+            .finish()
     }
 }
 
@@ -180,24 +304,34 @@ mod tests {
 
     use super::*;
     use crate::exit::Exit;
+    use crate::protocol::stage::Bare;
     use crate::protocol::table::Code;
     use CampaignEvent as E;
     use CampaignPhase::*;
+
+    /// Feeds `event` to `campaign`, moved on in place if it goes on.
+    fn go(campaign: &mut Campaign<Bare>, event: E, now: Instant) -> Decision<Bare> {
+        let decision = campaign.handle(event, now);
+        if let Next::Campaign(next) = &decision.next {
+            *campaign = *next;
+        }
+        decision
+    }
 
     fn at(ms: u64) -> Instant {
         Instant::from_boot(Duration::from_millis(ms))
     }
 
     /// How long after `now` (in ms) the campaign's work waits.
-    fn backoff(campaign: &Campaign, now: u64) -> Duration {
+    fn backoff(campaign: &Campaign<Bare>, now: u64) -> Duration {
         let from = campaign.work_from().expect("a backoff");
         from.since_boot() - Duration::from_millis(now)
     }
 
-    fn waiting_campaign() -> Campaign {
-        let mut campaign = Campaign::new(true, true, Some(at(5_000)), 7);
-        for event in [E::Dialled, E::Granted, E::Queued] {
-            campaign.handle(&event, at(0));
+    fn waiting_campaign() -> Campaign<Bare> {
+        let mut campaign = Campaign::<Bare>::new(true, true, Some(at(5_000)), 7);
+        for event in [E::Dialled, E::Granted(()), E::Queued(())] {
+            go(&mut campaign, event, at(0));
         }
         assert_eq!(campaign.phase(), Waiting);
         campaign
@@ -205,24 +339,30 @@ mod tests {
 
     #[test]
     fn wait_timeout_counts_only_from_the_first_look() {
-        let mut campaign = Campaign::new(true, true, Some(at(0)), 7);
-        for event in [E::Dialled, E::Granted] {
-            campaign.handle(&event, at(0));
+        let mut campaign = Campaign::<Bare>::new(true, true, Some(at(0)), 7);
+        for event in [E::Dialled, E::Granted(())] {
+            go(&mut campaign, event.clone(), at(0));
             assert_eq!(campaign.gives_up_at(), None, "after {event:?}");
         }
-        campaign.handle(&E::Queued, at(0));
+        go(&mut campaign, E::Queued(()), at(0));
         assert_eq!(campaign.gives_up_at(), Some(at(0)));
         assert_eq!(
-            campaign.handle(&E::WaitTimeout, at(0)).action,
+            go(&mut campaign, E::WaitTimeout, at(0)).action,
             CampaignAction::Exit(Code::Conflict)
         );
     }
 
     #[test]
     fn a_failed_attempt_counts_as_a_look() {
-        let mut campaign = Campaign::new(false, true, Some(at(0)), 7);
-        campaign.handle(&E::Dialled, at(0));
-        campaign.handle(&E::Etcd(Trouble::Outage), at(0));
+        // Proven as it joined (no look at anyone ahead), then a setback
+        // in the proof's write: the retry may be given up on.
+        let mut campaign = Campaign::<Bare>::new(true, false, Some(at(0)), 7);
+        for event in [E::Dialled, E::Granted(()), E::FirstInLine((), ())] {
+            go(&mut campaign, event, at(0));
+        }
+        assert_eq!(campaign.gives_up_at(), None);
+        let retry = go(&mut campaign, E::Etcd(Trouble::Outage), at(0));
+        assert_eq!(retry.action, CampaignAction::RetryAfresh);
         assert_eq!(campaign.gives_up_at(), Some(at(0)));
     }
 
@@ -230,24 +370,24 @@ mod tests {
     fn a_retry_waits_its_phases_backoff_which_grows_until_the_phase_moves_on() {
         let mut campaign = waiting_campaign();
         let outage = E::Etcd(Trouble::Outage);
-        let first = campaign.handle(&outage, at(1_000));
+        let first = go(&mut campaign, outage.clone(), at(1_000));
         assert_eq!(first.action, CampaignAction::RetryInLine);
         let delay = backoff(&campaign, 1_000);
         assert!(
             delay <= crate::retry::FIRST && delay >= crate::retry::FIRST * 3 / 4,
             "{delay:?}"
         );
-        campaign.handle(&outage, at(2_000));
+        go(&mut campaign, outage.clone(), at(2_000));
         let second = backoff(&campaign, 2_000);
         assert!(
             second > crate::retry::FIRST,
             "the backoff grows: {second:?}"
         );
         // Success moves on and forgets the backoff.
-        campaign.handle(&E::Proven, at(3_000));
+        go(&mut campaign, E::Proven(()), at(3_000));
         assert_eq!(campaign.phase(), Claiming);
         assert_eq!(campaign.work_from(), None);
-        campaign.handle(&outage, at(4_000));
+        go(&mut campaign, outage.clone(), at(4_000));
         assert_eq!(
             campaign.phase(),
             Granting,
@@ -265,7 +405,7 @@ mod tests {
         let mut campaign = waiting_campaign();
         let outage = E::Etcd(Trouble::Outage);
         for now in [0, 100, 200] {
-            campaign.handle(&outage, at(now));
+            go(&mut campaign, outage.clone(), at(now));
         }
         assert!(
             backoff(&campaign, 200) > crate::retry::FIRST,
@@ -273,11 +413,11 @@ mod tests {
         );
         let lost = E::PlaceLost(crate::election::PlaceLost::LeaseGone);
         assert_eq!(
-            campaign.handle(&lost, at(300)).action,
+            go(&mut campaign, lost.clone(), at(300)).action,
             CampaignAction::CampaignAgain
         );
         assert_eq!(
-            campaign.handle(&outage, at(400)).action,
+            go(&mut campaign, outage.clone(), at(400)).action,
             CampaignAction::RetryAfresh
         );
         let fresh = backoff(&campaign, 400);
@@ -290,9 +430,9 @@ mod tests {
     #[test]
     fn the_wait_for_a_retry_is_over_at_the_next_event() {
         let mut campaign = waiting_campaign();
-        campaign.handle(&E::Etcd(Trouble::Outage), at(1_000));
+        go(&mut campaign, E::Etcd(Trouble::Outage), at(1_000));
         assert!(campaign.work_from().is_some());
-        campaign.handle(&E::Proven, at(1_100));
+        go(&mut campaign, E::Proven(()), at(1_100));
         assert_eq!(campaign.work_from(), None);
     }
 
@@ -300,37 +440,33 @@ mod tests {
     fn a_full_etcd_is_said_once_a_run() {
         let mut campaign = waiting_campaign();
         let full = E::Etcd(Trouble::Full);
-        assert!(campaign.handle(&full, at(0)).warn_full);
-        assert!(!campaign.handle(&full, at(100)).warn_full);
-        assert!(
-            !campaign
-                .handle(&E::Etcd(Trouble::Outage), at(200))
-                .warn_full
-        );
+        assert!(go(&mut campaign, full.clone(), at(0)).warn_full);
+        assert!(!go(&mut campaign, full.clone(), at(100)).warn_full);
+        assert!(!go(&mut campaign, E::Etcd(Trouble::Outage), at(200)).warn_full);
     }
 
     #[test]
     fn a_waiter_proven_as_it_joins_has_been_queued_and_rides_out_an_outage() {
-        let mut campaign = Campaign::new(true, false, None, 7);
-        for event in [E::Dialled, E::Granted, E::Proven] {
-            campaign.handle(&event, at(0));
+        let mut campaign = Campaign::<Bare>::new(true, false, None, 7);
+        for event in [E::Dialled, E::Granted(()), E::FirstInLine((), ())] {
+            go(&mut campaign, event, at(0));
         }
         assert_eq!(campaign.phase(), Proving);
         assert!(campaign.memory().queued_before);
-        let decision = campaign.handle(&E::Etcd(Trouble::Outage), at(0));
+        let decision = go(&mut campaign, E::Etcd(Trouble::Outage), at(0));
         assert_eq!(decision.action, CampaignAction::RetryAfresh);
         assert_eq!(campaign.phase(), Granting);
     }
 
     #[test]
     fn without_wait_nothing_is_ridden_out() {
-        let mut campaign = Campaign::new(false, true, None, 7);
-        for event in [E::Dialled, E::Granted, E::Proven] {
-            campaign.handle(&event, at(0));
+        let mut campaign = Campaign::<Bare>::new(false, true, None, 7);
+        for event in [E::Dialled, E::Granted(()), E::Proven(())] {
+            go(&mut campaign, event, at(0));
         }
         assert!(!campaign.memory().queued_before);
         assert_eq!(
-            campaign.handle(&E::Etcd(Trouble::Outage), at(0)).action,
+            go(&mut campaign, E::Etcd(Trouble::Outage), at(0)).action,
             CampaignAction::Exit(Code::Own(Exit::Internal))
         );
     }
@@ -340,7 +476,7 @@ mod tests {
         let mut campaign = waiting_campaign();
         let lost = E::PlaceLost(crate::election::PlaceLost::LeaseGone);
         assert_eq!(
-            campaign.handle(&lost, at(0)).action,
+            go(&mut campaign, lost.clone(), at(0)).action,
             CampaignAction::CampaignAgain
         );
         assert_eq!(campaign.phase(), Granting);

@@ -16,16 +16,18 @@
 
 pub mod campaign;
 pub mod schedule;
+pub mod stage;
 pub mod stop;
 pub mod table;
 
 #[cfg(test)]
 mod tests {
     /// Each file of this module, as written.
-    const FILES: [(&str, &str); 5] = [
+    const FILES: [(&str, &str); 6] = [
         ("mod.rs", include_str!("mod.rs")),
         ("campaign.rs", include_str!("campaign.rs")),
         ("schedule.rs", include_str!("schedule.rs")),
+        ("stage.rs", include_str!("stage.rs")),
         ("stop.rs", include_str!("stop.rs")),
         ("table.rs", include_str!("table.rs")),
     ];

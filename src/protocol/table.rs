@@ -97,6 +97,7 @@ use crate::election::{KeyLoss, PlaceLost};
 use crate::exit::Exit;
 pub use crate::exit::{Code, Status};
 use crate::planted::{planted, Defect};
+pub use crate::protocol::stage::{Bare, Holds, Stage, Won};
 pub use crate::protocol::stop::Grace;
 pub use crate::signals::Signal;
 
@@ -210,23 +211,29 @@ impl std::fmt::Display for Loss {
     }
 }
 
-/// What happens to a run before its command exists.
-#[derive(Debug, Clone)]
-pub enum CampaignEvent {
+/// What happens to a run before its command exists. What a phase's work
+/// gains comes with it (`H`: the run's etcd lease, place and proof; in
+/// the model and the tests, nothing: [`Bare`]), and the table moves it
+/// into the next phase's [`Stage`].
+pub enum CampaignEvent<H: Holds = Bare> {
     // The work of a phase, done: what comes next is the table's.
     /// Dialling: the client is made.
     Dialled,
     /// Granting: a lease is ours.
-    Granted,
+    Granted(H::Lease),
     /// Joining with --wait: our key is in line, behind a runner.
-    Queued,
+    Queued(H::Place),
+    /// Joining with --wait: our key is in line, and the read that wrote
+    /// it found it among the first --max-running: a proof at once.
+    FirstInLine(H::Place, H::Proof),
     /// Our win is proven: our key, alive and among the first
     /// --max-running in line, read at one revision (or, Proving, written
-    /// in the proof's transaction).
-    Proven,
+    /// in the proof's transaction; or, Joining without --wait, written by
+    /// the attempt that found nobody leading).
+    Proven(H::Proof),
     /// Claiming: the guardian is ready and the --once-per window (if any)
     /// is ours.
-    Claimed,
+    Claimed(H::Guard),
     /// Someone else leads (without --wait).
     Held,
     /// This `--once-per` window already had its run.
@@ -241,6 +248,58 @@ pub enum CampaignEvent {
     PlaceLost(PlaceLost),
     /// An etcd request failed.
     Etcd(Trouble),
+}
+
+impl<H: Holds> CampaignEvent<H> {
+    /// The event without what it brings: what logs, explanations and
+    /// the model's traces show.
+    pub fn bare(&self) -> CampaignEvent {
+        use CampaignEvent as E;
+        match self {
+            E::Dialled => E::Dialled,
+            E::Granted(_) => E::Granted(()),
+            E::Queued(_) => E::Queued(()),
+            E::FirstInLine(..) => E::FirstInLine((), ()),
+            E::Proven(_) => E::Proven(()),
+            E::Claimed(_) => E::Claimed(()),
+            E::Held => E::Held,
+            E::WindowTaken => E::WindowTaken,
+            E::GuardianFailed => E::GuardianFailed,
+            E::Signal(signal) => E::Signal(*signal),
+            E::WaitTimeout => E::WaitTimeout,
+            E::PlaceLost(lost) => E::PlaceLost(*lost),
+            E::Etcd(trouble) => E::Etcd(*trouble),
+        }
+    }
+}
+
+impl Clone for CampaignEvent {
+    fn clone(&self) -> Self {
+        self.bare()
+    }
+}
+
+/// An event's name and its data, but not what it brings (a lease, a
+/// proof): those say nothing to a reader of the trace.
+impl<H: Holds> std::fmt::Debug for CampaignEvent<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use CampaignEvent as E;
+        match self {
+            E::Dialled => f.write_str("Dialled"),
+            E::Granted(_) => f.write_str("Granted"),
+            E::Queued(_) => f.write_str("Queued"),
+            E::FirstInLine(..) => f.write_str("FirstInLine"),
+            E::Proven(_) => f.write_str("Proven"),
+            E::Claimed(_) => f.write_str("Claimed"),
+            E::Held => f.write_str("Held"),
+            E::WindowTaken => f.write_str("WindowTaken"),
+            E::GuardianFailed => f.write_str("GuardianFailed"),
+            E::Signal(signal) => f.debug_tuple("Signal").field(signal).finish(),
+            E::WaitTimeout => f.write_str("WaitTimeout"),
+            E::PlaceLost(lost) => f.debug_tuple("PlaceLost").field(lost).finish(),
+            E::Etcd(trouble) => f.debug_tuple("Etcd").field(trouble).finish(),
+        }
+    }
 }
 
 /// What happens to a run whose command runs.
@@ -322,7 +381,8 @@ impl Code {
     }
 }
 
-/// What a campaign does next.
+/// What a campaign does next, in words: an [`Answer`] without what it
+/// holds (for the trace, the model's world and the tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CampaignAction {
     /// The next phase's work.
@@ -407,45 +467,179 @@ pub fn retry_ceiling(phase: CampaignPhase) -> Duration {
     }
 }
 
-/// Before the command: every event in every campaign phase.
-pub fn campaign(phase: CampaignPhase, event: &CampaignEvent, policy: Policy) -> CampaignAction {
-    use CampaignAction as Do;
+/// The table's answer to a campaign: what to do, with what the campaign
+/// holds moved to where it goes next.
+pub enum Answer<H: Holds> {
+    /// The next phase's work, with what it holds.
+    Enter(Stage<H>),
+    /// The win is claimed: spawn the command (Running), with all it needs.
+    Start(Won<H>),
+    /// The same phase's work again after a backoff, holding what it held.
+    RetryInLine(Stage<H>),
+    /// Again from a new lease after a backoff: the old one let go of.
+    RetryAfresh { released: Option<H::Lease> },
+    /// New lease, back of the queue, at once: the old one let go of.
+    CampaignAgain { released: Option<H::Lease> },
+    /// Give back what is held, exit with the code: nothing ran.
+    Exit {
+        code: Code,
+        released: Option<H::Lease>,
+    },
+    /// Nothing to do: the event cannot come in this phase (its work never
+    /// gives it; what it brings is dropped), or what the phase is doing
+    /// already answers it.
+    Ignore(Stage<H>),
+}
+
+impl<H: Holds> Answer<H> {
+    /// The answer in words, without what it holds.
+    pub fn action(&self) -> CampaignAction {
+        match self {
+            Answer::Enter(stage) => CampaignAction::Enter(stage.phase()),
+            Answer::Start(_) => CampaignAction::Start,
+            Answer::RetryInLine(_) => CampaignAction::RetryInLine,
+            Answer::RetryAfresh { .. } => CampaignAction::RetryAfresh,
+            Answer::CampaignAgain { .. } => CampaignAction::CampaignAgain,
+            Answer::Exit { code, .. } => CampaignAction::Exit(*code),
+            Answer::Ignore(_) => CampaignAction::Ignore,
+        }
+    }
+}
+
+/// The campaign ends with `code`, giving back what `stage` holds.
+fn exit<H: Holds>(code: Code, stage: Stage<H>) -> Answer<H> {
+    Answer::Exit {
+        code,
+        released: stage.release(),
+    }
+}
+
+/// Before the command: every event in every campaign phase, with what
+/// each phase holds. A phase's work ends only in its own phase's events:
+/// in any other, one is ignored (and what it brings dropped). What comes
+/// from outside the work (a signal, the user's deadline, a place lost, an
+/// etcd error) answers alike in every phase, giving back what the phase
+/// holds ([`Stage::release`], which each phase answers).
+pub fn campaign<H: Holds>(stage: Stage<H>, event: CampaignEvent<H>, policy: Policy) -> Answer<H> {
     use CampaignEvent as E;
-    use CampaignPhase::*;
-    match (event, phase) {
-        (E::Dialled, Dialling) => Do::Enter(Granting),
-        (E::Granted, Granting) => Do::Enter(Joining),
-        (E::Queued, Joining) => Do::Enter(Waiting),
-        (E::Proven, Joining | Waiting) if !policy.single && policy.wait => Do::Enter(Proving),
-        (E::Proven, Joining | Waiting | Proving) => Do::Enter(Claiming),
-        (E::Claimed, Claiming) => Do::Start,
-        (E::WindowTaken, Claiming) => Do::Exit(Code::Conflict),
-        (E::GuardianFailed, Claiming) => Do::Exit(Code::Own(Exit::Internal)),
-        // A phase's work ends only in its own phase's events.
-        (E::Dialled, Granting | Joining | Waiting | Proving | Claiming)
-        | (E::Granted, Dialling | Joining | Waiting | Proving | Claiming)
-        | (E::Queued, Dialling | Granting | Waiting | Proving | Claiming)
-        | (E::Proven, Dialling | Granting | Claiming)
-        | (E::Claimed, Dialling | Granting | Joining | Waiting | Proving)
-        | (E::WindowTaken | E::GuardianFailed, Dialling | Granting | Joining | Waiting | Proving) => {
-            Do::Ignore
-        }
-        (
-            E::Held | E::WaitTimeout,
-            Dialling | Granting | Joining | Waiting | Proving | Claiming,
-        ) => Do::Exit(Code::Conflict),
-        (E::Signal(signal), Dialling | Granting | Joining | Waiting | Proving | Claiming) => {
-            Do::Exit(Code::Signalled(*signal))
-        }
-        (E::PlaceLost(_), Dialling | Granting | Joining | Waiting | Proving | Claiming)
-            if policy.wait =>
-        {
-            Do::CampaignAgain
-        }
-        (E::PlaceLost(_), Dialling | Granting | Joining | Waiting | Proving | Claiming) => {
-            Do::Exit(Code::Conflict)
-        }
-        (E::Etcd(trouble), phase) => etcd_trouble(phase, *trouble, policy),
+    use Stage as S;
+    match event {
+        E::Dialled => match stage {
+            S::Dialling => Answer::Enter(S::Granting),
+            stage @ (S::Granting
+            | S::Joining { .. }
+            | S::Waiting { .. }
+            | S::Proving { .. }
+            | S::Claiming { .. }) => Answer::Ignore(stage),
+        },
+        E::Granted(lease) => match stage {
+            S::Granting => Answer::Enter(S::Joining { lease }),
+            stage @ (S::Dialling
+            | S::Joining { .. }
+            | S::Waiting { .. }
+            | S::Proving { .. }
+            | S::Claiming { .. }) => Answer::Ignore(stage),
+        },
+        E::Queued(place) => match stage {
+            S::Joining { lease } => Answer::Enter(S::Waiting { lease, place }),
+            stage @ (S::Dialling
+            | S::Granting
+            | S::Waiting { .. }
+            | S::Proving { .. }
+            | S::Claiming { .. }) => Answer::Ignore(stage),
+        },
+        E::FirstInLine(place, proof) => first_in_line(stage, place, proof, policy),
+        E::Proven(proof) => proven(stage, proof, policy),
+        E::Claimed(guard) => claimed(stage, guard),
+        E::WindowTaken => refused_claim(stage, Code::Conflict),
+        E::GuardianFailed => refused_claim(stage, Code::Own(Exit::Internal)),
+        E::Held | E::WaitTimeout => exit(Code::Conflict, stage),
+        E::Signal(signal) => exit(Code::Signalled(signal), stage),
+        E::PlaceLost(_) if policy.wait => Answer::CampaignAgain {
+            released: stage.release(),
+        },
+        E::PlaceLost(_) => exit(Code::Conflict, stage),
+        E::Etcd(trouble) => etcd_trouble(stage, trouble, policy),
+    }
+}
+
+/// Joining with --wait, our key written and found among the first.
+fn first_in_line<H: Holds>(
+    stage: Stage<H>,
+    place: H::Place,
+    proof: H::Proof,
+    policy: Policy,
+) -> Answer<H> {
+    use Stage as S;
+    match stage {
+        // Several runners: a waiter's proof is written, which wakes the
+        // waiter behind (the proof that came with the place is not used).
+        S::Joining { lease } if !policy.single => Answer::Enter(S::Proving { lease, place }),
+        S::Joining { lease } => Answer::Enter(S::Claiming {
+            lease,
+            place: Some(place),
+            proof,
+        }),
+        stage @ (S::Dialling
+        | S::Granting
+        | S::Waiting { .. }
+        | S::Proving { .. }
+        | S::Claiming { .. }) => Answer::Ignore(stage),
+    }
+}
+
+/// Our win proven: by the attempt without --wait (Joining), by the read
+/// that found our turn (Waiting), or by the proof's write (Proving).
+fn proven<H: Holds>(stage: Stage<H>, proof: H::Proof, policy: Policy) -> Answer<H> {
+    use Stage as S;
+    match stage {
+        S::Waiting { lease, place } if !policy.single => Answer::Enter(S::Proving { lease, place }),
+        S::Joining { lease } => Answer::Enter(S::Claiming {
+            lease,
+            place: None,
+            proof,
+        }),
+        S::Waiting { lease, place } | S::Proving { lease, place } => Answer::Enter(S::Claiming {
+            lease,
+            place: Some(place),
+            proof,
+        }),
+        stage @ (S::Dialling | S::Granting | S::Claiming { .. }) => Answer::Ignore(stage),
+    }
+}
+
+/// The claim made, the guardian ready: the win starts its command.
+fn claimed<H: Holds>(stage: Stage<H>, guard: H::Guard) -> Answer<H> {
+    use Stage as S;
+    match stage {
+        S::Claiming {
+            lease,
+            place,
+            proof,
+        } => Answer::Start(Won {
+            lease,
+            place,
+            proof,
+            guard,
+        }),
+        stage @ (S::Dialling
+        | S::Granting
+        | S::Joining { .. }
+        | S::Waiting { .. }
+        | S::Proving { .. }) => Answer::Ignore(stage),
+    }
+}
+
+/// The claim refused: the window had its run, or no guardian.
+fn refused_claim<H: Holds>(stage: Stage<H>, code: Code) -> Answer<H> {
+    use Stage as S;
+    match stage {
+        stage @ S::Claiming { .. } => exit(code, stage),
+        stage @ (S::Dialling
+        | S::Granting
+        | S::Joining { .. }
+        | S::Waiting { .. }
+        | S::Proving { .. }) => Answer::Ignore(stage),
     }
 }
 
@@ -490,26 +684,28 @@ pub fn spawn_failed(exit: Exit) -> Code {
 
 /// An etcd request failed: fatal on a first attempt or a refusal, ridden
 /// out once queued.
-fn etcd_trouble(phase: CampaignPhase, trouble: Trouble, policy: Policy) -> CampaignAction {
+fn etcd_trouble<H: Holds>(stage: Stage<H>, trouble: Trouble, policy: Policy) -> Answer<H> {
     use CampaignPhase::*;
     let ride_out = policy.wait && policy.queued_before;
-    match (trouble, phase) {
+    match (trouble, stage.phase()) {
         (Trouble::Refused, Dialling | Granting | Joining | Waiting | Proving | Claiming) => {
-            CampaignAction::Exit(Code::Own(Exit::Internal))
+            exit(Code::Own(Exit::Internal), stage)
         }
-        (Trouble::Full | Trouble::Outage, Waiting) if ride_out => CampaignAction::RetryInLine,
+        (Trouble::Full | Trouble::Outage, Waiting) if ride_out => Answer::RetryInLine(stage),
         (Trouble::Full | Trouble::Outage, Dialling | Granting | Joining | Proving | Claiming)
             if ride_out =>
         {
             if planted(Defect::RetryKeepsLease) {
-                return CampaignAction::RetryInLine;
+                return Answer::RetryInLine(stage);
             }
-            CampaignAction::RetryAfresh
+            Answer::RetryAfresh {
+                released: stage.release(),
+            }
         }
         (
             Trouble::Full | Trouble::Outage,
             Dialling | Granting | Joining | Waiting | Proving | Claiming,
-        ) => CampaignAction::Exit(Code::Own(Exit::Internal)),
+        ) => exit(Code::Own(Exit::Internal), stage),
     }
 }
 
@@ -518,6 +714,11 @@ mod tests {
     use super::*;
 
     use CampaignPhase::*;
+
+    /// The table's answer in words, to `event` in `phase` holding nothing.
+    fn campaign(phase: CampaignPhase, event: &CampaignEvent, policy: Policy) -> CampaignAction {
+        super::campaign(Stage::of(phase), event.clone(), policy).action()
+    }
 
     fn policy(wait: bool, queued_before: bool) -> Policy {
         Policy {
@@ -742,16 +943,16 @@ mod tests {
                 CampaignAction::Enter(Granting),
             ),
             (
-                CampaignEvent::Granted,
+                CampaignEvent::Granted(()),
                 Granting,
                 CampaignAction::Enter(Joining),
             ),
             (
-                CampaignEvent::Queued,
+                CampaignEvent::Queued(()),
                 Joining,
                 CampaignAction::Enter(Waiting),
             ),
-            (CampaignEvent::Claimed, Claiming, CampaignAction::Start),
+            (CampaignEvent::Claimed(()), Claiming, CampaignAction::Start),
             (
                 CampaignEvent::WindowTaken,
                 Claiming,
@@ -782,8 +983,18 @@ mod tests {
                 Joining | Waiting | Proving => CampaignAction::Enter(Claiming),
                 Dialling | Granting | Claiming => CampaignAction::Ignore,
             };
-            let action = campaign(phase, &CampaignEvent::Proven, policy(true, true));
+            let action = campaign(phase, &CampaignEvent::Proven(()), policy(true, true));
             assert_eq!(action, expected, "{phase:?}");
+            let first = campaign(
+                phase,
+                &CampaignEvent::FirstInLine((), ()),
+                policy(true, true),
+            );
+            let expected = match phase {
+                Joining => CampaignAction::Enter(Claiming),
+                Dialling | Granting | Waiting | Proving | Claiming => CampaignAction::Ignore,
+            };
+            assert_eq!(first, expected, "first in line in {phase:?}");
         }
     }
 
@@ -798,18 +1009,22 @@ mod tests {
             wait: false,
             ..several
         };
-        // Without --wait, the attempt's own transaction proved it.
+        let proven = CampaignEvent::Proven(());
+        let first = CampaignEvent::FirstInLine((), ());
+        // Without --wait, the attempt's own transaction proved it (a win
+        // with no place in line, whatever --wait says).
         let cases = [
-            (Waiting, several, Proving),
-            (Joining, several, Proving),
-            (Joining, without_wait, Claiming),
-            (Proving, several, Claiming),
+            (Waiting, &proven, several, Proving),
+            (Joining, &first, several, Proving),
+            (Joining, &proven, without_wait, Claiming),
+            (Joining, &proven, several, Claiming),
+            (Proving, &proven, several, Claiming),
         ];
-        for (phase, policy, next) in cases {
+        for (phase, event, policy, next) in cases {
             assert_eq!(
-                campaign(phase, &CampaignEvent::Proven, policy),
+                campaign(phase, event, policy),
                 CampaignAction::Enter(next),
-                "proven in {phase:?} with {policy:?}"
+                "{event:?} in {phase:?} with {policy:?}"
             );
         }
     }

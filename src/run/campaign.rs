@@ -1,17 +1,18 @@
-//! Campaigning: the state of a run before its command exists, from
+//! Campaigning: the work of a run before its command exists, from
 //! dialling to a proven win with the guardian started and the `--once-per`
 //! window claimed.
 //!
-//! [`Campaigning`] carries what the campaign has so far: its protocol's
-//! state (`protocol::campaign`: the phase, what it has learnt, the pace of
-//! its retries), our place in line, the proof once we have it, the
-//! guardian, and the watch of our key. Each phase's work
-//! ([`Campaigning::work`]) is one step that ends in an event for the
-//! protocol: done, or why not. It never looks at signals or the user's
-//! deadline: the run's loop races the step against them and drops it,
-//! which cancels whatever request is in flight. What the run holds in etcd
-//! is in the [`Session`], outside the campaign, so it still knows what to
-//! give back.
+//! The campaign's state is the protocol's (`protocol::campaign`, holding
+//! [`Etcd`]'s things: the granted lease, our place in line with its
+//! watch, the proof): each phase holds what its work needs. The
+//! [`Campaigner`] does the work each phase asks for ([`Campaigner::work`]),
+//! one step that ends in an event for the protocol, done (with what it
+//! gained) or why not, and keeps what the run's lines need to say (who
+//! leads, the window's marker, the error behind a setback). It never
+//! looks at signals or the user's deadline: the run's loop races the step
+//! against them and drops it, which cancels whatever request is in flight.
+//! A lease the campaign lets go of goes to the [`Session`], which gives it
+//! back.
 //!
 //! The guardian comes to the campaign already started (see `run`), so that
 //! it is ready when our turn comes; the campaign starts it only if that
@@ -34,27 +35,56 @@ use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::Connection;
 use crate::lease::Lease;
 use crate::logging;
-use crate::protocol::campaign::Campaign;
+use crate::protocol::campaign::{self, Work};
 use crate::protocol::schedule::{KillSchedule, LeaseView, StartVerdict};
-use crate::protocol::table::{CampaignEvent, CampaignPhase, Trouble};
+use crate::protocol::stage::{self, Holds};
+use crate::protocol::table::{CampaignEvent, Trouble};
 use crate::retry;
 
-/// A run before its command exists.
-pub struct Campaigning<'a> {
+/// What a run's campaign holds: etcd's.
+pub struct Etcd;
+
+impl Holds for Etcd {
+    type Lease = Lease;
+    type Place = InLine;
+    type Proof = Leadership;
+    type Guard = Guard;
+}
+
+/// The protocol's campaign, holding etcd's things.
+pub type Campaign = campaign::Campaign<Etcd>;
+
+/// What happened to a campaign, with what its work gained.
+pub type Event = CampaignEvent<Etcd>;
+
+/// Our key in line (with --wait), and the watch of it, kept from the
+/// queue into the run.
+pub struct InLine {
+    candidate: Candidate,
+    own: OwnKey,
+}
+
+/// A new campaign, about to dial.
+pub fn start(config: &Config) -> Campaign {
+    Campaign::new(
+        config.wait,
+        config.max_running == 1,
+        config
+            .wait_timeout
+            .map(|timeout| clock::Instant::now() + timeout),
+        retry::seed(),
+    )
+}
+
+/// Does a campaign's work, and keeps what its lines need.
+pub struct Campaigner<'a> {
     config: &'a Config,
     connection: &'a Connection,
-    /// The protocol's part: the phase, and what decides what comes next.
-    pub core: Campaign,
     /// Who we say we are in this attempt (its start time set as it began).
     holder: Holder,
-    /// The guardian, started before the campaign (None if that failed).
+    /// The guardian, started before the campaign (None if that failed);
+    /// it goes to the win as it is claimed.
     guard: Option<Guard>,
-    /// Our place in line, once joined (with --wait, or several runners).
-    candidate: Option<Candidate>,
-    /// The watch of our key, kept from the queue into the run.
-    own: Option<OwnKey>,
-    /// The proof of our win, once we have it.
-    leadership: Option<Leadership>,
     /// Whoever leads, as the last attempt without --wait found them.
     pub held_by: Option<Leader>,
     /// The `--once-per` window's marker, when it already had its run.
@@ -72,24 +102,34 @@ pub struct Won {
     pub lease: Lease,
 }
 
-impl<'a> Campaigning<'a> {
+impl From<stage::Won<Etcd>> for Won {
+    fn from(won: stage::Won<Etcd>) -> Won {
+        let stage::Won {
+            lease,
+            place,
+            proof,
+            guard,
+        } = won;
+        let own = match place {
+            Some(place) => place.own,
+            None => OwnKey::of(&proof),
+        };
+        Won {
+            leadership: proof,
+            guard,
+            own,
+            lease,
+        }
+    }
+}
+
+impl<'a> Campaigner<'a> {
     pub fn new(config: &'a Config, connection: &'a Connection, guard: Option<Guard>) -> Self {
-        Campaigning {
+        Campaigner {
             config,
             connection,
-            core: Campaign::new(
-                config.wait,
-                config.max_running == 1,
-                config
-                    .wait_timeout
-                    .map(|timeout| clock::Instant::now() + timeout),
-                retry::seed(),
-            ),
             holder: config.holder.clone(),
             guard,
-            candidate: None,
-            own: None,
-            leadership: None,
             held_by: None,
             window_taken: None,
             error: None,
@@ -105,37 +145,15 @@ impl<'a> Campaigning<'a> {
         self.guard.take()
     }
 
-    /// The win, once Claiming has claimed it: the lease moves from the
-    /// session into the leading run, which holds it until it resigns.
-    pub fn won(&mut self, session: &mut Session) -> Option<Won> {
-        let leadership = self.leadership.take()?;
-        let guard = self.guard.take()?;
-        let lease = session.take_lease()?;
-        let own = self.own.take().unwrap_or_else(|| OwnKey::of(&leadership));
-        Some(Won {
-            leadership,
-            guard,
-            own,
-            lease,
-        })
-    }
-
-    /// Back to the start, with a new lease: our place and proof are gone.
-    pub fn again(&mut self) {
-        self.candidate = None;
-        self.own = None;
-        self.leadership = None;
-    }
-
-    /// The work of the current phase, as one event.
-    pub async fn work(&mut self, session: &mut Session) -> CampaignEvent {
-        let step = match self.core.phase() {
-            CampaignPhase::Dialling => Ok(CampaignEvent::Dialled),
-            CampaignPhase::Granting => self.grant(session).await,
-            CampaignPhase::Joining => self.join(session).await,
-            CampaignPhase::Waiting => self.wait(session).await,
-            CampaignPhase::Proving => self.prove(session).await,
-            CampaignPhase::Claiming => self.claim(session).await,
+    /// The work a phase asks for, as one event.
+    pub async fn work(&mut self, work: Work<'_, Etcd>, session: &mut Session) -> Event {
+        let step = match work {
+            Work::Dial => Ok(CampaignEvent::Dialled),
+            Work::Grant => self.grant(session).await,
+            Work::Join { lease } => self.join(lease).await,
+            Work::Wait { lease, place } => self.wait(lease, place).await,
+            Work::Prove { lease, place } => self.prove(lease, place).await,
+            Work::Claim { lease, proof } => self.claim(lease, proof, session).await,
         };
         step.unwrap_or_else(|err| {
             let event = CampaignEvent::Etcd(trouble(&err));
@@ -152,27 +170,23 @@ impl<'a> Campaigning<'a> {
         )
     }
 
-    async fn grant(&mut self, session: &mut Session) -> Result<CampaignEvent> {
+    async fn grant(&mut self, session: &mut Session) -> Result<Event> {
         self.holder = Holder {
             started: holder::now_rfc3339(),
             ..self.config.holder.clone()
         };
         let lease = session.grant(self.config.ttl).await?;
         tracing::debug!(ttl = ?lease.ttl, "granted TTL");
-        Ok(CampaignEvent::Granted)
+        Ok(CampaignEvent::Granted(lease))
     }
 
     /// Without --wait: lead now, or learn who does. With it: join the
     /// queue, proven at once if nobody is ahead.
-    async fn join(&mut self, session: &mut Session) -> Result<CampaignEvent> {
-        let lease = session.lease().map(|lease| lease.id).unwrap_or_default();
+    async fn join(&mut self, lease: &Lease) -> Result<Event> {
         let election = self.election();
         if !self.config.wait {
-            return Ok(match election.try_acquire(lease, &self.holder).await? {
-                Attempt::Won(leadership) => {
-                    self.leadership = Some(leadership);
-                    CampaignEvent::Proven
-                }
+            return Ok(match election.try_acquire(lease.id, &self.holder).await? {
+                Attempt::Won(leadership) => CampaignEvent::Proven(leadership),
                 Attempt::Held(leader) => {
                     self.held_by = leader;
                     CampaignEvent::Held
@@ -184,27 +198,25 @@ impl<'a> Campaigning<'a> {
             candidate,
             runners,
             proven_at,
-        } = election.enqueue(lease, &self.holder, None).await?;
-        self.own = Some(OwnKey::new(
+        } = election.enqueue(lease.id, &self.holder, None).await?;
+        let own = OwnKey::new(
             &candidate.key,
             candidate.token,
-            lease,
+            lease.id,
             Revision::default(),
-        ));
-        let event = match proven_at {
+        );
+        Ok(match proven_at {
             Some(revision) => {
-                self.leadership = Some(self.proof(&candidate, lease, revision));
-                CampaignEvent::Proven
+                let proof = self.proof(&candidate, lease.id, revision);
+                CampaignEvent::FirstInLine(InLine { candidate, own }, proof)
             }
             None => {
                 if let Some(leader) = runners.first() {
                     tracing::info!("waiting: {} leads", leader.describe());
                 }
-                CampaignEvent::Queued
+                CampaignEvent::Queued(InLine { candidate, own })
             }
-        };
-        self.candidate = Some(candidate);
-        Ok(event)
+        })
     }
 
     /// The proof a read gave: our key, with its create revision and our
@@ -220,38 +232,21 @@ impl<'a> Campaigning<'a> {
     }
 
     /// Waits for our turn in line.
-    async fn wait(&mut self, session: &mut Session) -> Result<CampaignEvent> {
-        let (Some(candidate), Some(lease)) = (&self.candidate, session.lease()) else {
-            return Ok(key_gone());
-        };
-        let own = self.own.get_or_insert_with(|| {
-            OwnKey::new(
-                &candidate.key,
-                candidate.token,
-                lease.id,
-                Revision::default(),
-            )
-        });
-        let election = Election::new(
-            self.connection,
-            &self.config.election,
-            self.config.max_running,
-        );
-        let turn = election
+    async fn wait(&mut self, lease: &Lease, place: &mut InLine) -> Result<Event> {
+        let turn = self
+            .election()
             .wait_for_turn(
                 self.config.handoff,
-                candidate,
+                &place.candidate,
                 lease.id,
                 &mut lease.watch(),
-                own,
+                &mut place.own,
             )
             .await;
         Ok(match turn {
             Turn::Ours(revision) => {
                 tracing::trace!(revision = revision.0, "proven");
-                let leadership = self.proof(candidate, lease.id, revision);
-                self.leadership = Some(leadership);
-                CampaignEvent::Proven
+                CampaignEvent::Proven(self.proof(&place.candidate, lease.id, revision))
             }
             Turn::Gone(lost) => CampaignEvent::PlaceLost(lost),
             Turn::Failed(err) => return Err(err),
@@ -261,20 +256,18 @@ impl<'a> Campaigning<'a> {
     /// With several runners, a waiter's turn is proven again by a
     /// transaction that also rewrites our key, with the time we started:
     /// the waiter behind wakes on that rewrite (see `wait_for_turn`).
-    async fn prove(&mut self, session: &mut Session) -> Result<CampaignEvent> {
-        let (Some(candidate), Some(lease)) = (&self.candidate, session.lease()) else {
-            return Ok(key_gone());
-        };
+    async fn prove(&mut self, lease: &Lease, place: &InLine) -> Result<Event> {
         let holder = Holder {
             started: holder::now_rfc3339(),
             ..self.holder.clone()
         };
         Ok(
-            match self.election().prove(candidate, lease.id, &holder).await? {
-                Some(leadership) => {
-                    self.leadership = Some(leadership);
-                    CampaignEvent::Proven
-                }
+            match self
+                .election()
+                .prove(&place.candidate, lease.id, &holder)
+                .await?
+            {
+                Some(leadership) => CampaignEvent::Proven(leadership),
                 // A phantom win: our key is gone.
                 None => key_gone(),
             },
@@ -284,10 +277,12 @@ impl<'a> Campaigning<'a> {
     /// Starts the guardian (unless it is ready, as it almost always is), then
     /// claims the window: in that order, so that a guardian that cannot
     /// start never uses up a window.
-    async fn claim(&mut self, session: &mut Session) -> Result<CampaignEvent> {
-        let (Some(leadership), Some(lease)) = (&self.leadership, session.lease()) else {
-            return Ok(key_gone());
-        };
+    async fn claim(
+        &mut self,
+        lease: &Lease,
+        leadership: &Leadership,
+        session: &mut Session,
+    ) -> Result<Event> {
         // A proof says we were first at its revision; it is good for running
         // only while our lease is sure to be alive. A waiter stopped or
         // starved past its lease's local deadline can learn of its turn
@@ -305,19 +300,22 @@ impl<'a> Campaigning<'a> {
             StartVerdict::LeaseGone => return Ok(CampaignEvent::PlaceLost(PlaceLost::LeaseGone)),
             StartVerdict::Unsure => return Ok(CampaignEvent::PlaceLost(PlaceLost::Unsure)),
         }
-        match self.guard.take().map_or_else(Guard::start, Ok) {
-            Ok(guard) => self.guard = Some(guard),
+        // Held here while the window is claimed: if a signal cuts the
+        // claim short, the guardian goes with it (it has no job to watch,
+        // and exits as its pipe closes).
+        let guard = match self.guard.take().map_or_else(Guard::start, Ok) {
+            Ok(guard) => guard,
             Err(err) => {
                 self.error = Some(anyhow::anyhow!("starting the guardian process: {err}"));
                 return Ok(CampaignEvent::GuardianFailed);
             }
-        }
+        };
         // "leader" only once nothing can keep the command from starting: a
         // proof refused above, or a replica refused by the window, must not
         // seem to have led.
         let Some(window) = self.config.once_per else {
             tracing::info!(event = logging::events::LEADER, token = leadership.token.0, key = %leadership.key, "leader");
-            return Ok(CampaignEvent::Claimed);
+            return Ok(CampaignEvent::Claimed(guard));
         };
         let claim = once_per::claim(
             self.connection,
@@ -326,26 +324,37 @@ impl<'a> Campaigning<'a> {
             &self.holder,
             &mut session.window,
         );
-        Ok(match claim.await? {
+        let claimed = match claim.await {
+            Ok(claimed) => claimed,
+            Err(err) => {
+                self.guard = Some(guard);
+                return Err(err);
+            }
+        };
+        Ok(match claimed {
             Claim::Ours => {
                 tracing::info!(event = logging::events::LEADER, token = leadership.token.0, key = %leadership.key, "leader");
                 tracing::info!(
                     "this run opens a --once-per {} window",
                     humantime::format_duration(window)
                 );
-                CampaignEvent::Claimed
+                CampaignEvent::Claimed(guard)
             }
             Claim::Taken(marker) => {
+                self.guard = Some(guard);
                 self.window_taken = Some(marker);
                 CampaignEvent::WindowTaken
             }
-            Claim::LeadershipLost => key_gone(),
+            Claim::LeadershipLost => {
+                self.guard = Some(guard);
+                key_gone()
+            }
         })
     }
 }
 
 /// Our key vanished on the way to leading.
-fn key_gone() -> CampaignEvent {
+fn key_gone() -> Event {
     CampaignEvent::PlaceLost(PlaceLost::Key(KeyLoss::Deleted))
 }
 

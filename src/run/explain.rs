@@ -1,7 +1,7 @@
 //! Why we did not run, said only when someone is watching (a terminal, or
 //! -v): cron mails whatever is printed.
 
-use super::campaign::Campaigning;
+use super::campaign::Campaigner;
 use super::Config;
 use crate::clock;
 use crate::election::once_per::Marker;
@@ -12,7 +12,7 @@ use crate::protocol::table::CampaignEvent;
 use crate::retry::CLEANUP;
 
 /// The line for a campaign that ends with the conflict code.
-pub async fn conflict(config: &Config, campaign: &Campaigning<'_>, event: &CampaignEvent) {
+pub async fn conflict(config: &Config, campaign: &Campaigner<'_>, event: &CampaignEvent) {
     if !config.explain {
         return;
     }

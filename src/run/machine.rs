@@ -23,7 +23,7 @@
 use anyhow::Result;
 use tokio::sync::Notify;
 
-use super::campaign::{self, Campaigning, Won};
+use super::campaign::{self, Campaign, Campaigner, Event};
 use super::session::Session;
 use super::stopping::Stopping;
 use super::supervise::{Leading, NotStarted};
@@ -34,15 +34,17 @@ use crate::election::record::Ended;
 use crate::election::Election;
 use crate::etcd::Connection;
 use crate::logging;
+use crate::protocol::campaign::Next as CampaignNext;
 use crate::protocol::table::{
-    self, CampaignAction, CampaignEvent, Code, Phase, RunningAction, RunningEvent, StoppingAction,
+    self, CampaignAction, CampaignEvent, CampaignPhase, Code, Phase, RunningAction, RunningEvent,
+    StoppingAction,
 };
 use crate::retry::CLEANUP;
 use crate::signals::Signals;
 
 /// What a run holds, by state.
 enum State<'a> {
-    Campaigning(Campaigning<'a>),
+    Campaigning(Campaign),
     Leading(Leading<'a>),
     Stopping(Stopping<'a>),
 }
@@ -83,20 +85,30 @@ pub async fn drive(
     guardian: Option<Guard>,
 ) -> Result<i32> {
     let mut session = Session::new(connection.clone(), config.handoff);
+    let mut campaigner = Campaigner::new(config, connection, guardian);
     let run = Run { config, connection };
-    let mut state = State::Campaigning(Campaigning::new(config, connection, guardian));
+    let mut state = State::Campaigning(campaign::start(config));
     let ending = loop {
         let next = match state {
-            State::Campaigning(mut campaign) => {
-                let event = campaign_event(&mut campaign, &mut session, signals).await;
-                let phase = campaign.core.phase();
-                let decision = campaign.core.handle(&event, clock::Instant::now());
+            State::Campaigning(mut core) => {
+                let event = campaign_event(&mut core, &mut campaigner, &mut session, signals).await;
+                let (phase, bare) = (core.phase(), event.bare());
+                let decision = core.handle(event, clock::Instant::now());
                 let action = decision.action;
-                tracing::trace!(?phase, ?event, ?action, "decided");
+                tracing::trace!(?phase, event = ?bare, ?action, "decided");
+                let answered = Answered {
+                    phase,
+                    event: bare,
+                    action,
+                };
                 if decision.warn_full {
                     warn_full();
                 }
-                run.campaign(campaign, action, event, &mut session).await
+                if let Some(lease) = decision.released {
+                    session.hold(lease);
+                }
+                run.campaign(decision.next, &answered, &mut campaigner, &mut session)
+                    .await
             }
             State::Leading(mut leading) => {
                 let event = leading.next_event(signals).await;
@@ -123,17 +135,18 @@ pub async fn drive(
 /// says), raced against a signal and --wait-timeout (once its protocol
 /// says it counts).
 async fn campaign_event(
-    campaign: &mut Campaigning<'_>,
+    core: &mut Campaign,
+    campaigner: &mut Campaigner<'_>,
     session: &mut Session,
     signals: &mut Signals,
-) -> CampaignEvent {
-    let give_up_at = campaign.core.gives_up_at();
-    let work_from = campaign.core.work_from();
+) -> Event {
+    let give_up_at = core.gives_up_at();
+    let work_from = core.work_from();
     let work = async {
         if let Some(at) = work_from {
             clock::sleep_until(at).await;
         }
-        campaign.work(session).await
+        campaigner.work(core.work(), session).await
     };
     tokio::select! {
         biased;
@@ -153,6 +166,15 @@ fn warn_full() {
     );
 }
 
+/// A campaign's event and the answer to it, in words: what the run's lines
+/// say of it.
+struct Answered {
+    /// The phase it came in.
+    phase: CampaignPhase,
+    event: CampaignEvent,
+    action: CampaignAction,
+}
+
 /// What the loop keeps between events, beside the state.
 struct Run<'a> {
     config: &'a Config,
@@ -160,56 +182,45 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    /// An action for a campaign.
+    /// Where a campaign's event led: the line the answer says, then on
+    /// with the campaign, to the command, or out.
     async fn campaign(
         &self,
-        mut campaign: Campaigning<'a>,
-        action: CampaignAction,
-        event: CampaignEvent,
+        next: CampaignNext<campaign::Etcd>,
+        answered: &Answered,
+        campaigner: &mut Campaigner<'a>,
         session: &mut Session,
     ) -> Next<'a> {
-        match action {
-            CampaignAction::Start => match campaign.won(session) {
-                Some(won) => self.start(won, session),
-                None => {
-                    let error = anyhow::anyhow!("internal error: claimed without a proof");
-                    let guard = campaign.take_guard();
-                    Next::End(Ending::Campaign {
-                        code: Code::Own(crate::exit::Exit::Internal),
-                        guard,
-                        error: Some(error),
-                    })
-                }
-            },
-            CampaignAction::Enter(_) => Next::State(State::Campaigning(campaign)),
-            CampaignAction::RetryInLine => {
-                retrying(&mut campaign, &event);
-                Next::State(State::Campaigning(campaign))
-            }
-            CampaignAction::RetryAfresh => {
-                retrying(&mut campaign, &event);
-                campaign.again();
-                Next::State(State::Campaigning(campaign))
+        let event = &answered.event;
+        match answered.action {
+            CampaignAction::RetryInLine | CampaignAction::RetryAfresh => {
+                let line = campaign::describe(event, campaigner.error.take().as_ref());
+                tracing::info!("{line}; retrying");
             }
             CampaignAction::CampaignAgain => {
-                let line = campaign::describe(&event, campaign.error.take().as_ref());
+                let line = campaign::describe(event, campaigner.error.take().as_ref());
                 tracing::info!(
                     event = logging::events::CAMPAIGNING_AGAIN,
                     "{line}; campaigning again"
                 );
-                campaign.again();
-                Next::State(State::Campaigning(campaign))
             }
-            CampaignAction::Exit(code) => {
-                Next::End(self.campaign_over(campaign, code, &event).await)
+            CampaignAction::Enter(_)
+            | CampaignAction::Start
+            | CampaignAction::Exit(_)
+            | CampaignAction::Ignore => {}
+        }
+        match next {
+            CampaignNext::Campaign(core) => Next::State(State::Campaigning(core)),
+            CampaignNext::Start(won) => self.start(won.into(), session),
+            CampaignNext::Exit(code) => {
+                Next::End(self.campaign_over(campaigner, code, answered).await)
             }
-            CampaignAction::Ignore => Next::State(State::Campaigning(campaign)),
         }
     }
 
     /// Spawns the command of a win: it leads, or ends having started
     /// nothing.
-    fn start(&self, won: Won, session: &mut Session) -> Next<'a> {
+    fn start(&self, won: campaign::Won, session: &mut Session) -> Next<'a> {
         match Leading::start(self.config, self.connection, won) {
             Ok(leading) => Next::State(State::Leading(leading)),
             Err(not_started) => Next::End(not_started_ending(*not_started, session)),
@@ -219,34 +230,28 @@ impl<'a> Run<'a> {
     /// A campaign that ends before the command: why, said if asked.
     async fn campaign_over(
         &self,
-        mut campaign: Campaigning<'a>,
+        campaigner: &mut Campaigner<'a>,
         code: Code,
-        event: &CampaignEvent,
+        answered: &Answered,
     ) -> Ending {
         match code {
             Code::Signalled(signal) => {
-                let phase = campaign.core.phase();
+                let phase = answered.phase;
                 tracing::info!(?signal, ?phase, "signalled before the command ran");
             }
-            Code::Conflict => explain::conflict(self.config, &campaign, event).await,
+            Code::Conflict => explain::conflict(self.config, campaigner, &answered.event).await,
             Code::Command(_) | Code::Own(_) => {}
         }
         let error = match code {
-            Code::Own(_) => campaign.error.take(),
+            Code::Own(_) => campaigner.error.take(),
             Code::Command(_) | Code::Conflict | Code::Signalled(_) => None,
         };
         Ending::Campaign {
             code,
-            guard: campaign.take_guard(),
+            guard: campaigner.take_guard(),
             error,
         }
     }
-}
-
-/// The same work again, after the backoff the protocol chose.
-fn retrying(campaign: &mut Campaigning<'_>, event: &CampaignEvent) {
-    let line = campaign::describe(event, campaign.error.take().as_ref());
-    tracing::info!("{line}; retrying");
 }
 
 /// An action while the command runs.

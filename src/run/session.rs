@@ -29,8 +29,9 @@ use crate::retry::CLEANUP;
 /// What a run holds in etcd.
 pub struct Session {
     connection: Connection,
-    /// The election lease; a leading run holds it in its state, and gives
-    /// it back here to resign.
+    /// The election lease, when no state holds it: one the campaign let
+    /// go of, or a leading run's, given back here to resign (the campaign
+    /// and the leading run hold theirs in their states).
     lease: Option<Lease>,
     /// A claimed `--once-per` window whose command has not started.
     pub window: Option<LeaseId>,
@@ -66,14 +67,10 @@ impl Session {
         }
     }
 
-    /// The election lease, if one is held here.
-    pub fn lease(&self) -> Option<&Lease> {
-        self.lease.as_ref()
-    }
-
-    /// The lease, for a run that leads: it holds it until it resigns.
-    pub fn take_lease(&mut self) -> Option<Lease> {
-        self.lease.take()
+    /// A lease the campaign let go of (it starts again, or ends): given
+    /// back with the rest, before the next one is granted.
+    pub fn hold(&mut self, lease: Lease) {
+        self.lease = Some(lease);
     }
 
     /// A leading run's lease back, with the run's watches and the look-up
@@ -98,11 +95,11 @@ impl Session {
         }
     }
 
-    /// A new lease, after giving back whatever was held.
-    pub async fn grant(&mut self, ttl: Duration) -> Result<&Lease> {
+    /// A new lease, after giving back whatever was held: the campaign's
+    /// until it lets go of it, or wins and runs with it.
+    pub async fn grant(&mut self, ttl: Duration) -> Result<Lease> {
         self.give_back().await;
-        let lease = Lease::grant(&self.connection, ttl).await?;
-        Ok(self.lease.insert(lease))
+        Lease::grant(&self.connection, ttl).await
     }
 
     /// Revokes what is held: the lease (deleting our candidate key, so the

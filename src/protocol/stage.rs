@@ -1,0 +1,168 @@
+//! What a campaign holds in each of its phases: one type per phase, each
+//! holding exactly what its work needs (the granted lease, our place in
+//! line, the proof of our win), so that no phase can be reached without
+//! what it works with, and no `Option` or default value stands in for
+//! "not yet".
+//!
+//! The protocol does not know what a lease or a place *is*: the run
+//! (`run::campaign`) holds its etcd lease, its key's watch and its proof
+//! here, the model checker (`model`) holds nothing ([`Bare`]), and both go
+//! through the same table ([`table::campaign`]), which moves what is held
+//! from one phase to the next as it answers each event.
+//!
+//! [`table::campaign`]: super::table::campaign
+
+use super::table::CampaignPhase;
+
+/// The kinds of thing a campaign holds on its way to a win: the run's
+/// are etcd's (`run::campaign::Etcd`), the model's are nothing ([`Bare`]).
+pub trait Holds {
+    /// A granted lease, ours until it is given back.
+    type Lease;
+    /// Our key in line, with what watches it.
+    type Place;
+    /// The proof of our win: our key among the first in line at a revision.
+    type Proof;
+    /// A guardian ready to watch the command's job.
+    type Guard;
+}
+
+/// Holds nothing: the table's own tests, and the model checker, whose
+/// world keeps what a replica holds in etcd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Bare;
+
+impl Holds for Bare {
+    type Lease = ();
+    type Place = ();
+    type Proof = ();
+    type Guard = ();
+}
+
+/// A campaign's phase, with what it holds.
+pub enum Stage<H: Holds> {
+    /// Connecting to etcd.
+    Dialling,
+    /// Asking for a lease.
+    Granting,
+    /// Writing our key on the lease (or, without --wait, trying to lead).
+    Joining { lease: H::Lease },
+    /// In line behind a runner, watching the key ahead.
+    Waiting { lease: H::Lease, place: H::Place },
+    /// With several runners, our turn proven again by a write.
+    Proving { lease: H::Lease, place: H::Place },
+    /// A proven win, about to claim what the command needs. `place` is
+    /// absent for a win without --wait, which never queued.
+    Claiming {
+        lease: H::Lease,
+        place: Option<H::Place>,
+        proof: H::Proof,
+    },
+}
+
+/// A claimed win: everything a run needs to start its command.
+pub struct Won<H: Holds> {
+    pub lease: H::Lease,
+    /// Our place in line, if the win came through the queue.
+    pub place: Option<H::Place>,
+    pub proof: H::Proof,
+    pub guard: H::Guard,
+}
+
+impl<H: Holds> Stage<H> {
+    /// Its phase, in the words of logs and of the table.
+    pub fn phase(&self) -> CampaignPhase {
+        match self {
+            Stage::Dialling => CampaignPhase::Dialling,
+            Stage::Granting => CampaignPhase::Granting,
+            Stage::Joining { .. } => CampaignPhase::Joining,
+            Stage::Waiting { .. } => CampaignPhase::Waiting,
+            Stage::Proving { .. } => CampaignPhase::Proving,
+            Stage::Claiming { .. } => CampaignPhase::Claiming,
+        }
+    }
+
+    /// The lease it holds, let go of: the campaign starts again, or ends.
+    pub fn release(self) -> Option<H::Lease> {
+        match self {
+            Stage::Dialling | Stage::Granting => None,
+            Stage::Joining { lease }
+            | Stage::Waiting { lease, .. }
+            | Stage::Proving { lease, .. }
+            | Stage::Claiming { lease, .. } => Some(lease),
+        }
+    }
+}
+
+impl<H: Holds> std::fmt::Debug for Stage<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.phase().fmt(f)
+    }
+}
+
+impl<H: Holds> Clone for Stage<H>
+where
+    H::Lease: Clone,
+    H::Place: Clone,
+    H::Proof: Clone,
+{
+    fn clone(&self) -> Self {
+        match self {
+            Stage::Dialling => Stage::Dialling,
+            Stage::Granting => Stage::Granting,
+            Stage::Joining { lease } => Stage::Joining {
+                lease: lease.clone(),
+            },
+            Stage::Waiting { lease, place } => Stage::Waiting {
+                lease: lease.clone(),
+                place: place.clone(),
+            },
+            Stage::Proving { lease, place } => Stage::Proving {
+                lease: lease.clone(),
+                place: place.clone(),
+            },
+            Stage::Claiming {
+                lease,
+                place,
+                proof,
+            } => Stage::Claiming {
+                lease: lease.clone(),
+                place: place.clone(),
+                proof: proof.clone(),
+            },
+        }
+    }
+}
+
+impl<H: Holds> Copy for Stage<H>
+where
+    H::Lease: Copy,
+    H::Place: Copy,
+    H::Proof: Copy,
+{
+}
+
+#[cfg(test)]
+impl Stage<Bare> {
+    /// The stage of a phase, holding nothing: what the table's tests walk.
+    pub fn of(phase: CampaignPhase) -> Stage<Bare> {
+        match phase {
+            CampaignPhase::Dialling => Stage::Dialling,
+            CampaignPhase::Granting => Stage::Granting,
+            CampaignPhase::Joining => Stage::Joining { lease: () },
+            CampaignPhase::Waiting => Stage::Waiting {
+                lease: (),
+                place: (),
+            },
+            CampaignPhase::Proving => Stage::Proving {
+                lease: (),
+                place: (),
+            },
+            CampaignPhase::Claiming => Stage::Claiming {
+                lease: (),
+                place: Some(()),
+                proof: (),
+            },
+        }
+    }
+}
