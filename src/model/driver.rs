@@ -10,6 +10,7 @@ use super::etcd::{Key, Value};
 use super::world::{at, ms, schedule, Held, Job, Proc, Say, World, KILL_AFTER, RENEW_EVERY, TTL};
 use crate::election::record::{end_plan, Outcome, Which};
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
+use crate::exit::Exit;
 use crate::protocol::schedule::StartVerdict;
 use crate::protocol::stop::{LeaseView, Next, Stop};
 use crate::protocol::table::{
@@ -27,6 +28,9 @@ impl World {
         let needs_etcd = !matches!(phase, CampaignPhase::Claiming);
         if needs_etcd && !reachable {
             return CampaignEvent::Etcd(Trouble::Outage);
+        }
+        if needs_etcd && self.replicas[r].refused {
+            return CampaignEvent::Etcd(Trouble::Refused);
         }
         match phase {
             CampaignPhase::Dialling => CampaignEvent::Dialled,
@@ -117,6 +121,9 @@ impl World {
     fn claim(&mut self, r: usize) -> CampaignEvent {
         let held = self.replicas[r].lease.expect("a lease by now");
         match schedule().may_start(held.view(), at(self.now)) {
+            // The run's guardian is started before the campaign; only if
+            // that failed is it started again here, and may fail again.
+            StartVerdict::Sure if self.replicas[r].guardian_fails => CampaignEvent::GuardianFailed,
             StartVerdict::Sure => CampaignEvent::Claimed(()),
             StartVerdict::LeaseGone => CampaignEvent::PlaceLost(PlaceLost::LeaseGone),
             StartVerdict::Unsure => CampaignEvent::PlaceLost(PlaceLost::Unsure),
@@ -124,9 +131,21 @@ impl World {
     }
 
     /// Carries out what the table said to a campaign.
-    pub(super) fn apply_campaign(&mut self, r: usize, action: CampaignAction, say: Say) {
+    pub(super) fn apply_campaign(&mut self, r: usize, action: CampaignAction, mut say: Say) {
         match action {
             CampaignAction::Enter(_) => self.follow_campaign(r),
+            CampaignAction::Start if self.replicas[r].spawn_fails => {
+                // Nothing ran: the run resigns with a record saying so.
+                say!(say, "replica {r}'s command cannot be spawned");
+                let code = table::spawn_failed(Exit::NotFound);
+                // Its win comes after every start before it: its record
+                // (not started) is the latest in last-started's order.
+                self.starts += 1;
+                let replica = &mut self.replicas[r];
+                replica.started = self.starts;
+                replica.ending = Some((code.value(CONFLICT), code.outcome()));
+                replica.phase.0 = Phase::Resigning;
+            }
             CampaignAction::Start => {
                 self.replicas[r].phase.0 = Phase::Running;
                 self.spawn(r, say);
@@ -268,7 +287,7 @@ impl World {
 
     /// Gives back the lease, if etcd can be reached: best effort.
     fn give_back(&mut self, r: usize) {
-        let reachable = self.replicas[r].connected && !self.etcd.down;
+        let reachable = self.replicas[r].connected && !self.etcd.down && !self.replicas[r].refused;
         if let (true, Some(held)) = (reachable, self.replicas[r].lease) {
             self.etcd.revoke(held.id);
         }
@@ -280,9 +299,12 @@ impl World {
     pub(super) fn resign(&mut self, r: usize, mut say: Say) {
         let (code, outcome) = self.replicas[r].ending.expect("a stop carries its code");
         self.replicas[r].proc = Proc::Done(code);
-        let reachable = self.replicas[r].connected && !self.etcd.down;
+        let reachable = self.replicas[r].connected && !self.etcd.down && !self.replicas[r].refused;
         if !reachable {
-            say!(say, "replica {r} cannot reach etcd to resign");
+            say!(
+                say,
+                "replica {r} cannot reach etcd (or is refused) to resign"
+            );
             return;
         }
         let (key, token, lease) = self.ids(r);

@@ -188,6 +188,12 @@ impl Progress {
             replica.proc == Proc::Alive
                 && !replica.signal
                 && !replica.wait_timeout
+                // Refused by etcd, or unable to spawn its command or start
+                // its guardian, a run ends without running: no outage
+                // that ends.
+                && !replica.refused
+                && !replica.spawn_fails
+                && !replica.guardian_fails
                 && replica.phase.0 == crate::protocol::table::Phase::Waiting
         });
         let ran = self.settle(healed);

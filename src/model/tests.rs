@@ -74,6 +74,22 @@ fn one_runner_of_two_replicas_holds_under_another_writer() {
 }
 
 #[test]
+fn one_runner_of_two_replicas_holds_when_what_a_win_needs_is_refused() {
+    holds(
+        "--max-running 1, 2 replicas",
+        bounds(2, 1, 1, &[Kind::Refusal]),
+    );
+}
+
+#[test]
+fn two_runners_of_two_replicas_hold_when_what_a_win_needs_is_refused() {
+    holds(
+        "--max-running 2, 2 replicas",
+        bounds(2, 2, 1, &[Kind::Refusal]),
+    );
+}
+
+#[test]
 fn one_runner_of_three_replicas_holds() {
     holds("--max-running 1, 3 replicas", bounds(3, 1, 0, ALL));
 }

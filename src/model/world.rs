@@ -173,6 +173,13 @@ pub struct Replica {
     pub ran: bool,
     /// Ghost: the command exited 0 by itself.
     pub exited_zero: bool,
+    /// etcd refuses its requests from now on (its credentials changed, a
+    /// permission taken away): no retry helps.
+    pub refused: bool,
+    /// Its command cannot be spawned (not found, not executable).
+    pub spawn_fails: bool,
+    /// Its guardian cannot be started (no process to spare).
+    pub guardian_fails: bool,
 }
 
 impl Replica {
@@ -202,6 +209,9 @@ impl Replica {
             started: 0,
             ran: false,
             exited_zero: false,
+            refused: false,
+            spawn_fails: false,
+            guardian_fails: false,
         }
     }
 
@@ -260,9 +270,16 @@ pub enum Fault {
     /// Someone overwrites this candidate key, on a lease of their own.
     Overwrite(i64),
     Signal(u8),
+    /// etcd refuses this replica's requests from now on.
+    Refuse(u8),
+    /// This replica's command will fail to spawn.
+    FailSpawn(u8),
+    /// This replica's guardian will fail to start, if it must be started
+    /// on winning.
+    FailGuardian(u8),
 }
 
-/// The faults, in three groups that CI checks one at a time.
+/// The faults, in four groups that CI checks one at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// SIGKILL, SIGSTOP (and SIGCONT), a signal to leaderrun.
@@ -271,9 +288,12 @@ pub enum Kind {
     Network,
     /// Another writer revokes a lease, deletes or overwrites a key.
     Writer,
+    /// What a win needs refused: etcd refuses a replica's requests, its
+    /// command cannot be spawned, its guardian cannot be started.
+    Refusal,
 }
 
-pub const ALL: &[Kind] = &[Kind::Process, Kind::Network, Kind::Writer];
+pub const ALL: &[Kind] = &[Kind::Process, Kind::Network, Kind::Writer, Kind::Refusal];
 
 impl Fault {
     pub fn kind(self) -> Kind {
@@ -281,6 +301,7 @@ impl Fault {
             Fault::Kill(_) | Fault::Pause(_) | Fault::Resume(_) | Fault::Signal(_) => Kind::Process,
             Fault::Partition(_) | Fault::Heal(_) | Fault::Down | Fault::Up => Kind::Network,
             Fault::Revoke(_) | Fault::Delete(_) | Fault::Overwrite(_) => Kind::Writer,
+            Fault::Refuse(_) | Fault::FailSpawn(_) | Fault::FailGuardian(_) => Kind::Refusal,
         }
     }
 
@@ -559,6 +580,20 @@ impl World {
             if !replica.signal {
                 add(Fault::Signal(r8));
             }
+            if !replica.refused {
+                add(Fault::Refuse(r8));
+            }
+            // Only before the command: afterwards they change nothing.
+            let campaigning = !matches!(
+                replica.phase.0,
+                Phase::Running | Phase::Stopping | Phase::Resigning
+            );
+            if campaigning && !replica.spawn_fails {
+                add(Fault::FailSpawn(r8));
+            }
+            if campaigning && !replica.guardian_fails {
+                add(Fault::FailGuardian(r8));
+            }
         }
         add(if self.etcd.down {
             Fault::Up
@@ -733,6 +768,9 @@ impl World {
                 self.etcd.revision = revision;
             }
             Fault::Signal(r) => self.replicas[r as usize].signal = true,
+            Fault::Refuse(r) => self.replicas[r as usize].refused = true,
+            Fault::FailSpawn(r) => self.replicas[r as usize].spawn_fails = true,
+            Fault::FailGuardian(r) => self.replicas[r as usize].guardian_fails = true,
         }
     }
 
@@ -891,10 +929,14 @@ impl World {
 
     fn renew(&mut self, r: usize, mut say: Say) {
         let (now, reachable) = (self.now, self.reachable(r));
+        let refused = self.replicas[r].refused;
         let held = self.replicas[r].lease.as_mut().expect("a lease to renew");
         held.next_renewal = now + RENEW_EVERY;
-        if !reachable {
-            say!(say, "replica {r}'s renewal fails: etcd unreachable");
+        if !reachable || refused {
+            say!(
+                say,
+                "replica {r}'s renewal fails: etcd unreachable or refusing"
+            );
             return;
         }
         if self.etcd.renew(held.id, now, TTL) {

@@ -6,7 +6,9 @@
 //!
 //! Here now: the table of what every event does in every phase
 //! ([`table`]), the campaign's state between events ([`campaign`]: its
-//! phase, what it has learnt, the pace of its retries), the kill schedule
+//! phase with what it holds ([`stage`]: the lease, our place, the proof,
+//! the run's or nothing), what it has learnt, the pace of its retries),
+//! the kill schedule
 //! ([`schedule`]: when a stop starts, how long its grace lasts, what the
 //! lease says of a leading run and of a win about to start) and the kill
 //! sequence ([`stop`]). Nothing here does IO

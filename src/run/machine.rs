@@ -8,7 +8,7 @@
 //!
 //! | state         | holds                                                   | events from                                   |
 //! |---------------|---------------------------------------------------------|-----------------------------------------------|
-//! | `Campaigning` | its protocol state (phase, pace), our place, the proof, the guardian, our key's watch | the phase's work, signals, --wait-timeout |
+//! | `Campaigning` | its protocol state: the phase with what it holds (the lease, our place and key's watch, the proof), what it learnt, its pace | the phase's work (the [`Campaigner`]'s), signals, --wait-timeout |
 //! | `Leading`     | the lease, the proof, our key's watch, the guardian, the job | leadership lost, the command, signals, --timeout |
 //! | `Stopping`    | a leading run, the exit code, the kill sequence          | the job gone, the grace over, signals, (kept) a loss |
 //!
