@@ -117,17 +117,40 @@ impl World {
         CampaignEvent::Proven(())
     }
 
-    /// A proof is good for running only while the lease is sure to live.
+    /// A proof is good for running only while the lease is sure to live;
+    /// then the guardian, then the --once-per window.
     fn claim(&mut self, r: usize) -> CampaignEvent {
         let held = self.replicas[r].lease.expect("a lease by now");
         match schedule().may_start(held.view(), at(self.now)) {
             // The run's guardian is started before the campaign; only if
             // that failed is it started again here, and may fail again.
             StartVerdict::Sure if self.replicas[r].guardian_fails => CampaignEvent::GuardianFailed,
+            StartVerdict::Sure if self.once_per => self.claim_window(r),
             StartVerdict::Sure => CampaignEvent::Claimed(()),
             StartVerdict::LeaseGone => CampaignEvent::PlaceLost(PlaceLost::LeaseGone),
             StartVerdict::Unsure => CampaignEvent::PlaceLost(PlaceLost::Unsure),
         }
+    }
+
+    /// The window's marker written, in one transaction with our key still
+    /// ours, if no marker is there; else the marker read.
+    fn claim_window(&mut self, r: usize) -> CampaignEvent {
+        if !self.reachable(r) {
+            return CampaignEvent::Etcd(Trouble::Outage);
+        }
+        if self.replicas[r].refused {
+            return CampaignEvent::Etcd(Trouble::Refused);
+        }
+        let (key, token, lease) = self.ids(r);
+        if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
+            return CampaignEvent::PlaceLost(PlaceLost::Key(loss));
+        }
+        if self.etcd.window.is_some() {
+            return CampaignEvent::WindowTaken;
+        }
+        self.etcd.window = Some(r as u8);
+        self.replicas[r].window = true;
+        CampaignEvent::Claimed(())
     }
 
     /// Carries out what the table said to a campaign.
@@ -272,7 +295,12 @@ impl World {
     fn spawn(&mut self, r: usize, mut say: Say) {
         let token = self.replicas[r].token.expect("a proven key");
         say!(say, "replica {r} spawns its command (token {token})");
+        if self.once_per {
+            self.window_runs += 1;
+        }
         let replica = &mut self.replicas[r];
+        // The window is spent: it stays claimed.
+        replica.window = false;
         replica.job = Job::Running { term: false };
         replica.ran = true;
         self.starts += 1;
@@ -285,11 +313,23 @@ impl World {
         }
     }
 
-    /// Gives back the lease, if etcd can be reached: best effort.
+    /// Gives back the lease, and a window claimed but not spent, if etcd
+    /// can be reached: best effort (out of reach, an unspent window stays
+    /// claimed until its lease, as long as the window, expires).
     fn give_back(&mut self, r: usize) {
         let reachable = self.replicas[r].connected && !self.etcd.down && !self.replicas[r].refused;
-        if let (true, Some(held)) = (reachable, self.replicas[r].lease) {
+        if !reachable {
+            return;
+        }
+        if let Some(held) = self.replicas[r].lease {
             self.etcd.revoke(held.id);
+        }
+        self.give_back_window(r);
+    }
+
+    fn give_back_window(&mut self, r: usize) {
+        if std::mem::take(&mut self.replicas[r].window) {
+            self.etcd.window = None;
         }
     }
 
@@ -307,6 +347,8 @@ impl World {
             );
             return;
         }
+        // A command that never started gives its window back.
+        self.give_back_window(r);
         let (key, token, lease) = self.ids(r);
         let proven_at = self.replicas[r].proven_at.expect("a proven run");
         let value = Value::Record {

@@ -70,6 +70,10 @@ pub struct Etcd {
     /// Ghost: the revision at which each run's key (by token) stopped
     /// being its own: deleted, replaced, overwritten, or its lease gone.
     pub ended: BTreeMap<i64, i64>,
+    /// The `--once-per` window's marker: the replica whose claim wrote it
+    /// (on a lease as long as the window, which outlasts what the model
+    /// explores: only giving the window back deletes it).
+    pub window: Option<u8>,
 }
 
 impl Etcd {
@@ -82,6 +86,7 @@ impl Etcd {
             down: false,
             expired: Vec::new(),
             ended: BTreeMap::new(),
+            window: None,
         }
     }
 

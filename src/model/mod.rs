@@ -50,6 +50,8 @@ pub struct Bounds {
     /// --wait-timeout, by replica (cycled): once it counts (the campaign
     /// says when), it may end the campaign at any moment.
     pub wait_timeout: &'static [bool],
+    /// --once-per, for every replica: one window that outlasts the run.
+    pub once_per: bool,
     /// How many faults may strike (ending one is free).
     pub faults: u8,
     /// Which kinds.
@@ -89,6 +91,7 @@ pub fn check(bounds: Bounds) -> Result<Explored, Failure> {
         bounds.wait,
         bounds.timeout,
         bounds.wait_timeout,
+        bounds.once_per,
         (bounds.faults, bounds.kinds),
     );
     // Per state: its parent and the step from it (the root is its own).
@@ -202,6 +205,13 @@ impl Progress {
                 "progress: with the faults over, the replicas do not all end (their commands with them) within {SETTLE} steps"
             ));
         };
+        // With --once-per, the window's one run may be anyone's: those who
+        // find it taken end without running, and rightly.
+        if world.once_per {
+            return (waiting.count() > 0 && ran == 0).then(|| {
+                "progress: replicas waited in line for a --once-per window, and all ended without a run, though the faults ended".into()
+            });
+        }
         for (r, _) in waiting {
             if ran & (1 << r) == 0 {
                 return Some(format!(

@@ -11,6 +11,18 @@ pub fn broken(world: &World) -> Option<String> {
         .or_else(|| outlived(world))
         .or_else(|| tokens(world))
         .or_else(|| records(world))
+        .or_else(|| window(world))
+}
+
+/// 6. With --once-per, at most one command starts in the window, whoever
+///    runs and however the others end.
+fn window(world: &World) -> Option<String> {
+    (world.window_runs > 1).then(|| {
+        format!(
+            "once-per: {} commands started in one --once-per window",
+            world.window_runs
+        )
+    })
 }
 
 /// 1. Never more than --max-running commands at once, but for one whose

@@ -16,6 +16,7 @@ fn bounds(replicas: usize, slots: usize, faults: u8, kinds: &'static [Kind]) -> 
         wait: WAIT,
         timeout: &[false],
         wait_timeout: &[false],
+        once_per: false,
         faults,
         kinds,
     }
@@ -89,6 +90,29 @@ fn two_runners_of_two_replicas_hold_when_what_a_win_needs_is_refused() {
     );
 }
 
+/// Every replica with --once-per: one window, one run.
+fn once_per(kinds: &'static [Kind]) -> Bounds {
+    Bounds {
+        once_per: true,
+        ..bounds(2, 1, 1, kinds)
+    }
+}
+
+#[test]
+fn one_window_of_two_replicas_holds_under_a_process_fault() {
+    holds("--once-per, 2 replicas", once_per(&[Kind::Process]));
+}
+
+#[test]
+fn one_window_of_two_replicas_holds_under_a_network_fault() {
+    holds("--once-per, 2 replicas", once_per(&[Kind::Network]));
+}
+
+#[test]
+fn one_window_of_two_replicas_holds_when_what_a_win_needs_is_refused() {
+    holds("--once-per, 2 replicas", once_per(&[Kind::Refusal]));
+}
+
 #[test]
 fn one_runner_of_three_replicas_holds() {
     holds("--max-running 1, 3 replicas", bounds(3, 1, 0, ALL));
@@ -120,6 +144,7 @@ fn a_replica_without_wait_holds_under_another_writer() {
 fn with_a_wait_timeout(kinds: &'static [Kind]) -> Bounds {
     Bounds {
         wait_timeout: &[true, false],
+        once_per: false,
         ..bounds(2, 1, 1, kinds)
     }
 }

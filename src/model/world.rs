@@ -180,6 +180,9 @@ pub struct Replica {
     pub spawn_fails: bool,
     /// Its guardian cannot be started (no process to spare).
     pub guardian_fails: bool,
+    /// It claimed the --once-per window, and its command has not started:
+    /// the window is to be given back if it never does.
+    pub window: bool,
 }
 
 impl Replica {
@@ -212,6 +215,7 @@ impl Replica {
             refused: false,
             spawn_fails: false,
             guardian_fails: false,
+            window: false,
         }
     }
 
@@ -361,6 +365,10 @@ pub struct World {
     pub starts: u8,
     /// Ghost: the latest start (in start order) written to last-started.
     pub started_floor: i64,
+    /// --once-per (every replica, one window).
+    pub once_per: bool,
+    /// Ghost: how many commands started in the window.
+    pub window_runs: u8,
 }
 
 /// Where a step's story goes, if anyone listens (only for a trace).
@@ -373,6 +381,7 @@ impl World {
         wait: &[bool],
         timeout: &[bool],
         wait_timeout: &[bool],
+        once_per: bool,
         faults: (u8, &'static [Kind]),
     ) -> World {
         World {
@@ -397,6 +406,8 @@ impl World {
             finished_floor: 0,
             starts: 0,
             started_floor: 0,
+            once_per,
+            window_runs: 0,
         }
     }
 
@@ -421,7 +432,7 @@ impl World {
         lines
     }
 
-    fn reachable(&self, r: usize) -> bool {
+    pub(super) fn reachable(&self, r: usize) -> bool {
         self.replicas[r].connected && !self.etcd.down
     }
 

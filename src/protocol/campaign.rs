@@ -459,6 +459,52 @@ mod tests {
     }
 
     #[test]
+    fn a_waiter_never_queued_fails_on_an_outage() {
+        // --wait, but etcd never worked for it: a wrong endpoint, most
+        // likely, not an outage to ride out.
+        let mut campaign = Campaign::<Bare>::new(true, true, None, 7);
+        go(&mut campaign, E::Dialled, at(0));
+        let decision = go(&mut campaign, E::Etcd(Trouble::Outage), at(0));
+        assert_eq!(
+            decision.action,
+            CampaignAction::Exit(Code::Own(Exit::Internal))
+        );
+    }
+
+    #[test]
+    fn a_campaign_that_ends_or_starts_again_lets_go_of_its_lease() {
+        let signal = E::Signal(crate::signals::Signal::SIGTERM);
+        let decision = waiting_campaign().handle(signal.clone(), at(0));
+        assert!(matches!(decision.next, Next::Exit(_)));
+        assert_eq!(decision.released, Some(()), "the lease is given back");
+        let lost = E::PlaceLost(crate::election::PlaceLost::LeaseGone);
+        let decision = waiting_campaign().handle(lost, at(0));
+        assert_eq!(decision.action, CampaignAction::CampaignAgain);
+        assert_eq!(decision.released, Some(()));
+        let mut granting = Campaign::<Bare>::new(true, true, None, 7);
+        go(&mut granting, E::Dialled, at(0));
+        let decision = granting.handle(signal, at(0));
+        assert_eq!(decision.released, None, "nothing granted yet");
+    }
+
+    #[test]
+    fn a_trace_names_the_phase_and_the_event_not_what_they_hold() {
+        let campaign = waiting_campaign();
+        assert!(
+            format!("{campaign:?}").starts_with("Campaign { stage: Waiting, memory: "),
+            "{campaign:?}"
+        );
+        assert_eq!(
+            format!("{:?}", E::<Bare>::FirstInLine((), ())),
+            "FirstInLine"
+        );
+        assert_eq!(
+            format!("{:?}", E::<Bare>::Etcd(Trouble::Full)),
+            "Etcd(Full)"
+        );
+    }
+
+    #[test]
     fn without_wait_nothing_is_ridden_out() {
         let mut campaign = Campaign::<Bare>::new(false, true, None, 7);
         for event in [E::Dialled, E::Granted(()), E::Proven(())] {
