@@ -11,7 +11,6 @@ use super::world::{at, ms, schedule, Held, Job, Proc, Say, World, KILL_AFTER, RE
 use crate::election::record::{end_plan, Outcome, Which};
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::exit::Exit;
-use crate::protocol::schedule::StartVerdict;
 use crate::protocol::stop::{LeaseView, Next, Stop};
 use crate::protocol::table::{
     self, CampaignAction, CampaignEvent, CampaignPhase, Phase, RunningAction, StoppingAction,
@@ -121,15 +120,18 @@ impl World {
     /// then the guardian, then the --once-per window.
     fn claim(&mut self, r: usize) -> CampaignEvent {
         let held = self.replicas[r].lease.expect("a lease by now");
-        match schedule().may_start(held.view(), at(self.now)) {
-            // The run's guardian is started before the campaign; only if
-            // that failed is it started again here, and may fail again.
-            StartVerdict::Sure if self.replicas[r].guardian_fails => CampaignEvent::GuardianFailed,
-            StartVerdict::Sure if self.once_per => self.claim_window(r),
-            StartVerdict::Sure => CampaignEvent::Claimed(()),
-            StartVerdict::LeaseGone => CampaignEvent::PlaceLost(PlaceLost::LeaseGone),
-            StartVerdict::Unsure => CampaignEvent::PlaceLost(PlaceLost::Unsure),
+        if let Some(lost) = schedule().refuse_start(held.view(), at(self.now)) {
+            return CampaignEvent::PlaceLost(lost);
         }
+        // The run's guardian is started before the campaign; only if that
+        // failed is it started again here, and may fail again.
+        if self.replicas[r].guardian_fails {
+            return CampaignEvent::GuardianFailed;
+        }
+        if self.once_per {
+            return self.claim_window(r);
+        }
+        CampaignEvent::Claimed(())
     }
 
     /// The window's marker written, in one transaction with our key still

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use crate::clock;
+use crate::election::PlaceLost;
 use crate::planted::{planted, Defect};
 
 /// The lease as a leading run knows it.
@@ -102,6 +103,17 @@ impl KillSchedule {
             LeaseVerdict::HoldsUntil(stop_from)
         } else {
             LeaseVerdict::MustStop
+        }
+    }
+
+    /// The claim's re-check, as the campaign takes it: nothing if a proof
+    /// may start its command at `now` ([`KillSchedule::may_start`]), else
+    /// how its place is lost.
+    pub fn refuse_start(&self, lease: LeaseView, now: clock::Instant) -> Option<PlaceLost> {
+        match self.may_start(lease, now) {
+            StartVerdict::Sure => None,
+            StartVerdict::LeaseGone => Some(PlaceLost::LeaseGone),
+            StartVerdict::Unsure => Some(PlaceLost::Unsure),
         }
     }
 
@@ -232,5 +244,15 @@ mod tests {
         };
         assert_eq!(schedule.verdict(gone, at(0)), LeaseVerdict::Gone);
         assert_eq!(schedule.may_start(gone, at(0)), StartVerdict::LeaseGone);
+        // The claim's words for the same verdicts.
+        assert_eq!(schedule.refuse_start(lease, at(9_000)), None);
+        assert_eq!(
+            schedule.refuse_start(lease, stop_from),
+            Some(PlaceLost::Unsure)
+        );
+        assert_eq!(
+            schedule.refuse_start(gone, at(0)),
+            Some(PlaceLost::LeaseGone)
+        );
     }
 }

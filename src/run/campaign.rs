@@ -36,7 +36,7 @@ use crate::etcd::Connection;
 use crate::lease::Lease;
 use crate::logging;
 use crate::protocol::campaign::{self, Work};
-use crate::protocol::schedule::{KillSchedule, LeaseView, StartVerdict};
+use crate::protocol::schedule::{KillSchedule, LeaseView};
 use crate::protocol::stage::{self, Holds};
 use crate::protocol::table::{CampaignEvent, Trouble};
 use crate::retry;
@@ -295,10 +295,8 @@ impl<'a> Campaigner<'a> {
             expires: state.expires,
             gone: state.gone,
         };
-        match schedule.may_start(view, clock::Instant::now()) {
-            StartVerdict::Sure => {}
-            StartVerdict::LeaseGone => return Ok(CampaignEvent::PlaceLost(PlaceLost::LeaseGone)),
-            StartVerdict::Unsure => return Ok(CampaignEvent::PlaceLost(PlaceLost::Unsure)),
+        if let Some(lost) = schedule.refuse_start(view, clock::Instant::now()) {
+            return Ok(CampaignEvent::PlaceLost(lost));
         }
         // Held here while the window is claimed: if a signal cuts the
         // claim short, the guardian goes with it (it has no job to watch,
