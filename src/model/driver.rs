@@ -1,20 +1,26 @@
 //! A replica's side of the world: the work of each campaign phase as one
 //! atomic request to the model's etcd, turned into the production
-//! [`CampaignEvent`], and each answer of the production table
-//! (`protocol::table`) carried out.
+//! [`CampaignEvent`]; what each decision of the production campaign asks
+//! (`protocol::campaign`: a lease let go of, the command to start, the
+//! run over) done in the world; and each answer of the production tables
+//! for a running command and a stop (`protocol::table`) carried out.
 //!
 //! The requests are those of the slow path (`LEADERRUN_HANDOFF=slow`):
 //! a waiter learns of its turn by reading the line, never by a handover.
 
 use super::etcd::{Key, Value};
-use super::world::{at, ms, schedule, Held, Job, Proc, Say, World, KILL_AFTER, RENEW_EVERY, TTL};
+use super::world::{
+    at, ms, schedule, Held, Job, Proc, Say, World, C, KILL_AFTER, RENEW_EVERY, TTL,
+};
 use crate::election::record::{end_plan, Outcome, Which};
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::exit::Exit;
+use crate::protocol::campaign::{self, Decision};
+use crate::protocol::stage::Bare;
 use crate::protocol::stop::{LeaseView, Next, Stop};
 use crate::protocol::table::{
-    self, CampaignAction, CampaignEvent, CampaignPhase, Phase, RunningAction, StoppingAction,
-    StoppingEvent, Trouble,
+    self, CampaignEvent, CampaignPhase, Phase, RunningAction, StoppingAction, StoppingEvent,
+    Trouble,
 };
 use crate::signals::Signal;
 
@@ -155,11 +161,26 @@ impl World {
         CampaignEvent::Claimed(())
     }
 
-    /// Carries out what the table said to a campaign.
-    pub(super) fn apply_campaign(&mut self, r: usize, action: CampaignAction, mut say: Say) {
-        match action {
-            CampaignAction::Enter(_) => self.follow_campaign(r),
-            CampaignAction::Start if self.replicas[r].spawn_fails => {
+    /// Does what the campaign's decision asks in the world: a lease let
+    /// go of given back, the command started, or the run ended (what it
+    /// holds given back, as every way out does). A campaign that started
+    /// its command or ended keeps its last state, which no later step
+    /// reads.
+    pub(super) fn follow_decision(&mut self, r: usize, decision: Decision<Bare>, mut say: Say) {
+        match decision.next {
+            campaign::Next::Campaign(next) => {
+                if decision.released.is_some() {
+                    self.give_back(r);
+                    let replica = &mut self.replicas[r];
+                    replica.lease = None;
+                    replica.token = None;
+                    replica.proven_at = None;
+                }
+                // A backoff is time the clock gives anyway.
+                self.replicas[r].campaign = C(next);
+                self.follow_campaign(r);
+            }
+            campaign::Next::Start(_) if self.replicas[r].spawn_fails => {
                 // Nothing ran: the run resigns with a record saying so.
                 say!(say, "replica {r}'s command cannot be spawned");
                 let code = table::spawn_failed(Exit::NotFound);
@@ -171,21 +192,11 @@ impl World {
                 replica.ending = Some((code.value(CONFLICT), code.outcome()));
                 replica.phase.0 = Phase::Resigning;
             }
-            CampaignAction::Start => {
+            campaign::Next::Start(_) => {
                 self.replicas[r].phase.0 = Phase::Running;
                 self.spawn(r, say);
             }
-            // The backoff is time the clock gives anyway.
-            CampaignAction::RetryInLine | CampaignAction::Ignore => {}
-            CampaignAction::RetryAfresh | CampaignAction::CampaignAgain => {
-                self.give_back(r);
-                let replica = &mut self.replicas[r];
-                replica.lease = None;
-                replica.token = None;
-                replica.proven_at = None;
-                self.follow_campaign(r);
-            }
-            CampaignAction::Exit(code) => {
+            campaign::Next::Exit(code) => {
                 self.give_back(r);
                 self.replicas[r].proc = Proc::Done(code.value(CONFLICT));
             }

@@ -25,7 +25,7 @@ use super::etcd::{Etcd, Key, Value};
 use crate::clock::Instant;
 use crate::election::record::Outcome;
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
-use crate::protocol::campaign::{self, Campaign};
+use crate::protocol::campaign::Campaign;
 use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
 use crate::protocol::stage::Bare;
 use crate::protocol::stop::{Next, Stop};
@@ -842,14 +842,9 @@ impl World {
         };
         let now = at(self.now);
         let decision = self.replicas[r].campaign.0.handle(event.clone(), now);
-        // A campaign that started its command or ended keeps its last
-        // state, which no later step reads.
-        if let campaign::Next::Campaign(next) = decision.next {
-            self.replicas[r].campaign = C(next);
-        }
         let action = decision.action;
         say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
-        self.apply_campaign(r, action, say);
+        self.follow_decision(r, decision, say);
     }
 
     /// What `news` is to a run whose command runs.
