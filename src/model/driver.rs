@@ -29,13 +29,9 @@ const CONFLICT: i32 = 75;
 impl World {
     /// The work of replica `r`'s campaign phase, and what came of it.
     pub(super) fn work(&mut self, r: usize, phase: CampaignPhase, mut say: Say) -> CampaignEvent {
-        let reachable = self.replicas[r].connected && !self.etcd.down;
         let needs_etcd = !matches!(phase, CampaignPhase::Claiming);
-        if needs_etcd && !reachable {
-            return CampaignEvent::Etcd(Trouble::Outage);
-        }
-        if needs_etcd && self.replicas[r].refused {
-            return CampaignEvent::Etcd(Trouble::Refused);
+        if let Some(trouble) = self.request_trouble(r).filter(|_| needs_etcd) {
+            return CampaignEvent::Etcd(trouble);
         }
         match phase {
             CampaignPhase::Dialling => CampaignEvent::Dialled,
@@ -143,11 +139,8 @@ impl World {
     /// The window's marker written, in one transaction with our key still
     /// ours, if no marker is there; else the marker read.
     fn claim_window(&mut self, r: usize) -> CampaignEvent {
-        if !self.reachable(r) {
-            return CampaignEvent::Etcd(Trouble::Outage);
-        }
-        if self.replicas[r].refused {
-            return CampaignEvent::Etcd(Trouble::Refused);
+        if let Some(trouble) = self.request_trouble(r) {
+            return CampaignEvent::Etcd(trouble);
         }
         let (key, token, lease) = self.ids(r);
         if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
@@ -330,8 +323,7 @@ impl World {
     /// can be reached: best effort (out of reach, an unspent window stays
     /// claimed until its lease, as long as the window, expires).
     fn give_back(&mut self, r: usize) {
-        let reachable = self.replicas[r].connected && !self.etcd.down && !self.replicas[r].refused;
-        if !reachable {
+        if self.request_trouble(r).is_some() {
             return;
         }
         if let Some(held) = self.replicas[r].lease {
@@ -352,8 +344,7 @@ impl World {
     pub(super) fn resign(&mut self, r: usize, mut say: Say) {
         let (code, outcome) = self.replicas[r].ending.expect("a stop carries its code");
         self.replicas[r].proc = Proc::Done(code);
-        let reachable = self.replicas[r].connected && !self.etcd.down && !self.replicas[r].refused;
-        if !reachable {
+        if self.request_trouble(r).is_some() {
             say!(
                 say,
                 "replica {r} cannot reach etcd (or is refused) to resign"

@@ -31,6 +31,7 @@ use crate::protocol::stage::Bare;
 use crate::protocol::stop::{Next, Stop};
 use crate::protocol::table::{
     self, CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status, StoppingEvent,
+    Trouble,
 };
 
 /// The TTL every replica asks for, and gets.
@@ -434,6 +435,18 @@ impl World {
 
     pub(super) fn reachable(&self, r: usize) -> bool {
         self.replicas[r].connected && !self.etcd.down
+    }
+
+    /// Why etcd will not do what replica `r` asks now, if it will not:
+    /// out of reach, or refusing it. Its watches need only reach it.
+    pub(super) fn request_trouble(&self, r: usize) -> Option<Trouble> {
+        if !self.reachable(r) {
+            Some(Trouble::Outage)
+        } else if self.replicas[r].refused {
+            Some(Trouble::Refused)
+        } else {
+            None
+        }
     }
 
     /// Whether replica `r` has `news` now.
@@ -934,11 +947,10 @@ impl World {
     }
 
     fn renew(&mut self, r: usize, mut say: Say) {
-        let (now, reachable) = (self.now, self.reachable(r));
-        let refused = self.replicas[r].refused;
+        let (now, trouble) = (self.now, self.request_trouble(r));
         let held = self.replicas[r].lease.as_mut().expect("a lease to renew");
         held.next_renewal = now + RENEW_EVERY;
-        if !reachable || refused {
+        if trouble.is_some() {
             say!(
                 say,
                 "replica {r}'s renewal fails: etcd unreachable or refusing"
