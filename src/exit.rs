@@ -17,7 +17,7 @@ use crate::child::SpawnError;
 use crate::error;
 
 /// The exit codes leaderrun chooses itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Exit {
     /// The command ran and exited 0 (its own status passes through);
     /// `--help` or `--version` was printed; `status`: someone leads.
@@ -71,7 +71,7 @@ pub const SIGNAL_BASE: i32 = 128;
 
 /// The code a run exits with: what the run's table (`protocol::table`) decides,
 /// given its number here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Code {
     /// The command's own status.
     Command(Status),
@@ -96,7 +96,7 @@ impl Code {
 }
 
 /// The shell's view of how the command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Status {
     /// Its exit code, or 128 + N when signal N ended it.
     pub code: i32,

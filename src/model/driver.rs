@@ -2,27 +2,28 @@
 //! atomic request to the model's etcd, turned into the production
 //! [`CampaignEvent`]; what each decision of the production campaign asks
 //! (`protocol::campaign`: a lease let go of, the command to start, the
-//! run over) done in the world; and each answer of the production tables
-//! for a running command and a stop (`protocol::table`) carried out.
+//! run over) done in the world; and what each step of a leading run's
+//! production states says (`protocol::lead`: a signal to pass on,
+//! --kill-signal, SIGKILL, the resignation) done to the modelled job.
 //!
 //! The requests are those of the slow path (`LEADERRUN_HANDOFF=slow`):
 //! a waiter learns of its turn by reading the line, never by a handover.
 
 use super::etcd::{Key, Value};
+use std::time::Duration;
+
 use super::world::{
-    at, ms, schedule, Held, Job, Proc, Say, World, C, KILL_AFTER, RENEW_EVERY, TTL,
+    at, ms, schedule, Held, Job, Led, Proc, Say, World, C, KILL_AFTER, NOW, RENEW_EVERY, TTL,
 };
 use crate::election::record::{end_plan, Outcome, Which};
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::exit::Exit;
 use crate::protocol::campaign::{self, Decision};
+use crate::protocol::lead::{Running, RunningStep, StoppingStep};
 use crate::protocol::stage::Bare;
-use crate::protocol::stop::{LeaseView, Next, Stop};
-use crate::protocol::table::{
-    self, CampaignEvent, CampaignPhase, Phase, RunningAction, StoppingAction, StoppingEvent,
-    Trouble,
-};
-use crate::signals::Signal;
+use crate::protocol::stop::{LeaseView, Next};
+use crate::protocol::table::{self, CampaignEvent, CampaignPhase, Phase, StoppingEvent, Trouble};
+use crate::signals::Signal::SIGTERM;
 
 const CONFLICT: i32 = 75;
 
@@ -186,7 +187,14 @@ impl World {
                 replica.phase.0 = Phase::Resigning;
             }
             campaign::Next::Start(_) => {
-                self.replicas[r].phase.0 = Phase::Running;
+                // The instant --timeout ends is the model's to choose (any
+                // moment while the command runs): only whether it counts
+                // is the run's.
+                let replica = &mut self.replicas[r];
+                let timeout = replica.timeout.then_some(Duration::ZERO);
+                let running = Running::new(ms(TTL), ms(KILL_AFTER), SIGTERM, timeout, at(NOW));
+                replica.led = Led::Running(running);
+                replica.phase.0 = Phase::Running;
                 self.spawn(r, say);
             }
             campaign::Next::Exit(code) => {
@@ -202,57 +210,51 @@ impl World {
         replica.phase.0 = replica.campaign.0.phase().into();
     }
 
-    /// Carries out what the table said to a run whose command runs.
-    pub(super) fn apply_running(&mut self, r: usize, action: RunningAction, say: Say) {
-        match action {
-            RunningAction::Forward(_) => self.terminate(r),
+    /// Does what a step of a run whose command runs says.
+    pub(super) fn do_running(&mut self, r: usize, step: RunningStep, say: Say) {
+        match step {
+            RunningStep::Forward(core, _) => {
+                self.replicas[r].led = Led::Running(core);
+                self.terminate(r);
+            }
             // Job control is the terminal's: no part of the model.
-            RunningAction::FollowStop(_) => {}
-            RunningAction::Stop(order) => {
-                let view = self.lease_view(r);
-                let stop = Stop::new(order.grace, schedule(), ms(KILL_AFTER), at(self.now), view);
-                let code = order.code;
+            RunningStep::FollowStop(core, _) => self.replicas[r].led = Led::Running(core),
+            RunningStep::Stop(core) => {
                 let replica = &mut self.replicas[r];
-                replica.ending = Some((code.value(CONFLICT), code.outcome()));
+                replica.led = Led::Stopping(core);
                 replica.phase.0 = Phase::Stopping;
-                replica.stop = Some(stop);
                 self.carry_out_stop(r, say);
             }
         }
     }
 
-    /// Carries out what the table said to a run stopping its job.
-    pub(super) fn apply_stopping(&mut self, r: usize, action: StoppingAction, mut say: Say) {
-        let now = self.now;
-        match action {
-            StoppingAction::Forward(_) => self.terminate(r),
-            StoppingAction::CutGrace(_) => {
-                let view = self.lease_view(r);
-                let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
-                stop.cut(schedule(), at(now), view);
-            }
-            StoppingAction::SendKillSignal(_) => {
-                let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
-                stop.signalled();
+    /// Does what a step of a run stopping its job says.
+    pub(super) fn do_stopping(&mut self, r: usize, step: StoppingStep, mut say: Say) {
+        match step {
+            StoppingStep::Forward(core, _) | StoppingStep::KillSignal(core, _) => {
+                self.replicas[r].led = Led::Stopping(core);
                 self.terminate(r);
             }
-            StoppingAction::EndGrace => {
-                let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
-                stop.kill(at(now));
+            StoppingStep::GraceCut(core, ..) => self.replicas[r].led = Led::Stopping(core),
+            StoppingStep::GraceOver(core, _) => {
+                self.replicas[r].led = Led::Stopping(core);
                 self.carry_out_stop(r, say);
             }
-            StoppingAction::Kill => {
-                let stop = self.replicas[r].stop.as_mut().expect("a stop under way");
-                stop.killed();
+            StoppingStep::Kill(core) => {
                 say!(say, "replica {r} sends SIGKILL to the job");
-                if self.replicas[r].runs() {
-                    self.replicas[r].job = Job::Ended(137, true);
+                let replica = &mut self.replicas[r];
+                replica.led = Led::Stopping(core);
+                if replica.runs() {
+                    replica.job = Job::Ended(137, true);
                 }
             }
-            StoppingAction::Resign => {
+            StoppingStep::Resign(resigning) => {
                 // The stop is over: what it held is no part of the state.
-                self.replicas[r].stop = None;
-                self.replicas[r].phase.0 = Phase::Resigning;
+                let code = resigning.code;
+                let replica = &mut self.replicas[r];
+                replica.ending = Some((code.value(CONFLICT), code.outcome()));
+                replica.led = Led::Not;
+                replica.phase.0 = Phase::Resigning;
             }
         }
     }
@@ -268,14 +270,15 @@ impl World {
     pub(super) fn stop_next(&self, r: usize) -> Option<Next> {
         let replica = &self.replicas[r];
         let left = !matches!(replica.job, Job::Reaped | Job::None);
-        let stop = replica
-            .stop
-            .filter(|_| replica.phase.0 == Phase::Stopping)?;
-        Some(stop.next(at(self.now), self.lease_view(r), left, Signal::SIGTERM))
+        let Led::Stopping(core) = replica.led else {
+            return None;
+        };
+        Some(core.next(at(self.now), self.lease_view(r), left))
     }
 
     /// The steps of the kill sequence due now (the signals), as the run
-    /// takes them: the table's answer to each, carried out. What it waits
+    /// takes them: each handed to the production stop, and what it says
+    /// done. What it waits
     /// for (the job gone, the grace over) is news of the world's, whose
     /// event is the stop's too.
     fn carry_out_stop(&mut self, r: usize, mut say: Say) {
@@ -286,9 +289,12 @@ impl World {
                 }
                 Next::Event(_) | Next::Await { .. } => return,
             };
-            let action = table::stopping(&event);
-            say!(say, "replica {r} in Stopping: {event:?} -> {action:?}");
-            self.apply_stopping(r, action, say.as_deref_mut());
+            let Led::Stopping(core) = self.replicas[r].led else {
+                unreachable!("a stop under way")
+            };
+            let step = core.handle(&event, at(self.now), self.lease_view(r));
+            say!(say, "replica {r} in Stopping: {event:?} -> {step:?}");
+            self.do_stopping(r, step, say.as_deref_mut());
         }
     }
 

@@ -4,11 +4,12 @@
 //! Each replica is driven the way the run's loop drives it: the work of its
 //! phase, or a piece of news (its lease gone, its key lost, its local
 //! deadline passed, its command ended, a signal, the grace over), becomes
-//! the event of its state; the production table (`protocol::table`) says
-//! what it does; and the world carries that out (`driver`). The rules under it are the
+//! the event of its state; the production protocol states (`protocol`:
+//! the campaign, [`Running`], [`Stopping`]) take it and say what to do;
+//! and the world does that (`driver`). The rules under them are the
 //! production ones too: the kill schedule ([`KillSchedule`]) and the kill
-//! sequence ([`Stop`], asked what is due as the run asks it), `judge` and
-//! the proof's count, the record plan ([`end_plan`]). What is the model's
+//! sequence (asked what is due as the run asks it), `judge` and the
+//! proof's count, the record plan ([`end_plan`]). What is the model's
 //! own is how a phase's work talks to etcd, one atomic request per step.
 //!
 //! Time: a clock in milliseconds. It moves on by a tick, or to the next
@@ -26,12 +27,12 @@ use crate::clock::Instant;
 use crate::election::record::Outcome;
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::protocol::campaign::Campaign;
+use crate::protocol::lead::{Running, Stopping};
 use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
 use crate::protocol::stage::Bare;
-use crate::protocol::stop::{Next, Stop};
+use crate::protocol::stop::Next;
 use crate::protocol::table::{
-    self, CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status, StoppingEvent,
-    Trouble,
+    CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status, StoppingEvent, Trouble,
 };
 
 /// The TTL every replica asks for, and gets.
@@ -136,6 +137,15 @@ impl Held {
     }
 }
 
+/// A replica's command's run, in the production states: not begun (or
+/// over), running, or its job being stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Led {
+    Not,
+    Running(Running),
+    Stopping(Stopping),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Replica {
     /// --timeout given; `timed_out` once it passed.
@@ -155,9 +165,9 @@ pub struct Replica {
     pub token: Option<i64>,
     pub proven_at: Option<i64>,
     pub job: Job,
-    /// Stopping: the kill sequence, the production one.
-    pub stop: Option<Stop>,
-    /// The code the stop carries: (exit code, what the record says).
+    /// Its command's run, in the production states.
+    pub led: Led,
+    /// The code the run resigns with: (exit code, what the record says).
     pub ending: Option<(i32, Outcome)>,
     /// Leadership loss already seen (once is news, twice is not).
     pub lost_seen: bool,
@@ -205,7 +215,7 @@ impl Replica {
             token: None,
             proven_at: None,
             job: Job::None,
-            stop: None,
+            led: Led::Not,
             ending: None,
             lost_seen: false,
             overslept: false,
@@ -496,7 +506,9 @@ impl World {
                     )
             }
             News::TimedOut => {
-                replica.timeout && !replica.timed_out && phase == Phase::Running && replica.runs()
+                let counts =
+                    matches!(replica.led, Led::Running(core) if core.timeout_at().is_some());
+                counts && !replica.timed_out && replica.runs()
             }
             News::WaitTimeout => {
                 let campaigning =
@@ -748,7 +760,11 @@ impl World {
                 back(&mut held.expires);
                 back(&mut held.next_renewal);
             }
-            replica.stop = replica.stop.map(|stop| stop.retimed(back_instant));
+            // A running command's --timeout ends at an instant of the
+            // model's choosing (the same in every state): not retimed.
+            if let Led::Stopping(core) = replica.led {
+                replica.led = Led::Stopping(core.retimed(back_instant));
+            }
         }
         for expiry in self.etcd.leases.values_mut() {
             back(expiry);
@@ -821,15 +837,21 @@ impl World {
             Phase::Claiming => CampaignPhase::Claiming,
             Phase::Running => {
                 let event = self.running_event(r, news);
-                let action = table::running(&event);
-                say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
-                return self.apply_running(r, action, say);
+                let Led::Running(core) = self.replicas[r].led else {
+                    unreachable!("a replica running its command runs it")
+                };
+                let step = core.handle(&event, at(self.now), self.lease_view(r));
+                say!(say, "replica {r} in {phase:?}: {event:?} -> {step:?}");
+                return self.do_running(r, step, say);
             }
             Phase::Stopping => {
                 let event = self.stopping_event(r, news);
-                let action = table::stopping(&event);
-                say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
-                return self.apply_stopping(r, action, say);
+                let Led::Stopping(core) = self.replicas[r].led else {
+                    unreachable!("a replica stopping its job stops it")
+                };
+                let step = core.handle(&event, at(self.now), self.lease_view(r));
+                say!(say, "replica {r} in {phase:?}: {event:?} -> {step:?}");
+                return self.do_stopping(r, step, say);
             }
             // Its only news is its work (`World::has`).
             Phase::Resigning => return self.resign(r, say),

@@ -8,6 +8,8 @@
 //! ([`table`]), the campaign's state between events ([`campaign`]: its
 //! phase with what it holds ([`stage`]: the lease, our place, the proof,
 //! the run's or nothing), what it has learnt, the pace of its retries),
+//! a leading run's states ([`lead`]: its command running, its job being
+//! stopped, its resignation, each asking the table and saying what to do),
 //! the kill schedule
 //! ([`schedule`]: when a stop starts, how long its grace lasts, what the
 //! lease says of a leading run and of a win about to start) and the kill
@@ -17,17 +19,45 @@
 //! `clock::Instant` that reads the clock; a test below checks that.
 
 pub mod campaign;
+pub mod lead;
 pub mod schedule;
 pub mod stage;
 pub mod stop;
 pub mod table;
 
+/// What the protocol's tests build their instants and leases from, in
+/// milliseconds since boot.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::time::Duration;
+
+    use super::schedule::LeaseView;
+    use crate::clock::Instant;
+
+    pub fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    pub fn at(n: u64) -> Instant {
+        Instant::from_boot(ms(n))
+    }
+
+    /// A lease alive until `expires`, as a leading run sees it.
+    pub fn lease(expires: u64) -> LeaseView {
+        LeaseView {
+            expires: at(expires),
+            gone: false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Each file of this module, as written.
-    const FILES: [(&str, &str); 6] = [
+    const FILES: [(&str, &str); 7] = [
         ("mod.rs", include_str!("mod.rs")),
         ("campaign.rs", include_str!("campaign.rs")),
+        ("lead.rs", include_str!("lead.rs")),
         ("schedule.rs", include_str!("schedule.rs")),
         ("stage.rs", include_str!("stage.rs")),
         ("stop.rs", include_str!("stop.rs")),

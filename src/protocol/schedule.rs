@@ -48,7 +48,7 @@ pub enum StartVerdict {
     Unsure,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KillSchedule {
     /// The job must be dead this long before `expires`: room for delivering
     /// SIGKILL and for clock rates to differ.

@@ -263,25 +263,11 @@ impl Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
-
-    fn at(n: u64) -> Instant {
-        Instant::from_boot(ms(n))
-    }
+    use crate::protocol::testing::{at, lease, ms};
 
     /// A 3 s TTL (margin 300 ms, grace at most 450 ms), --kill-after 1 s.
     fn schedule() -> KillSchedule {
         KillSchedule::new(ms(3_000), ms(1_000))
-    }
-
-    fn lease(expires: u64) -> LeaseView {
-        LeaseView {
-            expires: at(expires),
-            gone: false,
-        }
     }
 
     #[test]

@@ -420,7 +420,7 @@ pub enum RunningAction {
 }
 
 /// How a job is to be stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StopOrder {
     /// What the run exits with once resigned.
     pub code: Code,

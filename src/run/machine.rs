@@ -1,24 +1,27 @@
-//! The run as one state machine: each state carries what it holds, each
-//! has its own source of events and its own part of the table
-//! (`protocol::table`: [`table::campaign`], asked through the campaign's
-//! protocol state, `protocol::campaign`; [`table::running`],
-//! [`table::stopping`]), which answers every event it can have; one loop
-//! ([`drive`]) carries the answers out. No state can be handed an answer
-//! it cannot carry out: each part of the table answers in its own type.
+//! The run as one state machine: each state carries its protocol state
+//! (`protocol`: the campaign's, `protocol::campaign`; a leading run's,
+//! `protocol::lead`) and what the shell holds beside it; each has its own
+//! source of events. The protocol state takes each event, asks its part
+//! of the table (`protocol::table`: [`table::campaign`],
+//! [`table::running`], [`table::stopping`]), and comes back as what to do
+//! with the state it is done in; one loop ([`drive`]) does it. No state can
+//! be handed an answer it cannot carry out: each part answers in its own
+//! type.
 //!
-//! | state         | holds                                                   | events from                                   |
+//! | state         | protocol state, and what the shell holds beside it      | events from                                   |
 //! |---------------|---------------------------------------------------------|-----------------------------------------------|
-//! | `Campaigning` | its protocol state: the phase with what it holds (the lease, our place and key's watch, the proof), what it learnt, its pace | the phase's work (the [`Campaigner`]'s), signals, --wait-timeout |
-//! | `Leading`     | the lease, the proof, our key's watch, the guardian, the job | leadership lost, the command, signals, --timeout |
-//! | `Stopping`    | a leading run, the exit code, the kill sequence          | the job gone, the grace over, signals, (kept) a loss |
+//! | `Campaigning` | the phase with what it holds (the lease, our place and key's watch, the proof), what it learnt, its pace | the phase's work (the [`Campaigner`]'s), signals, --wait-timeout |
+//! | `Leading`     | `lead::Running` (the kill schedule, --timeout's end); the lease, the proof, our key's watch, the guardian, the job | leadership lost, the command, signals, --timeout |
+//! | `Stopping`    | `lead::Stopping` (the order, the kill sequence); the leading run's holdings, what was last seen of the job | what is due, the job gone, signals, (kept) a loss |
 //!
 //! A win whose command cannot be spawned never leads: it ends at once
 //! ([`table::spawn_failed`]). Every way out is an [`Ending`], carried out
 //! by [`finish`]: what is held in etcd given back (resigned with the run's
-//! records after a run), and the guardian released, told "done" only with
-//! the proof that the job is gone (`child::job::JobGone`). A job not known
-//! gone (SIGKILL did not finish it within its bound) leaves the guardian
-//! armed: it kills the job's group as it is let go.
+//! records after a run, as `lead::Resigning` says), and the guardian
+//! released, told "done" only with the proof that the job is gone
+//! (`child::job::JobGone`), and only if the protocol trusts it. A job not
+//! known gone (SIGKILL did not finish it within its bound) leaves the
+//! guardian armed: it kills the job's group as it is let go.
 
 use anyhow::Result;
 use tokio::sync::Notify;
@@ -35,18 +38,19 @@ use crate::election::Election;
 use crate::etcd::Connection;
 use crate::logging;
 use crate::protocol::campaign::Next as CampaignNext;
+use crate::protocol::lead::{self, Resigning, RunningStep, StoppingStep};
 use crate::protocol::table::{
-    self, CampaignAction, CampaignEvent, CampaignPhase, Code, Phase, RunningAction, RunningEvent,
-    StoppingAction,
+    self, CampaignAction, CampaignEvent, CampaignPhase, Code, Phase, RunningEvent,
 };
 use crate::retry::CLEANUP;
 use crate::signals::Signals;
 
-/// What a run holds, by state.
+/// What a run holds, by state: its protocol state, and beside it what
+/// the shell holds for it.
 enum State<'a> {
     Campaigning(Campaign),
-    Leading(Leading<'a>),
-    Stopping(Stopping<'a>),
+    Leading(Leading<'a>, lead::Running),
+    Stopping(Stopping<'a>, lead::Stopping),
 }
 
 /// How a run ends.
@@ -110,17 +114,18 @@ pub async fn drive(
                 run.campaign(decision.next, &answered, &mut campaigner, &mut session)
                     .await
             }
-            State::Leading(mut leading) => {
-                let event = leading.next_event(signals).await;
-                let action = table::running(&event);
-                tracing::trace!(phase = ?Phase::Running, ?event, ?action, "decided");
-                lead(leading, action, &event)
+            State::Leading(mut leading, core) => {
+                let event = leading.next_event(&core, signals).await;
+                let step = core.handle(&event, clock::Instant::now(), leading.lease_view());
+                tracing::trace!(phase = ?Phase::Running, ?event, ?step, "decided");
+                lead(leading, step, &event)
             }
-            State::Stopping(mut stopping) => {
-                let event = stopping.next_event(signals).await;
-                let action = table::stopping(&event);
-                tracing::trace!(phase = ?Phase::Stopping, ?event, ?action, "decided");
-                stop(stopping, action, &mut session).await
+            State::Stopping(mut stopping, core) => {
+                let event = stopping.next_event(&core, signals).await;
+                let lease = stopping.leading.lease_view();
+                let step = core.handle(&event, clock::Instant::now(), lease);
+                tracing::trace!(phase = ?Phase::Stopping, ?event, ?step, "decided");
+                stop(stopping, step, &mut session).await
             }
         };
         match next {
@@ -222,7 +227,7 @@ impl<'a> Run<'a> {
     /// nothing.
     fn start(&self, won: campaign::Won, session: &mut Session) -> Next<'a> {
         match Leading::start(self.config, self.connection, won) {
-            Ok(leading) => Next::State(State::Leading(leading)),
+            Ok((leading, core)) => Next::State(State::Leading(leading, core)),
             Err(not_started) => Next::End(not_started_ending(*not_started, session)),
         }
     }
@@ -254,45 +259,73 @@ impl<'a> Run<'a> {
     }
 }
 
-/// An action while the command runs.
-fn lead<'a>(mut leading: Leading<'a>, action: RunningAction, event: &RunningEvent) -> Next<'a> {
-    match action {
-        RunningAction::Forward(signal) => {
+/// A step while the command runs, done.
+fn lead<'a>(mut leading: Leading<'a>, step: RunningStep, event: &RunningEvent) -> Next<'a> {
+    let core = match step {
+        RunningStep::Forward(core, signal) => {
             tracing::info!(?signal, "passing the signal on to the command");
             leading.child.signal_job(signal);
+            core
         }
-        RunningAction::FollowStop(signal) => leading.follow_stop(signal),
-        RunningAction::Stop(order) => {
+        RunningStep::FollowStop(core, signal) => {
+            leading.follow_stop(&core, signal);
+            core
+        }
+        RunningStep::Stop(core) => {
             tracing::trace!("supervision ended");
-            return Next::State(State::Stopping(Stopping::new(leading, order, event)));
+            let stopping = Stopping::new(leading, &core, event);
+            return Next::State(State::Stopping(stopping, core));
         }
-    }
-    Next::State(State::Leading(leading))
+    };
+    Next::State(State::Leading(leading, core))
 }
 
-/// An action while the job is being stopped.
+/// A step while the job is being stopped, done.
 async fn stop<'a>(
     mut stopping: Stopping<'a>,
-    action: StoppingAction,
+    step: StoppingStep,
     session: &mut Session,
 ) -> Next<'a> {
-    match action {
-        StoppingAction::Forward(signal) => stopping.leading.child.signal_job(signal),
-        StoppingAction::CutGrace(loss) => stopping.cut_grace(&loss),
-        StoppingAction::SendKillSignal(signal) => stopping.send_kill_signal(signal),
-        StoppingAction::EndGrace => stopping.end_grace(),
-        StoppingAction::Kill => stopping.kill().await,
-        StoppingAction::Resign => return Next::End(run_ending(stopping, session)),
-    }
-    Next::State(State::Stopping(stopping))
+    let core = match step {
+        StoppingStep::Forward(core, signal) => {
+            stopping.leading.child.signal_job(signal);
+            core
+        }
+        StoppingStep::KillSignal(core, signal) => {
+            stopping.send_kill_signal(signal);
+            core
+        }
+        StoppingStep::GraceCut(core, loss, at) => {
+            stopping.say_cut(&loss, at);
+            core
+        }
+        StoppingStep::GraceOver(core, reason) => {
+            stopping.say_grace_over(reason);
+            core
+        }
+        StoppingStep::Kill(core) => {
+            stopping.kill().await;
+            core
+        }
+        StoppingStep::Resign(resigning) => {
+            return Next::End(run_ending(stopping, resigning, session))
+        }
+    };
+    Next::State(State::Stopping(stopping, core))
 }
 
 /// A stopped run's way out: its lease, watches and look-up of who is
 /// behind back to the session, to resign with its records.
-fn run_ending(mut stopping: Stopping<'_>, session: &mut Session) -> Ending {
-    stopping.restore_terminal();
-    let (code, trust_proof) = (stopping.code, stopping.trust_proof);
-    let leading = stopping.leading;
+fn run_ending(stopping: Stopping<'_>, resigning: Resigning, session: &mut Session) -> Ending {
+    let Resigning {
+        code,
+        trust_proof,
+        restore_terminal,
+    } = resigning;
+    let mut leading = stopping.leading;
+    if restore_terminal {
+        leading.child.restore_terminal();
+    }
     let config = leading.config;
     let mut won = leading.won;
     // Only the proof that the job is gone lets the guardian be told

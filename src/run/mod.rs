@@ -1,12 +1,13 @@
 //! Running a command as leader: campaign, prove, claim, spawn, supervise,
 //! stop, resign.
 //!
-//! The phases and what every event does in each are in `protocol::table`,
-//! the only place that decides; [`machine`] is the one loop that asks it and carries
-//! its answers out, over states that each carry what they hold:
+//! The phases and what every event does in each are `protocol`'s (its
+//! table, and the protocol states that ask it), the only place that
+//! decides; [`machine`] is the one loop that feeds them and does what they
+//! say, over states that each carry what they hold:
 //! [`campaign`] (everything before the command exists), [`supervise`] (the
 //! command running), [`stopping`] (the kill sequence, as
-//! `protocol::stop` asks for it), and [`session`] (what the run holds in etcd, and the way out).
+//! `protocol::lead` asks for it), and [`session`] (what the run holds in etcd, and the way out).
 //! The handoff's fast path (`election::handoff`) is used here, behind its
 //! one switch; [`explain`] says why a run did not run. This file starts the guardian,
 //! dials etcd and hands over to the machine.

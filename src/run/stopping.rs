@@ -3,87 +3,76 @@
 //!
 //! The kill sequence: `--kill-signal` to the job (its group and every
 //! descendant, then SIGCONT), a grace during which further signals are
-//! passed on, then SIGKILL until nothing is left. What is due when is
-//! `protocol::stop`'s to say, and what is done about it the table's: each
-//! step due (--kill-signal, SIGKILL) is an event, like what happens
+//! passed on, then SIGKILL until nothing is left. What is due when, and
+//! what is done about it, is the protocol's (`protocol::lead::Stopping`):
+//! each step due (--kill-signal, SIGKILL) is an event, like what happens
 //! meanwhile (the job gone, the grace over, a signal, leadership lost
-//! during a kept stop), and this carries out the table's answers with the
-//! real job, clock and lease. It sends no signal of its own accord.
+//! during a kept stop), and this does what each of its steps says with the
+//! real job, clock and lease, and tells what it sees of them. It sends no
+//! signal of its own accord.
 
 use std::time::Duration;
 
 use super::supervise::{leadership_lost, Leading};
 use crate::clock;
 use crate::logging::{self, Level};
-use crate::protocol::stop::{KillReason, LeaseView, Next, Stop};
-use crate::protocol::table::{Code, Loss, RunningEvent, StopOrder, StoppingEvent};
+use crate::protocol::lead;
+use crate::protocol::stop::{KillReason, Next};
+use crate::protocol::table::{Loss, RunningEvent, StoppingEvent};
 use crate::signals::{Signal, Signals};
 
 /// How long SIGKILL is sent, at most, before the stop is over whatever is
 /// left (the guardian, still armed, has the rest).
 const KILL_BOUND: Duration = Duration::from_secs(1);
 
-/// A run whose job is being stopped; it exits with `code` once resigned.
+/// A run whose job is being stopped: what it holds beside its protocol
+/// state (`lead::Stopping`), and what it has seen of the job and lease.
 pub struct Stopping<'a> {
     pub leading: Leading<'a>,
-    pub code: Code,
-    /// The kill sequence, which says what is due.
-    stop: Stop,
     /// Whether anything of the job was left at the last look.
     job_left: bool,
     /// Whether the lease's keeper still tells of renewals.
     keeper_alive: bool,
-    /// Whether a proof that the job is gone may disarm the guardian: not
-    /// after a failed wait for the command, when leaderrun's own view of
-    /// its processes is in doubt. The guardian, a process of its own,
-    /// then kills the job's group as it is let go, whatever we saw.
-    pub trust_proof: bool,
 }
 
 impl<'a> Stopping<'a> {
-    /// Starts stopping the job of `leading`, which ends with `code`. A job
-    /// already gone (a command that exited and left nothing) needs no
-    /// stop: the first event says so.
-    pub fn new(mut leading: Leading<'a>, order: StopOrder, why: &RunningEvent) -> Stopping<'a> {
-        let lease = lease_view(&leading);
-        let (schedule, kill_after) = (leading.schedule, leading.config.kill_after);
-        let stop = Stop::new(
-            order.grace,
-            schedule,
-            kill_after,
-            clock::Instant::now(),
-            lease,
-        );
-        let gone = order.exited && !leading.child.job_alive();
+    /// Starts stopping the job of `leading`, as `core` was ordered to
+    /// (`why`, the event that stopped it, said if it is said). A command
+    /// that exited may have left nothing: then the job is looked at, and
+    /// the first event says it is gone.
+    pub fn new(
+        mut leading: Leading<'a>,
+        core: &lead::Stopping,
+        why: &RunningEvent,
+    ) -> Stopping<'a> {
+        let gone = core.order().exited && !leading.child.job_alive();
         tracing::trace!(alive = !gone, "job checked");
-        say_why(&leading, why, gone);
+        say_why(&leading, core, why, gone);
         Stopping {
             leading,
-            code: order.code,
-            stop,
             job_left: !gone,
             keeper_alive: true,
-            trust_proof: order.trust_gone,
         }
     }
 
-    /// The next event of the stop: what the kill sequence wants done (for
+    /// The next event of the stop: what the kill sequence has due (for
     /// the table to say), or what happened while it waits on the job, the
     /// grace or a signal.
-    pub async fn next_event(&mut self, signals: &mut Signals) -> StoppingEvent {
+    pub async fn next_event(
+        &mut self,
+        core: &lead::Stopping,
+        signals: &mut Signals,
+    ) -> StoppingEvent {
         loop {
-            let lease = lease_view(&self.leading);
-            let kill_signal = self.leading.config.kill_signal;
-            match self
-                .stop
-                .next(clock::Instant::now(), lease, self.job_left, kill_signal)
-            {
+            let lease = self.leading.lease_view();
+            match core.next(clock::Instant::now(), lease, self.job_left) {
                 Next::Event(event) => return event,
                 Next::Await {
                     until,
                     loss_matters,
                 } => {
-                    if let Some(event) = self.within_grace(until, loss_matters, signals).await {
+                    let within = self.within_grace(core, until, loss_matters, signals);
+                    if let Some(event) = within.await {
                         return event;
                     }
                 }
@@ -91,18 +80,17 @@ impl<'a> Stopping<'a> {
         }
     }
 
-    /// --kill-signal, `signal`, to the whole job: the grace begins.
+    /// --kill-signal, `signal`, to the whole job.
     pub fn send_kill_signal(&mut self, signal: Signal) {
         self.leading.child.signal_job(signal);
-        self.stop.signalled();
     }
 
-    /// SIGKILL to the job until nothing is left, within [`KILL_BOUND`].
+    /// SIGKILL to the job until nothing is left, within [`KILL_BOUND`];
+    /// then a look at what is left.
     pub async fn kill(&mut self) {
         let child = &mut self.leading.child;
         child.kill_job(KILL_BOUND).await;
         self.job_left = child.job_alive();
-        self.stop.killed();
     }
 
     /// Waits within the grace, until `until`: for the job to go, a signal,
@@ -110,6 +98,7 @@ impl<'a> Stopping<'a> {
     /// the grace's end (then None: the kill sequence is asked again).
     async fn within_grace(
         &mut self,
+        core: &lead::Stopping,
         until: clock::Instant,
         loss_matters: bool,
         signals: &mut Signals,
@@ -119,7 +108,6 @@ impl<'a> Stopping<'a> {
             child,
             won,
             connection,
-            schedule,
             ..
         } = &mut self.leading;
         let lost = leadership_lost(
@@ -127,7 +115,7 @@ impl<'a> Stopping<'a> {
             &won.lease,
             &won.leadership,
             &mut won.own,
-            *schedule,
+            core.schedule(),
         );
         let keeper_alive = self.keeper_alive && loss_matters;
         tokio::select! {
@@ -141,12 +129,8 @@ impl<'a> Stopping<'a> {
     }
 
     /// Leadership lost during a kept stop: the grace is cut to the loss's,
-    /// since the next leader may start at once.
-    pub fn cut_grace(&mut self, loss: &Loss) {
-        let lease = lease_view(&self.leading);
-        let at = self
-            .stop
-            .cut(self.leading.schedule, clock::Instant::now(), lease);
+    /// SIGKILL due `at`; said.
+    pub fn say_cut(&self, loss: &Loss, at: clock::Instant) {
         let left = Duration::from_millis(at.remaining().as_millis() as u64);
         logging::say(
             Level::Warn,
@@ -158,9 +142,9 @@ impl<'a> Stopping<'a> {
         );
     }
 
-    /// The grace is over: SIGKILL is due, and why is said.
-    pub fn end_grace(&mut self) {
-        match self.stop.kill(clock::Instant::now()) {
+    /// The grace is over: why SIGKILL is due, said.
+    pub fn say_grace_over(&self, reason: KillReason) {
+        match reason {
             KillReason::NoGraceLeft => {
                 tracing::info!("no grace left before the lease could expire; SIGKILL")
             }
@@ -175,35 +159,18 @@ impl<'a> Stopping<'a> {
             KillReason::Already => {}
         }
     }
-
-    /// After the stop: the terminal back in leaderrun's hands, with the
-    /// modes it had before, unless the command exited by itself.
-    pub fn restore_terminal(&mut self) {
-        if !matches!(self.code, Code::Command(status) if !status.signalled) {
-            self.leading.child.restore_terminal();
-        }
-    }
-}
-
-/// The lease as the kill sequence needs it.
-fn lease_view(leading: &Leading<'_>) -> LeaseView {
-    let state = leading.won.lease.state();
-    LeaseView {
-        expires: state.expires,
-        gone: state.gone,
-    }
 }
 
 /// The line that says why the job is stopped (`why`, the event that
 /// stopped it), if one is said.
-fn say_why(leading: &Leading<'_>, why: &RunningEvent, gone: bool) {
+fn say_why(leading: &Leading<'_>, core: &lead::Stopping, why: &RunningEvent, gone: bool) {
     let config = leading.config;
     match why {
         RunningEvent::CommandExited(_) if !gone => {
             tracing::info!("the command exited; stopping what it left running")
         }
         RunningEvent::LeadershipLost(loss) => {
-            let schedule = leading.schedule;
+            let schedule = core.schedule();
             let cut = if schedule.grace < config.kill_after {
                 format!(
                     " (SIGKILL after {}, not --kill-after {}: the lease could expire by then)",

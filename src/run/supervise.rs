@@ -7,8 +7,11 @@
 //! leadership lost (the lease gone, the local deadline, or our key deleted,
 //! replaced or overwritten, folded into one), the command (it exited or
 //! stopped for the terminal; SIGCHLD and job control live there), a
-//! signal, and --timeout. What each does is the table's (`protocol::table::running`);
-//! stopping the job is [`super::stopping`]'s.
+//! signal, and --timeout (when it ends, the protocol's `lead::Running`
+//! says). What each does is the protocol's (`lead::Running::handle`, which
+//! asks `protocol::table::running`), and so is whether a job stopped for
+//! the terminal may be continued; stopping the job is
+//! [`super::stopping`]'s.
 
 use tokio::task::JoinHandle;
 
@@ -24,6 +27,7 @@ use crate::etcd::ids::Revision;
 use crate::etcd::Connection;
 use crate::exit::Exit;
 use crate::lease::Lease;
+use crate::protocol::lead::Running;
 use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
 use crate::protocol::table::{Loss, RunningEvent, Signal, Status};
 use crate::signals::Signals;
@@ -40,8 +44,6 @@ pub struct Leading<'a> {
     pub start: JoinHandle<Option<Revision>>,
     /// Who is behind us, looked up beside the command (`handoff`).
     pub behind: Option<JoinHandle<Option<Successor>>>,
-    pub schedule: KillSchedule,
-    timeout_at: Option<clock::Instant>,
 }
 
 /// A win whose command could not be started.
@@ -53,21 +55,13 @@ pub struct NotStarted {
 }
 
 impl<'a> Leading<'a> {
-    /// Spawns the command for a proven win.
+    /// Spawns the command for a proven win: it runs, as its protocol
+    /// state (`lead::Running`) says from then on.
     pub fn start(
         config: &'a Config,
         connection: &'a Connection,
         mut won: Won,
-    ) -> Result<Leading<'a>, Box<NotStarted>> {
-        let schedule = KillSchedule::new(won.lease.ttl, config.kill_after);
-        if schedule.grace < config.kill_after {
-            tracing::debug!(
-                "--kill-after {} shortened to {}, so that SIGKILL lands before a {} lease could expire",
-                humantime::format_duration(config.kill_after),
-                humantime::format_duration(schedule.grace),
-                humantime::format_duration(won.lease.ttl)
-            );
-        }
+    ) -> Result<(Leading<'a>, Running), Box<NotStarted>> {
         let leadership = &won.leadership;
         let env = config.command_env(leadership.token, &leadership.key, won.lease.id);
         let holder = Holder {
@@ -98,28 +92,49 @@ impl<'a> Leading<'a> {
         let behind = handoff::look_behind(config.handoff, &election, leadership, passed_on);
         let marked = mark_leading(connection, config, leadership, holder);
         let start = record::start(connection, leadership, run.started(), marked);
-        Ok(Leading {
+        let running = Running::new(
+            won.lease.ttl,
+            config.kill_after,
+            config.kill_signal,
+            config.timeout,
+            clock::Instant::now(),
+        );
+        let grace = running.schedule().grace;
+        if grace < config.kill_after {
+            tracing::debug!(
+                "--kill-after {} shortened to {}, so that SIGKILL lands before a {} lease could expire",
+                humantime::format_duration(config.kill_after),
+                humantime::format_duration(grace),
+                humantime::format_duration(won.lease.ttl)
+            );
+        }
+        let leading = Leading {
             config,
             connection,
             child,
             run,
             start,
             behind,
-            schedule,
-            timeout_at: config.timeout.map(|limit| clock::Instant::now() + limit),
             won,
-        })
+        };
+        Ok((leading, running))
+    }
+
+    /// The lease as the protocol takes it.
+    pub fn lease_view(&self) -> LeaseView {
+        view_of(&self.won.lease)
     }
 
     /// The next thing that happens to the run.
-    pub async fn next_event(&mut self, signals: &mut Signals) -> RunningEvent {
+    pub async fn next_event(&mut self, running: &Running, signals: &mut Signals) -> RunningEvent {
         let Won {
             lease,
             leadership,
             own,
             ..
         } = &mut self.won;
-        let lost = leadership_lost(self.connection, lease, leadership, own, self.schedule);
+        let schedule = running.schedule();
+        let lost = leadership_lost(self.connection, lease, leadership, own, schedule);
         let event = tokio::select! {
             biased;
             // First, so that after a pause of leaderrun itself the job is
@@ -136,20 +151,28 @@ impl<'a> Leading<'a> {
                 ChildEvent::Stopped(signal) => RunningEvent::CommandStopped(signal),
             },
             signal = signals.recv() => RunningEvent::Signal(signal),
-            _ = clock::sleep_until_opt(self.timeout_at) => RunningEvent::TimedOut,
+            _ = clock::sleep_until_opt(running.timeout_at()) => RunningEvent::TimedOut,
         };
         #[cfg(debug_assertions)]
         panic_if_asked(&event);
         event
     }
 
-    /// The command stopped for the terminal: stop like it. Not continued if
-    /// leaderrun was stopped past the point where the job must be stopped:
-    /// the loss comes next.
-    pub fn follow_stop(&mut self, signal: Signal) {
-        let (lease, schedule) = (&self.won.lease, self.schedule);
-        let in_time = || !schedule.must_stop_at(lease.state().expires, clock::Instant::now());
-        self.child.follow_stop(signal, in_time);
+    /// The command stopped for the terminal: stop like it; once continued,
+    /// continue the job if its protocol says it may still run.
+    pub fn follow_stop(&mut self, running: &Running, signal: Signal) {
+        let lease = &self.won.lease;
+        let may_continue = || running.may_continue(view_of(lease), clock::Instant::now());
+        self.child.follow_stop(signal, may_continue);
+    }
+}
+
+/// The lease as the protocol takes it, as its keeper last told.
+fn view_of(lease: &Lease) -> LeaseView {
+    let state = lease.state();
+    LeaseView {
+        expires: state.expires,
+        gone: state.gone,
     }
 }
 
