@@ -32,6 +32,10 @@ pub enum Defect {
     /// had, though nothing listened for that lease since: one lost during
     /// the outage fails every request alike, for ever.
     RetryKeepsLease,
+    /// A stop whose grace is over says so, but never moves on to SIGKILL
+    /// (a leading run's state, `protocol::lead`, forgets to): the job
+    /// lives on.
+    GraceWithoutKill,
 }
 
 /// Whether `defect` is planted (never, outside the model checker's tests).

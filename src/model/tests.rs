@@ -285,3 +285,15 @@ fn a_retry_that_keeps_a_lost_lease_is_caught() {
         "progress",
     );
 }
+
+#[test]
+fn a_stop_that_never_moves_on_to_sigkill_is_caught() {
+    // A leading run's states are the production ones (`protocol::lead`):
+    // a grace that ends without SIGKILL leaves the job running past its
+    // lease, or its leaderrun never done.
+    caught(
+        Defect::GraceWithoutKill,
+        bounds(2, 1, 1, &[Kind::Network]),
+        "",
+    );
+}

@@ -14,6 +14,7 @@
 //! grace, when SIGKILL is due and why, when the job counts as gone and
 //! whether that proof may disarm the guardian are all said here.
 
+use std::fmt;
 use std::time::Duration;
 
 use super::schedule::{KillSchedule, LeaseView};
@@ -22,6 +23,7 @@ use super::table::{
     self, Code, Loss, RunningAction, RunningEvent, Signal, StopOrder, StoppingAction, StoppingEvent,
 };
 use crate::clock::Instant;
+use crate::planted::{planted, Defect};
 
 /// What a leading run's stop is made of: the kill schedule of its lease,
 /// --kill-after and --kill-signal.
@@ -41,8 +43,7 @@ pub struct Running {
 }
 
 /// What a running command's event leads to: what to do, with the state
-/// it is done in.
-#[derive(Debug)]
+/// it is done in. Shown as what to do, without the state.
 pub enum RunningStep {
     /// Pass the signal on to the command's job; it runs on.
     Forward(Running, Signal),
@@ -51,6 +52,35 @@ pub enum RunningStep {
     FollowStop(Running, Signal),
     /// Stop the job: the stop begins ([`Stopping::order`] says why and how).
     Stop(Stopping),
+}
+
+impl fmt::Debug for RunningStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunningStep::Forward(_, signal) => f.debug_tuple("Forward").field(signal).finish(),
+            RunningStep::FollowStop(_, signal) => {
+                f.debug_tuple("FollowStop").field(signal).finish()
+            }
+            RunningStep::Stop(stopping) => f.debug_tuple("Stop").field(&stopping.order).finish(),
+        }
+    }
+}
+
+impl fmt::Debug for StoppingStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoppingStep::Forward(_, signal) => f.debug_tuple("Forward").field(signal).finish(),
+            StoppingStep::KillSignal(_, signal) => {
+                f.debug_tuple("KillSignal").field(signal).finish()
+            }
+            StoppingStep::GraceCut(_, loss, at) => {
+                f.debug_tuple("GraceCut").field(loss).field(at).finish()
+            }
+            StoppingStep::GraceOver(_, reason) => f.debug_tuple("GraceOver").field(reason).finish(),
+            StoppingStep::Kill(_) => f.write_str("Kill"),
+            StoppingStep::Resign(resigning) => f.debug_tuple("Resign").field(resigning).finish(),
+        }
+    }
 }
 
 impl Running {
@@ -108,8 +138,7 @@ pub struct Stopping {
 }
 
 /// What an event of a stop leads to: what to do, with the state it is
-/// done in.
-#[derive(Debug)]
+/// done in. Shown as what to do, without the state.
 pub enum StoppingStep {
     /// Pass the signal on to the job; the stop goes on.
     Forward(Stopping, Signal),
@@ -172,6 +201,9 @@ impl Stopping {
             StoppingAction::CutGrace(loss) => {
                 let at = self.stop.cut(self.rules.schedule, now, lease);
                 StoppingStep::GraceCut(self, loss, at)
+            }
+            StoppingAction::EndGrace if planted(Defect::GraceWithoutKill) => {
+                StoppingStep::GraceOver(self, KillReason::Outlived)
             }
             StoppingAction::EndGrace => {
                 let reason = self.stop.kill(now);
