@@ -24,7 +24,7 @@ use anyhow::Result;
 use etcd_client::SortOrder;
 use tokio::task::JoinHandle;
 
-use super::holder::{Behind, Holder};
+use super::holder::{Behind, Holder, Proclaimed};
 use super::{line, name, Election, Leadership};
 use crate::clock;
 use crate::etcd::ids::{LeaseId, Token};
@@ -219,7 +219,7 @@ impl Election<'_> {
         // Only leaderruns of one runner, up to the first that is not.
         let line = next
             .iter()
-            .take_while(|kv| Holder::decode(&kv.value).max_running == 1)
+            .take_while(|kv| Proclaimed::read(&kv.value).max_running() == Some(1))
             .map_while(Behind::read)
             .collect();
         Ok(Successor::first_of(line, leadership.token))
@@ -235,13 +235,15 @@ impl Election<'_> {
     }
 }
 
-/// The start of `line` that names candidates of election `name`, each
-/// created after the one before it, the first after `token`.
+/// The start of `line` that names leaderruns' candidates of election
+/// `name`, each created after the one before it, the first after `token`.
 fn in_line_after(name: &str, token: Token, line: Vec<Behind>) -> Vec<Behind> {
     let mut last = token;
     line.into_iter()
         .take_while(|behind| {
-            let in_line = name::is_candidate(name, behind.key.as_bytes()) && behind.token > last;
+            let in_line = name::is_candidate(name, behind.key.as_bytes())
+                && behind.token > last
+                && behind.is_leaderruns();
             last = behind.token;
             in_line
         })
@@ -254,7 +256,9 @@ mod tests {
     use crate::etcd::kv::Kv;
 
     fn behind(key: &str, token: i64, command: &str) -> Behind {
-        let value = serde_json::json!({"host": "h", "pid": 1, "started": "s", "command": command});
+        let value = serde_json::json!({
+            "host": "h", "pid": 1, "started": "s", "command": command, "lease": token
+        });
         Behind::read(&Kv::written(
             key,
             token,
@@ -280,6 +284,14 @@ mod tests {
         assert!(Successor::first_of(Vec::new(), Token(10)).is_none());
     }
 
+    fn line_of_three() -> Vec<Behind> {
+        vec![
+            behind("j/1", 11, "a"),
+            behind("j/2", 12, "b"),
+            behind("j/3", 13, "c"),
+        ]
+    }
+
     #[test]
     fn only_candidates_of_this_election_in_line_order_are_taken_on_trust() {
         let line = vec![
@@ -296,6 +308,11 @@ mod tests {
             in_line_after("j", Token(11), line).is_empty(),
             "not behind us"
         );
+        // A list passed on by a leader of an older version may name
+        // another tool's candidate: it ends what is taken on trust.
+        let mut foreign = line_of_three();
+        foreign[1].value["lease"] = 99.into();
+        assert_eq!(in_line_after("j", Token(10), foreign).len(), 1);
         let backwards = vec![behind("j/1", 12, "a"), behind("j/2", 11, "b")];
         assert_eq!(
             in_line_after("j", Token(10), backwards).len(),

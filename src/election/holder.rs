@@ -24,6 +24,13 @@ pub struct Holder {
     pub max_running: usize,
 }
 
+/// The field that tells a leaderrun's candidate from another tool's: the
+/// lease its key is on, written with the value. Another tool's proposal
+/// shaped like our value, or a value copied from another key, does not
+/// name the lease of the key it is under; so leaderrun writes (hands over
+/// to) no key of another tool's, however its value looks.
+const ON_LEASE: &str = "lease";
+
 /// The field a resigning leader adds to the value of the waiter it hands
 /// over to: the leader's token.
 const HANDED_OVER_BY: &str = "handed_over_by";
@@ -54,16 +61,101 @@ pub struct Behind {
 }
 
 impl Behind {
-    /// A candidate as read from its key; None for a value that is not a
-    /// JSON object (another tool's).
+    /// A candidate as read from its key; None for one that is not a
+    /// leaderrun's of this version or later (another tool's, whatever its
+    /// value; or an older leaderrun's, which learns its turn by reading).
     pub fn read(kv: &Kv) -> Option<Behind> {
         let value: serde_json::Value = serde_json::from_slice(&kv.value).ok()?;
-        value.is_object().then(|| Behind {
+        let behind = Behind {
             key: String::from_utf8_lossy(&kv.key).into_owned(),
             token: Token::created_at(kv.create_revision),
             lease: kv.lease,
             value,
-        })
+        };
+        behind.is_leaderruns().then_some(behind)
+    }
+
+    /// Whether its value was written by a leaderrun for this key: it names
+    /// the key's lease. A list passed on by a leader of an older version
+    /// may name candidates that are not.
+    pub fn is_leaderruns(&self) -> bool {
+        self.value.get(ON_LEASE).and_then(serde_json::Value::as_i64) == Some(self.lease.0)
+    }
+}
+
+/// Who a candidate's value says it is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Proclaimed {
+    /// A leaderrun's: who, where, since when.
+    Leaderrun(Holder),
+    /// Another tool's (`etcdctl elect`'s proposal; `etcdctl lock`'s value,
+    /// empty), as it is: nothing else of it is known.
+    Other(String),
+}
+
+impl Proclaimed {
+    /// A candidate's value, as read.
+    pub fn read(value: &[u8]) -> Proclaimed {
+        match serde_json::from_slice(value) {
+            Ok(holder) => Proclaimed::Leaderrun(holder),
+            Err(_) => Proclaimed::Other(String::from_utf8_lossy(value).into_owned()),
+        }
+    }
+
+    /// The --max-running its value gives; None for another tool's, which
+    /// holds the election alone (etcd's election elects only the first).
+    pub fn max_running(&self) -> Option<usize> {
+        match self {
+            Proclaimed::Leaderrun(holder) => Some(holder.max_running),
+            Proclaimed::Other(_) => None,
+        }
+    }
+
+    /// "pid 4242 on web-2 since 2026-11-29T07:00:00Z", or what another
+    /// tool's candidate is known by: its value, or (empty, as `etcdctl
+    /// lock` writes it) its key.
+    pub fn describe(&self, key: &str) -> String {
+        match self {
+            Proclaimed::Leaderrun(holder) => holder.describe(),
+            Proclaimed::Other(value) if value.is_empty() => format!(
+                "another tool's candidate (etcdctl elect or lock), key {} with an empty value",
+                printable(key)
+            ),
+            Proclaimed::Other(value) => format!(
+                "another tool's candidate (etcdctl elect or lock), value {}",
+                printable(value)
+            ),
+        }
+    }
+
+    /// What `status` shows as the command: a leaderrun's command, or
+    /// another tool's value whole.
+    pub fn command(&self) -> &str {
+        match self {
+            Proclaimed::Leaderrun(holder) => &holder.command,
+            Proclaimed::Other(value) => value,
+        }
+    }
+
+    /// The holder for `status --json`: what is not known is null; another
+    /// tool's value is shown whole as the command, as it always was, with
+    /// `other_tool` true.
+    pub fn json(&self) -> serde_json::Value {
+        match self {
+            Proclaimed::Leaderrun(holder) => serde_json::json!({
+                "host": holder.host,
+                "pid": holder.pid,
+                "started": holder.started,
+                "command": holder.command,
+            }),
+            Proclaimed::Other(value) => serde_json::json!({
+                "host": null,
+                "pid": null,
+                "started": null,
+                "command": value,
+                "other_tool": true,
+            }),
+        }
     }
 }
 
@@ -103,13 +195,31 @@ impl Holder {
         }
     }
 
-    /// The value written to etcd.
+    /// The value as JSON, with nothing added (what older versions wrote).
+    #[cfg(test)]
     pub fn encode(&self) -> String {
         serde_json::to_string(self).expect("a struct of strings serializes")
     }
 
-    /// Reads a value back. Values written by other tools (`etcdctl elect`)
-    /// are not JSON: they are kept whole as the command, so they still show.
+    /// The value of our candidate key on `lease`: this holder, with the
+    /// lease that tells it from another tool's ([`ON_LEASE`]).
+    pub fn encode_on(&self, lease: LeaseId) -> String {
+        #[derive(Serialize)]
+        struct OnLease<'a> {
+            #[serde(flatten)]
+            holder: &'a Holder,
+            lease: i64,
+        }
+        let value = OnLease {
+            holder: self,
+            lease: lease.0,
+        };
+        serde_json::to_string(&value).expect("a struct of strings serializes")
+    }
+
+    /// Reads a value of leaderrun's own back (a `--once-per` marker's
+    /// holder); one that is not is kept whole as the command. A
+    /// candidate's value may be another tool's: [`Proclaimed::read`].
     pub fn decode(value: &[u8]) -> Self {
         serde_json::from_slice(value).unwrap_or_else(|_| Holder {
             host: "?".into(),
@@ -262,8 +372,13 @@ mod tests {
     fn a_handover_passes_on_who_is_behind_and_keeps_the_value() {
         let holder = Holder::for_this_process(&["true".into()], false);
         let value: serde_json::Value = serde_json::from_str(&holder.encode()).unwrap();
-        let behind =
-            Behind::read(&Kv::written("jobs/a/2", 9, 2, holder.encode().as_bytes())).unwrap();
+        let behind = Behind::read(&Kv::written(
+            "jobs/a/2",
+            9,
+            2,
+            holder.encode_on(LeaseId(2)).as_bytes(),
+        ))
+        .unwrap();
         let handed = Holder::handed_over(&value, Token(7), std::slice::from_ref(&behind)).unwrap();
         assert_eq!(Holder::decode(&handed), holder, "the holder is kept");
         assert_eq!(
@@ -289,6 +404,23 @@ mod tests {
         assert_eq!(Holder::handover(holder.encode().as_bytes()), None);
         assert_eq!(Holder::handover(b"etcdctl-value"), None);
         assert!(Behind::read(&Kv::written("jobs/a/3", 9, 3, b"etcdctl-value")).is_none());
+    }
+
+    #[test]
+    fn only_a_value_that_names_its_keys_lease_is_a_leaderruns_to_hand_over_to() {
+        let holder = Holder::for_this_process(&["true".into()], false);
+        let ours = holder.encode_on(LeaseId(0x2a));
+        assert!(Behind::read(&Kv::written("jobs/y/2a", 9, 0x2a, ours.as_bytes())).is_some());
+        // The same value under a key on another lease (copied, or another
+        // tool's proposal shaped like ours), and one of an older version.
+        assert!(Behind::read(&Kv::written("jobs/y/2b", 9, 0x2b, ours.as_bytes())).is_none());
+        let proposal = r#"{"host":"web-9","pid":4242,"started":"2026-01-01T00:00:00Z","command":"my-proposal"}"#;
+        assert!(Behind::read(&Kv::written("jobs/y/2c", 9, 0x2c, proposal.as_bytes())).is_none());
+        // What names the lease is read back as the holder it was.
+        assert_eq!(
+            Proclaimed::read(ours.as_bytes()),
+            Proclaimed::Leaderrun(holder)
+        );
     }
 
     #[test]

@@ -195,14 +195,26 @@ pub struct Snapshot {
 /// UTF-8 (`etcdctl elect` writes any bytes).
 pub async fn read_leader(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Snapshot> {
     let line = Line::read(connection, election).await?;
-    let slots = line
-        .leader()
-        .map_or(1, |leader| leader.holder.max_running.max(1));
+    let slots = line.leader().map_or(1, Leader::slots);
     Ok(Snapshot {
         leader: line.leader().cloned(),
-        runners: line.in_order.values().take(slots).cloned().collect(),
+        runners: runners(line.in_order.values(), slots),
         candidates: line.in_order.len() as i64,
     })
+}
+
+/// Those that run, of `line` (candidates in line order) with `slots` as
+/// its leader gives them: the first `slots`, but for another tool's
+/// candidate behind the first, which waits (etcd's election elects only
+/// the first key; leaderrun counts it as one ahead, and runs beside it
+/// only if its count allows).
+pub fn runners<'a>(line: impl IntoIterator<Item = &'a Leader>, slots: usize) -> Vec<Leader> {
+    line.into_iter()
+        .take(slots)
+        .enumerate()
+        .filter(|(place, candidate)| *place == 0 || !candidate.other_tool())
+        .map(|(_, candidate)| candidate.clone())
+        .collect()
 }
 
 /// Every candidate of an election in line order, as read at one revision
@@ -421,6 +433,36 @@ mod tests {
 
     fn key(key: &str, created: i64) -> Kv {
         Kv::written(key, created, 1, b"")
+    }
+
+    #[test]
+    fn another_tools_candidate_runs_only_as_the_first() {
+        let ours = |at: i64| {
+            let holder = crate::election::holder::Holder {
+                max_running: 3,
+                ..crate::election::holder::Holder::decode(b"{}")
+            };
+            Leader::from_kv(&Kv::written(
+                format!("j/{at}"),
+                at,
+                at,
+                holder.encode_on(crate::etcd::ids::LeaseId(at)).as_bytes(),
+            ))
+        };
+        let theirs =
+            |at: i64| Leader::from_kv(&Kv::written(format!("j/{at}"), at, at, b"proposal"));
+        // `etcdctl elect` behind a leaderrun of 3 waits: etcd's election
+        // elects only the first key; the leaderrun behind it runs.
+        let line = [ours(1), theirs(2), ours(3), ours(4)];
+        let running: Vec<i64> = runners(&line, 3).iter().map(|r| r.token.0).collect();
+        assert_eq!(running, [1, 3]);
+        // First, it runs, alone.
+        let line = [theirs(1), ours(2)];
+        let running: Vec<i64> = runners(&line, line[0].slots())
+            .iter()
+            .map(|r| r.token.0)
+            .collect();
+        assert_eq!(running, [1]);
     }
 
     #[test]

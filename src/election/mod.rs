@@ -44,6 +44,8 @@ pub mod name;
 pub mod once_per;
 mod queue;
 pub mod record;
+#[cfg(test)]
+mod stored;
 mod watch;
 
 pub use handoff::Successor;
@@ -53,7 +55,7 @@ pub use watch::{watch_for_loss, OwnKey};
 use anyhow::{Context, Result};
 use etcd_client::{Compare, CompareOp, PutOptions, SortOrder, Txn, TxnOp, TxnResponse};
 
-use crate::election::holder::{etcdctl_del, printable, Holder};
+use crate::election::holder::{etcdctl_del, printable, Holder, Proclaimed};
 use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of, Range};
@@ -92,7 +94,7 @@ pub struct Leader {
     pub key: String,
     pub token: Token,
     pub lease: LeaseId,
-    pub holder: Holder,
+    pub holder: Proclaimed,
 }
 
 impl Leader {
@@ -103,7 +105,7 @@ impl Leader {
             key: name::escaped(&kv.key).into_owned(),
             token: Token::created_at(kv.create_revision),
             lease: kv.lease,
-            holder: Holder::decode(&kv.value),
+            holder: Proclaimed::read(&kv.value),
         }
     }
 
@@ -116,7 +118,20 @@ impl Leader {
                 etcdctl_del(&self.key)
             );
         }
-        format!("{} (token {})", self.holder.describe(), self.token)
+        format!("{} (token {})", self.holder.describe(&self.key), self.token)
+    }
+
+    /// The --max-running it leads with: another tool's candidate leads
+    /// alone.
+    pub fn slots(&self) -> usize {
+        self.holder.max_running().unwrap_or(1).max(1)
+    }
+
+    /// Whether it is another tool's candidate (`etcdctl elect` or `lock`),
+    /// which runs only as the first in line: etcd's election elects only
+    /// the first key.
+    pub fn other_tool(&self) -> bool {
+        self.holder.max_running().is_none()
     }
 
     /// A key with no lease (written by hand, or overwritten by a plain
@@ -293,7 +308,7 @@ impl<'a> Election<'a> {
     fn our_key(&self, lease: LeaseId, holder: &Holder) -> (String, TxnOp) {
         let key = name::candidate_key(self.name, lease);
         let options = etcd_client::PutOptions::new().with_lease(lease.0);
-        let put = TxnOp::put(key.as_str(), holder.encode(), Some(options));
+        let put = TxnOp::put(key.as_str(), holder.encode_on(lease), Some(options));
         (key, put)
     }
 
@@ -445,29 +460,28 @@ impl<'a> Election<'a> {
     /// Another tool's candidate (`etcdctl elect` or `lock`, whose value is
     /// not leaderrun's JSON) holds the election alone, as one of one.
     fn agree(&self, line: &[Leader]) -> Result<()> {
-        let Some(other) = line.first().filter(|leader| {
-            let theirs = leader.holder.max_running;
-            theirs != self.slots && (theirs != 0 || self.slots != 1)
-        }) else {
+        let Some(other) = line.first() else {
             return Ok(());
         };
-        if other.holder.max_running == 0 {
-            return Err(Disagreement(format!(
+        match other.holder.max_running() {
+            Some(theirs) if theirs == self.slots => Ok(()),
+            None if self.slots == 1 => Ok(()),
+            None => Err(Disagreement(format!(
                     "--max-running {} cannot share {} with another tool's candidate ({}), which holds it alone: run it with --max-running 1, or give leaderrun another --name",
                     self.slots,
                     self.name,
                     other.describe(),
                 ))
-            .into());
-        }
-        Err(Disagreement(format!(
+            .into()),
+            Some(theirs) => Err(Disagreement(format!(
                 "--max-running {} disagrees with {}, which runs {} with --max-running {}: give every replica the same --max-running",
                 self.slots,
                 other.describe(),
                 self.name,
-                other.holder.max_running
+                theirs
             ))
-        .into())
+            .into()),
+        }
     }
 
     /// Proves that we run before anything runs: our key still exists with our
@@ -634,23 +648,47 @@ mod tests {
     #[test]
     fn a_leader_is_read_from_its_key_whatever_wrote_it() {
         let holder = Holder::decode(br#"{"host":"web-2","pid":42,"started":"s","command":"c"}"#);
-        let leader = Leader::from_kv(&Kv::written("j/2a", 7, 0x2a, holder.encode().as_bytes()));
+        let value = holder.encode_on(LeaseId(0x2a));
+        let leader = Leader::from_kv(&Kv::written("j/2a", 7, 0x2a, value.as_bytes()));
         assert_eq!(
             (leader.key.as_str(), leader.token, leader.lease),
             ("j/2a", Token(7), LeaseId(0x2a))
         );
-        assert_eq!(leader.holder, holder);
-        assert_eq!(leader.holder.max_running, 1, "left out when 1");
-        assert!(!leader.stale());
+        assert_eq!(leader.holder, Proclaimed::Leaderrun(holder));
+        assert_eq!(leader.holder.max_running(), Some(1), "left out when 1");
+        assert!(!leader.stale() && !leader.other_tool());
         assert_eq!(leader.describe(), "pid 42 on web-2 since s (token 7)");
         // `etcdctl elect`'s value, and a key with no lease.
         let foreign = Leader::from_kv(&Kv::written(&b"odd/\xfe/1"[..], 8, 0, b"proposal"));
         assert_eq!(foreign.key, "odd/\\xfe/1");
-        assert_eq!(
-            (foreign.holder.command.as_str(), foreign.holder.max_running),
-            ("proposal", 0)
-        );
+        assert_eq!(foreign.holder, Proclaimed::Other("proposal".into()));
+        assert!(foreign.other_tool());
         assert!(foreign.stale());
         assert!(foreign.describe().starts_with("a stale key with no lease"));
+    }
+
+    #[test]
+    fn another_tools_candidate_is_described_by_what_is_known_of_it() {
+        // `etcdctl elect`'s proposal, and `etcdctl lock`'s empty value:
+        // no pid, host or time is made up.
+        let elect = Leader::from_kv(&Kv::written("jobs/x/694d", 2, 0x694d, b"proposal-A"));
+        assert_eq!(
+            elect.describe(),
+            "another tool's candidate (etcdctl elect or lock), value proposal-A (token 2)"
+        );
+        let lock = Leader::from_kv(&Kv::written("jobs/x/694e", 3, 0x694e, b""));
+        assert_eq!(
+            lock.describe(),
+            "another tool's candidate (etcdctl elect or lock), key jobs/x/694e with an empty value (token 3)"
+        );
+        for leader in [&elect, &lock] {
+            let json = leader.holder.json();
+            assert!(json["pid"].is_null() && json["host"].is_null(), "{json}");
+            assert!(
+                json["started"].is_null() && json["other_tool"] == true,
+                "{json}"
+            );
+        }
+        assert_eq!(elect.holder.json()["command"], "proposal-A");
     }
 }

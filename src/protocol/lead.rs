@@ -503,6 +503,24 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn steps_show_what_to_do_without_the_state() {
+        let forward = running().handle(
+            &RunningEvent::Signal(Signal::SIGHUP),
+            at(10_000),
+            lease(13_000),
+        );
+        assert_eq!(format!("{forward:?}"), "Forward(SIGHUP)");
+        let stop = running().handle(&RunningEvent::TimedOut, at(10_000), lease(13_000));
+        assert!(format!("{stop:?}").starts_with("Stop(StopOrder {"), "{stop:?}");
+        let RunningStep::Stop(stopping) = stop else {
+            panic!("--timeout does not stop the job")
+        };
+        let signal = due(&stopping, 10_000, true);
+        let step = stopping.handle(&signal, at(10_000), lease(13_000));
+        assert_eq!(format!("{step:?}"), "KillSignal(SIGTERM)");
+    }
+
     fn millis(instant: Instant) -> u64 {
         instant.since_boot().as_millis() as u64
     }

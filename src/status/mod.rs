@@ -121,9 +121,7 @@ impl Report {
         Ok(Report {
             election: election.to_vec(),
             waiters: (candidates - runners.len() as i64).max(0),
-            max_running: leader
-                .as_ref()
-                .map_or(1, |leader| leader.holder.max_running.max(1)),
+            max_running: leader.as_ref().map_or(1, election::Leader::slots),
             runners,
             leader,
             ttl,

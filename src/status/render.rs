@@ -48,12 +48,7 @@ fn leader_json(report: &Report) -> serde_json::Value {
             "token": leader.token,
             "lease": format!("{:x}", leader.lease),
             "ttl": report.ttl,
-            "holder": {
-                "host": leader.holder.host,
-                "pid": leader.holder.pid,
-                "started": leader.holder.started,
-                "command": leader.holder.command,
-            },
+            "holder": leader.holder.json(),
             "waiters": report.waiters,
         }),
         None => json!({
@@ -140,15 +135,17 @@ pub fn run_line(record: &Record) -> String {
 
 /// One runner of a --max-running election.
 fn runner_json(runner: &crate::election::Leader) -> serde_json::Value {
-    json!({
+    let mut shown = json!({
         "key": runner.key,
         "token": runner.token,
         "lease": format!("{:x}", runner.lease),
-        "host": runner.holder.host,
-        "pid": runner.holder.pid,
-        "started": runner.holder.started,
-        "command": runner.holder.command,
-    })
+    });
+    if let (Some(shown), serde_json::Value::Object(holder)) =
+        (shown.as_object_mut(), runner.holder.json())
+    {
+        shown.extend(holder);
+    }
+    shown
 }
 
 pub fn text(report: &Report) -> String {
@@ -161,7 +158,7 @@ pub fn text(report: &Report) -> String {
                 .map_or_else(|| "expired".into(), |ttl| format!("{ttl}s left"));
             lines.extend([
                 format!("leader:   {}", leader.describe()),
-                format!("command:  {}", printable(&leader.holder.command)),
+                format!("command:  {}", printable(leader.holder.command())),
                 format!("token:    {}", leader.token),
                 format!("key:      {}", printable(&leader.key)),
                 format!("lease:    {:x} ({left})", leader.lease),

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::write_out;
-use crate::election::holder::{now_rfc3339, printable};
+use crate::election::holder::{now_rfc3339, printable, Proclaimed};
 use crate::election::{Leader, Line};
 use crate::etcd::Connection;
 use crate::exit::Exit;
@@ -32,12 +32,15 @@ fn describe(election: &str, leader: Option<&Leader>) -> String {
     let election = printable(election);
     match leader {
         Some(leader) if leader.stale() => format!("{election}: blocked by {}", leader.describe()),
-        Some(leader) => format!(
-            "{election}: led by pid {} on {} (token {})",
-            leader.holder.pid,
-            printable(&leader.holder.host),
-            leader.token
-        ),
+        Some(leader) => match &leader.holder {
+            Proclaimed::Leaderrun(holder) => format!(
+                "{election}: led by pid {} on {} (token {})",
+                holder.pid,
+                printable(&holder.host),
+                leader.token
+            ),
+            Proclaimed::Other(_) => format!("{election}: led by {}", leader.describe()),
+        },
         None => format!("{election}: no leader"),
     }
 }

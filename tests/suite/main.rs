@@ -21,6 +21,7 @@ mod max_running;
 mod messages;
 mod nested_names;
 mod once_per;
+mod other_tools;
 mod passthrough;
 mod permissions;
 mod queue;
