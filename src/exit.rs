@@ -24,6 +24,11 @@ pub enum Exit {
     Success,
     /// `status`: nobody leads the election right now.
     NoLeader,
+    /// `status`: a key with no lease leads (written by hand, or
+    /// overwritten by a plain put): it never expires, and nobody will run
+    /// until it is removed. Not 0: a monitor that reads the code must not
+    /// see a stuck election as a led one.
+    Stuck,
     /// `status --max-age`: no run has succeeded within the age given (or
     /// ever). Nagios's CRITICAL, so the check plugs in as it is.
     Stale,
@@ -53,6 +58,7 @@ impl Exit {
         match self {
             Exit::Success => 0,
             Exit::NoLeader => 3,
+            Exit::Stuck => 4,
             Exit::Stale => 2,
             Exit::Conflict => 75,
             Exit::TimedOut => 123,
@@ -121,7 +127,7 @@ pub struct Row {
 }
 
 /// What each exit status means, in the order shown everywhere.
-pub const TABLE: [Row; 10] = [
+pub const TABLE: [Row; 11] = [
     Row {
         code: "N",
         meaning: "the command's own exit status, or 128+N if signal N ended it",
@@ -162,10 +168,14 @@ pub const TABLE: [Row; 10] = [
         code: "2",
         meaning: "leaderrun status --max-age: no run has succeeded within that age, or ever",
     },
+    Row {
+        code: "4",
+        meaning: "leaderrun status: the election is stuck: a key with no lease leads, which never expires; status names it and the etcdctl del that removes it",
+    },
 ];
 
 /// How a script tells leaderrun's own 75, 124 and 125 from the command's.
-pub const WHOSE_CODE: &str = "leaderrun's own 75 (with -v), 123, 124 and 125 each come with a line on stderr that starts with 'leaderrun: '; the command's own codes do not.";
+pub const WHOSE_CODE: &str = "leaderrun's own 75 (with -v, or when stderr is a terminal), 123, 124, 125, 126 and 127 each come with a line on stderr that starts with 'leaderrun: '; the command's own codes do not.";
 
 /// The exit for an error: the one place that chooses it. A command that
 /// cannot be run has a shell's code; every other error is leaderrun's own
@@ -254,6 +264,7 @@ mod tests {
         let all = [
             Exit::Success,
             Exit::NoLeader,
+            Exit::Stuck,
             Exit::Stale,
             Exit::Conflict,
             Exit::LeadershipLost,

@@ -166,7 +166,8 @@ pub enum Command {
     ///
     /// Name the election with --name, or give the same command line after
     /// `--` as the replicas run, so that the derived name matches. Exits 0
-    /// when someone leads, 3 when nobody does, 125 on errors; with --all, 0
+    /// when someone leads, 3 when nobody does, 4 when a key with no lease
+    /// leads (stuck: it never expires), 125 on errors; with --all, 0
     /// once every election is read, whoever leads (a leaderless one is a
     /// line, or leaderrun_leader_present 0), and 125 on errors.
     Status(StatusArgs),
@@ -350,7 +351,13 @@ pub struct ElectionArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = CHILD)]
 pub struct ChildArgs {
-    /// Signal sent to the command's process group when leadership is lost.
+    /// Signal that stops the command's whole job (its process group and
+    /// every descendant that left it), then SIGCONT so that a stopped job
+    /// acts on it.
+    ///
+    /// Sent when leadership is lost, when the command runs past --timeout,
+    /// and to what an exited command left running; SIGKILL follows after
+    /// --kill-after.
     #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
     pub kill_signal: Signal,
 

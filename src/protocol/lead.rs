@@ -512,7 +512,10 @@ mod tests {
         );
         assert_eq!(format!("{forward:?}"), "Forward(SIGHUP)");
         let stop = running().handle(&RunningEvent::TimedOut, at(10_000), lease(13_000));
-        assert!(format!("{stop:?}").starts_with("Stop(StopOrder {"), "{stop:?}");
+        assert!(
+            format!("{stop:?}").starts_with("Stop(StopOrder {"),
+            "{stop:?}"
+        );
         let RunningStep::Stop(stopping) = stop else {
             panic!("--timeout does not stop the job")
         };

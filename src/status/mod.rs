@@ -69,6 +69,7 @@ pub async fn status(options: Options) -> Result<Exit> {
     };
     write_out(shown.as_bytes())?;
     Ok(match report.leader {
+        Some(leader) if leader.stale() => Exit::Stuck,
         Some(_) => Exit::Success,
         None => Exit::NoLeader,
     })

@@ -55,7 +55,8 @@ fn an_overwritten_waiter_key_is_named_as_overwritten() {
 }
 
 /// A key with no lease under the election never expires: whoever finds it
-/// in the lead says what it is and how to remove it.
+/// in the lead says what it is and how to remove it, and `status` exits 4
+/// (stuck), not 0, so that a monitor reading the code sees it.
 #[test]
 fn a_stale_key_with_no_lease_blocks_the_election_and_is_named() {
     let etcd = Etcd::start();
@@ -79,7 +80,7 @@ fn a_stale_key_with_no_lease_blocks_the_election_and_is_named() {
     );
 
     let shown = status(&etcd, "jobs/stale");
-    assert_eq!(shown.code, Some(0), "{}{}", shown.stdout, shown.stderr);
+    assert_eq!(shown.code, Some(4), "{}{}", shown.stdout, shown.stderr);
     let leader = shown
         .stdout
         .lines()
