@@ -1,9 +1,12 @@
 //! The release artifacts (`scripts/release`, which `scripts/test` runs and
-//! names in LEADERRUN_TEST_RELEASE): the portable binary's glibc floor and
-//! libraries, the tarball's layout, the .rpm's files, metadata and
-//! dependencies and its install into a scratch root, the .deb's
-//! dependency, the checksums, and a smoke run of the portable binary
-//! against a real etcd named by host name.
+//! names in LEADERRUN_TEST_RELEASE), for x86_64 and for aarch64: each
+//! portable binary's glibc floor and libraries, each tarball's layout, each
+//! .rpm's files, metadata and dependencies and its install into a scratch
+//! root, each .deb's architecture and dependency, the checksums, and smoke
+//! runs against a real etcd: the x86_64 binary named by host name, the
+//! aarch64 one under qemu (`qemu-aarch64-static`, with the arm64 glibc that
+//! scripts/arm64-toolchain unpacked, named in LEADERRUN_TEST_ARM64_SYSROOT):
+//! a run, a conflict, `status`, and a revoke that stops its command.
 
 use crate::common::*;
 use std::path::{Path, PathBuf};
@@ -15,17 +18,65 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// linked against.
 const GLIBC_FLOOR: (u32, u32) = (2, 17);
 
-/// The shared libraries the portable binary may need: glibc's own, the
-/// loader, and libgcc_s. Nothing a minimal system lacks.
-const ALLOWED_LIBRARIES: [&str; 7] = [
+/// The shared libraries a portable binary may need: glibc's own, the
+/// loader (its architecture's: [`Arch::loader`]), and libgcc_s. Nothing a
+/// minimal system lacks.
+const ALLOWED_LIBRARIES: [&str; 6] = [
     "libc.so.6",
     "libm.so.6",
     "libpthread.so.0",
     "libdl.so.2",
     "librt.so.1",
     "libgcc_s.so.1",
-    "ld-linux-x86-64.so.2",
 ];
+
+/// An architecture the release is built for.
+#[derive(Debug, Clone, Copy)]
+struct Arch {
+    /// The kernel's and rpm's name, in the tarball's and the .rpm's.
+    name: &'static str,
+    /// Debian's name, in the .deb's.
+    deb: &'static str,
+    /// Its dynamic loader.
+    loader: &'static str,
+}
+
+const X86_64: Arch = Arch {
+    name: "x86_64",
+    deb: "amd64",
+    loader: "ld-linux-x86-64.so.2",
+};
+
+const AARCH64: Arch = Arch {
+    name: "aarch64",
+    deb: "arm64",
+    loader: "ld-linux-aarch64.so.1",
+};
+
+const ARCHES: [Arch; 2] = [X86_64, AARCH64];
+
+impl Arch {
+    fn allows(self, library: &str) -> bool {
+        ALLOWED_LIBRARIES.contains(&library) || library == self.loader
+    }
+
+    /// A command that runs `binary` of this architecture here: itself,
+    /// or under qemu.
+    fn run(self, binary: &Path) -> Command {
+        if self.name == X86_64.name {
+            return Command::new(binary);
+        }
+        let sysroot = std::env::var_os("LEADERRUN_TEST_ARM64_SYSROOT").unwrap_or_else(|| {
+            panic!(
+                "LEADERRUN_TEST_ARM64_SYSROOT is not set: scripts/test sets it to the arm64 glibc \
+                 that scripts/arm64-toolchain unpacked (by hand: $(scripts/arm64-toolchain)/sysroot)"
+            )
+        });
+        let mut command = Command::new("qemu-aarch64-static");
+        command.arg("-L").arg(sysroot).arg(binary);
+        command
+    }
+}
 
 /// The folder of artifacts this suite checks. Without it there is nothing
 /// to test, and saying so is a failure, not a pass.
@@ -39,8 +90,8 @@ fn artifacts() -> PathBuf {
     PathBuf::from(dir)
 }
 
-fn name() -> String {
-    format!("leaderrun-{VERSION}-x86_64-linux")
+fn name(arch: Arch) -> String {
+    format!("leaderrun-{VERSION}-{}-linux", arch.name)
 }
 
 fn output(command: &mut Command) -> String {
@@ -49,10 +100,10 @@ fn output(command: &mut Command) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// The tarball unpacked into a fresh folder, and the binary in it.
-fn unpacked() -> (tempfile::TempDir, PathBuf) {
+/// The tarball of `arch` unpacked into a fresh folder, and the binary in it.
+fn unpacked(arch: Arch) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let tarball = artifacts().join(format!("{}.tar.gz", name()));
+    let tarball = artifacts().join(format!("{}.tar.gz", name(arch)));
     output(
         Command::new("tar")
             .arg("-xzf")
@@ -60,7 +111,7 @@ fn unpacked() -> (tempfile::TempDir, PathBuf) {
             .arg("-C")
             .arg(dir.path()),
     );
-    let binary = dir.path().join(name()).join("leaderrun");
+    let binary = dir.path().join(name(arch)).join("leaderrun");
     (dir, binary)
 }
 
@@ -83,26 +134,46 @@ fn newest_glibc(binary: &Path) -> (u32, u32) {
 }
 
 #[test]
-fn the_portable_binary_needs_glibc_2_17_and_no_other_library() {
-    let (_dir, binary) = unpacked();
-    let newest = newest_glibc(&binary);
-    assert!(
-        newest <= GLIBC_FLOOR,
-        "the portable binary needs glibc {}.{}",
-        newest.0,
-        newest.1
-    );
-    let headers = output(Command::new("objdump").arg("-p").arg(&binary));
-    let needed: Vec<&str> = headers
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("NEEDED"))
-        .map(str::trim)
-        .collect();
-    for library in &needed {
+fn the_portable_binaries_need_glibc_2_17_and_no_other_library() {
+    for arch in ARCHES {
+        let (_dir, binary) = unpacked(arch);
+        let newest = newest_glibc(&binary);
         assert!(
-            ALLOWED_LIBRARIES.contains(library),
-            "the portable binary needs {library}: {needed:?}"
+            newest <= GLIBC_FLOOR,
+            "the {} binary needs glibc {}.{}",
+            arch.name,
+            newest.0,
+            newest.1
         );
+        let headers = output(Command::new("objdump").arg("-p").arg(&binary));
+        let needed: Vec<&str> = headers
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("NEEDED"))
+            .map(str::trim)
+            .collect();
+        let program = output(Command::new("readelf").arg("-lW").arg(&binary));
+        assert!(
+            program.contains(&format!("interpreter: /lib/{}]", arch.loader))
+                || program.contains(&format!("interpreter: /lib64/{}]", arch.loader)),
+            "{arch:?}: {program}"
+        );
+        for library in &needed {
+            assert!(
+                arch.allows(library),
+                "the {} binary needs {library}: {needed:?}",
+                arch.name
+            );
+        }
+        let header = output(Command::new("readelf").arg("-h").arg(&binary));
+        let machine = match arch.name {
+            "x86_64" => "X86-64",
+            _ => "AArch64",
+        };
+        let said = header
+            .lines()
+            .find(|line| line.trim_start().starts_with("Machine:"))
+            .unwrap_or_default();
+        assert!(said.contains(machine), "{arch:?}: {header}");
     }
     // The development build, by contrast, is this machine's: the check
     // above can fail.
@@ -111,12 +182,18 @@ fn the_portable_binary_needs_glibc_2_17_and_no_other_library() {
 }
 
 #[test]
-fn the_tarball_holds_one_folder_with_the_binary_and_its_documents() {
-    let tarball = artifacts().join(format!("{}.tar.gz", name()));
+fn the_tarballs_hold_one_folder_with_the_binary_and_its_documents() {
+    for arch in ARCHES {
+        a_tarball_holds_one_folder_with_the_binary_and_its_documents(arch);
+    }
+}
+
+fn a_tarball_holds_one_folder_with_the_binary_and_its_documents(arch: Arch) {
+    let tarball = artifacts().join(format!("{}.tar.gz", name(arch)));
     let listing = output(Command::new("tar").arg("-tzf").arg(&tarball));
     let mut entries: Vec<&str> = listing.lines().map(|l| l.trim_end_matches('/')).collect();
     entries.sort_unstable();
-    let top = name();
+    let top = name(arch);
     let mut expected: Vec<String> = [
         "",
         "/leaderrun",
@@ -152,8 +229,14 @@ fn the_tarball_holds_one_folder_with_the_binary_and_its_documents() {
 
 #[test]
 fn version_names_the_version_and_the_commit_it_was_built_from() {
-    let (_dir, binary) = unpacked();
-    let said = output(Command::new(&binary).arg("--version"));
+    for arch in ARCHES {
+        a_version_names_the_version_and_the_commit(arch);
+    }
+}
+
+fn a_version_names_the_version_and_the_commit(arch: Arch) {
+    let (_dir, binary) = unpacked(arch);
+    let said = output(arch.run(&binary).arg("--version"));
     let prefix = format!("leaderrun {VERSION} (commit ");
     assert!(
         said.starts_with(&prefix) && said.ends_with(")\n"),
@@ -173,17 +256,23 @@ fn version_names_the_version_and_the_commit_it_was_built_from() {
         );
     }
     // -V, as the man pages, says the version alone.
-    let short = output(Command::new(&binary).arg("-V"));
+    let short = output(arch.run(&binary).arg("-V"));
     assert_eq!(short, format!("leaderrun {VERSION}\n"));
 }
 
-fn rpm_file() -> PathBuf {
-    artifacts().join(format!("leaderrun-{VERSION}-1.x86_64.rpm"))
+fn rpm_file(arch: Arch) -> PathBuf {
+    artifacts().join(format!("leaderrun-{VERSION}-1.{}.rpm", arch.name))
 }
 
 #[test]
-fn the_rpm_puts_its_files_where_rhel_and_fedora_look() {
-    let rpm = rpm_file();
+fn the_rpms_put_their_files_where_rhel_and_fedora_look() {
+    for arch in ARCHES {
+        an_rpm_puts_its_files_where_rhel_and_fedora_look(arch);
+    }
+}
+
+fn an_rpm_puts_its_files_where_rhel_and_fedora_look(arch: Arch) {
+    let rpm = rpm_file(arch);
     let listing = output(Command::new("rpm").arg("-qpl").arg(&rpm));
     let mut files: Vec<&str> = listing
         .lines()
@@ -220,7 +309,7 @@ fn the_rpm_puts_its_files_where_rhel_and_fedora_look() {
     ]));
     assert_eq!(
         metadata,
-        format!("leaderrun {VERSION} 1 x86_64 MIT OR Apache-2.0")
+        format!("leaderrun {VERSION} 1 {} MIT OR Apache-2.0", arch.name)
     );
     // What it requires: glibc's libraries at versions up to the floor,
     // and rpm's own features; nothing else.
@@ -230,7 +319,7 @@ fn the_rpm_puts_its_files_where_rhel_and_fedora_look() {
         assert!(
             requirement.starts_with("rpmlib(")
                 || requirement.starts_with("rtld(")
-                || ALLOWED_LIBRARIES.contains(&library),
+                || arch.allows(library),
             "the rpm requires {requirement}:\n{requires}"
         );
         if let Some(version) = requirement.split("GLIBC_").nth(1) {
@@ -243,7 +332,13 @@ fn the_rpm_puts_its_files_where_rhel_and_fedora_look() {
 }
 
 #[test]
-fn the_rpm_installs_into_a_scratch_root_and_runs_from_there() {
+fn the_rpms_install_into_a_scratch_root_and_run_from_there() {
+    for arch in ARCHES {
+        an_rpm_installs_into_a_scratch_root_and_runs_from_there(arch);
+    }
+}
+
+fn an_rpm_installs_into_a_scratch_root_and_runs_from_there(arch: Arch) {
     let root = tempfile::tempdir().unwrap();
     output(
         Command::new("rpm")
@@ -255,11 +350,11 @@ fn the_rpm_installs_into_a_scratch_root_and_runs_from_there() {
         Command::new("rpm")
             .arg("--root")
             .arg(root.path())
-            .args(["--nodeps", "-i"])
-            .arg(rpm_file()),
+            .args(["--nodeps", "--ignorearch", "-i"])
+            .arg(rpm_file(arch)),
     );
     let binary = root.path().join("usr/bin/leaderrun");
-    let said = output(Command::new(&binary).arg("--version"));
+    let said = output(arch.run(&binary).arg("--version"));
     assert!(
         said.starts_with(&format!("leaderrun {VERSION} (commit ")),
         "{said}"
@@ -270,23 +365,43 @@ fn the_rpm_installs_into_a_scratch_root_and_runs_from_there() {
             .arg(root.path())
             .args(["-q", "leaderrun"]),
     );
-    assert_eq!(installed.trim(), format!("leaderrun-{VERSION}-1.x86_64"));
+    assert_eq!(
+        installed.trim(),
+        format!("leaderrun-{VERSION}-1.{}", arch.name)
+    );
 }
 
 #[test]
-fn the_deb_depends_on_the_glibc_floor_of_its_binary() {
-    let deb = std::fs::read_dir(artifacts())
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| path.extension().is_some_and(|ext| ext == "deb"))
-        .expect("a .deb among the artifacts");
-    let depends = output(
-        Command::new("dpkg-deb")
-            .arg("--field")
-            .arg(&deb)
-            .arg("Depends"),
-    );
-    assert_eq!(depends.trim_end(), "libc6 (>= 2.17)");
+fn each_deb_is_of_its_architecture_and_depends_on_the_glibc_floor() {
+    for arch in ARCHES {
+        let deb = artifacts().join(format!("leaderrun_{VERSION}_{}.deb", arch.deb));
+        let field = |name: &str| {
+            output(Command::new("dpkg-deb").arg("--field").arg(&deb).arg(name))
+                .trim_end()
+                .to_owned()
+        };
+        assert_eq!(field("Depends"), "libc6 (>= 2.17)", "{arch:?}");
+        assert_eq!(field("Architecture"), arch.deb);
+        assert_eq!(field("Version"), VERSION);
+        let listing = output(Command::new("dpkg-deb").arg("--contents").arg(&deb));
+        assert!(
+            listing
+                .lines()
+                .any(|line| line.ends_with("./usr/bin/leaderrun")),
+            "{listing}"
+        );
+        // The binary in it is the tarball's.
+        let extracted = tempfile::tempdir().unwrap();
+        output(
+            Command::new("dpkg-deb")
+                .arg("-x")
+                .arg(&deb)
+                .arg(extracted.path()),
+        );
+        let (_dir, binary) = unpacked(arch);
+        let packaged = std::fs::read(extracted.path().join("usr/bin/leaderrun")).unwrap();
+        assert!(packaged == std::fs::read(&binary).unwrap(), "{arch:?}");
+    }
 }
 
 #[test]
@@ -305,7 +420,11 @@ fn the_checksums_cover_every_artifact() {
         .collect();
     present.sort_unstable();
     assert_eq!(named, present);
-    assert_eq!(named.len(), 3, "tarball, .deb and .rpm: {named:?}");
+    assert_eq!(
+        named.len(),
+        6,
+        "tarball, .deb and .rpm of each architecture: {named:?}"
+    );
     output(
         Command::new("sha256sum")
             .args(["--check", "--quiet", "SHA256SUMS"])
@@ -318,7 +437,7 @@ fn the_checksums_cover_every_artifact() {
 /// NSS modules, which a binary linked for another glibc must still load.
 #[test]
 fn the_portable_binary_runs_against_etcd_by_host_name() {
-    let (_dir, binary) = unpacked();
+    let (_dir, binary) = unpacked(X86_64);
     let etcd = Etcd::start();
     let endpoint = format!("http://localhost:{}", etcd.client_port());
     let ran = run_within(
@@ -363,4 +482,52 @@ fn the_portable_binary_runs_against_etcd_by_host_name() {
     std::fs::write(&flag, "").unwrap();
     let (code, stderr) = holder.finish(LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// The aarch64 binary, under qemu, against a real etcd: a run with its
+/// token and its exit code passed through, a conflict, `status`, and a
+/// revoked lease that stops its command (124). The commands it starts are
+/// this machine's, run natively.
+#[test]
+fn the_aarch64_binary_runs_against_etcd_under_qemu() {
+    let (_dir, binary) = unpacked(AARCH64);
+    let etcd = Etcd::start();
+    let endpoint = etcd.endpoint();
+    let arm = |args: &[&str]| {
+        let mut command = AARCH64.run(&binary);
+        leaderrun_env(&mut command, &endpoint).args(args);
+        command
+    };
+    let ran = run_within(
+        &mut arm(&[
+            "--name",
+            "jobs/arm",
+            "--",
+            "sh",
+            "-c",
+            "echo token=$LEADERRUN_TOKEN; exit 3",
+        ]),
+        LIMIT,
+    );
+    assert_eq!(ran.code, Some(3), "{}", ran.stderr);
+    assert!(ran.stdout.starts_with("token="), "{}", ran.stdout);
+
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let job = pid_job(&pidfile);
+    let mut args = vec!["--name", "jobs/arm", "--"];
+    args.extend(job.iter().map(String::as_str));
+    let mut holder = Replica::spawn(&mut arm(&args));
+    read_pid(&pidfile, LIMIT);
+    let conflict = run_within(&mut arm(&["--name", "jobs/arm", "--", "true"]), LIMIT);
+    assert_eq!(conflict.code, Some(75), "{}", conflict.stderr);
+    let status = run_within(&mut arm(&["status", "--name", "jobs/arm", "--json"]), LIMIT);
+    assert_eq!(status.code, Some(0), "{}", status.stderr);
+    let shown: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(shown["holder"]["pid"], holder.pid(), "{shown}");
+    let (_, _, lease) = etcd.candidates("jobs/arm")[0].clone();
+    etcd.revoke(lease);
+    let (code, stderr) = holder.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
+    assert!(stderr.contains("leadership of jobs/arm lost"), "{stderr}");
 }
