@@ -315,11 +315,17 @@ impl World {
         replica.window = false;
         replica.job = Job::Running { term: false };
         replica.ran = true;
+        // A run whose key another writer took between its proof and now
+        // cannot know yet (the robbed exception, for fencing to cover):
+        // with one runner, tokens and the records order starts by proof,
+        // and its start is out of that order (0: not ranked).
+        if self.slots == 1 && replica.robbed {
+            replica.started = 0;
+            return;
+        }
         self.starts += 1;
         replica.started = self.starts;
-        // A run whose key another writer took between its proof and now
-        // cannot know yet (the robbed exception, for fencing to cover).
-        if self.slots == 1 && !replica.robbed {
+        if self.slots == 1 {
             self.token_went_back |= token <= self.max_started;
             self.max_started = self.max_started.max(token);
         }
@@ -416,8 +422,9 @@ impl World {
                 self.finished_floor = self.finished_floor.max(ended);
             }
             Which::Started => {
-                let started = self.start_of(token);
-                self.started_floor = self.started_floor.max(started);
+                if let Some(started) = self.start_of(token) {
+                    self.started_floor = self.started_floor.max(started);
+                }
             }
             Which::Succeeded => {}
         }
@@ -425,19 +432,22 @@ impl World {
 
     /// Where the run of `token` comes in the order of starts, as the
     /// records define it: with one runner, when its command started
-    /// (tokens order that, but for a robbed run); with several, whose
-    /// runs overlap, the revision its win was proven at (docs/design.md,
-    /// "Run records"): of two runners proven apart, the later may spawn a
-    /// few milliseconds first, and only the proof is seen by etcd.
-    pub fn start_of(&self, token: i64) -> i64 {
+    /// (tokens order that), but for a run whose key another writer took
+    /// before it started (None: out of that order, the robbed exception);
+    /// with several, whose runs overlap, the revision its win was proven
+    /// at (docs/design.md, "Run records"): of two runners proven apart,
+    /// the later may spawn a few milliseconds first, and only the proof is
+    /// seen by etcd.
+    pub fn start_of(&self, token: i64) -> Option<i64> {
         let run = self
             .replicas
             .iter()
             .find(|replica| replica.token == Some(token));
         match run {
-            Some(replica) if self.slots > 1 => replica.proven_at.unwrap_or(0),
-            Some(replica) => i64::from(replica.started),
-            None => 0,
+            Some(replica) if self.slots > 1 => Some(replica.proven_at.unwrap_or(0)),
+            Some(replica) if replica.ran && replica.started == 0 => None,
+            Some(replica) => Some(i64::from(replica.started)),
+            None => Some(0),
         }
     }
 

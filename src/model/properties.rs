@@ -82,7 +82,9 @@ fn tokens(world: &World) -> Option<String> {
 ///    last (by the revision its key stopped being its own) among those
 ///    that wrote it or were entitled to; last-started of the run that
 ///    started last (in the order the commands started) among those
-///    written there; a success recorded is a command that exited 0.
+///    written there, but for a run whose key another writer took before
+///    it started (it cannot know, as in 3: its records rank it by its
+///    proof); a success recorded is a command that exited 0.
 fn records(world: &World) -> Option<String> {
     let record = |key| match world.etcd.keys.get(&key).map(|found| found.value) {
         Some(Value::Record { token, outcome, .. }) => Some((token, outcome)),
@@ -110,9 +112,9 @@ fn records(world: &World) -> Option<String> {
         }
     }
     match record(Key::Started) {
-        Some((token, _)) if world.start_of(token) < world.started_floor => Some(format!(
+        Some((token, _)) if world.start_of(token).is_some_and(|start| start < world.started_floor) => Some(format!(
             "records: last-started holds token {token}'s run, start {} in order, but start {} was written there",
-            world.start_of(token),
+            world.start_of(token).unwrap_or_default(),
             world.started_floor
         )),
         _ => None,
