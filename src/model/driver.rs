@@ -180,9 +180,8 @@ impl World {
                 let code = table::spawn_failed(Exit::NotFound);
                 // Its win comes after every start before it: its record
                 // (not started) is the latest in last-started's order.
-                self.starts += 1;
+                self.rank_start(r);
                 let replica = &mut self.replicas[r];
-                replica.started = self.starts;
                 replica.ending = Some((code.value(CONFLICT), code.outcome()));
                 replica.phase.0 = Phase::Resigning;
             }
@@ -315,20 +314,29 @@ impl World {
         replica.window = false;
         replica.job = Job::Running { term: false };
         replica.ran = true;
-        // A run whose key another writer took between its proof and now
-        // cannot know yet (the robbed exception, for fencing to cover):
-        // with one runner, tokens and the records order starts by proof,
-        // and its start is out of that order (0: not ranked).
-        if self.slots == 1 && replica.robbed {
-            replica.started = 0;
-            return;
-        }
-        self.starts += 1;
-        replica.started = self.starts;
-        if self.slots == 1 {
+        if self.rank_start(r) && self.slots == 1 {
             self.token_went_back |= token <= self.max_started;
             self.max_started = self.max_started.max(token);
         }
+    }
+
+    /// Gives a win that reached its start (its command spawned, or its
+    /// spawn failed: its record says not started) its place in the order
+    /// of starts, and says whether it has one. A run whose key another
+    /// writer took between its proof and now cannot know yet (the robbed
+    /// exception, for fencing to cover): with one runner, tokens and the
+    /// records order starts by proof, and its start is out of that order
+    /// (0: not ranked). The second long run found the failed spawn's way
+    /// ranked such a run still.
+    fn rank_start(&mut self, r: usize) -> bool {
+        let replica = &mut self.replicas[r];
+        if self.slots == 1 && replica.robbed {
+            replica.started = 0;
+            return false;
+        }
+        self.starts += 1;
+        replica.started = self.starts;
+        true
     }
 
     /// Gives back the lease, and a window claimed but not spent, if etcd
@@ -445,7 +453,7 @@ impl World {
             .find(|replica| replica.token == Some(token));
         match run {
             Some(replica) if self.slots > 1 => Some(replica.proven_at.unwrap_or(0)),
-            Some(replica) if replica.ran && replica.started == 0 => None,
+            Some(replica) if replica.robbed && replica.started == 0 => None,
             Some(replica) => Some(i64::from(replica.started)),
             None => Some(0),
         }
