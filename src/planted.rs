@@ -1,10 +1,11 @@
-//! Defects planted on purpose, for the model checker (`model`) to prove
-//! that it can fail: each sits in the production code the checker drives,
+//! Defects planted on purpose, for the model checker and the simulator
+//! (`model`) to prove that they can fail: each sits in the production code the checker drives,
 //! behind a switch that only a test can turn on, for its own thread. In a
 //! build that is not a test, [`planted`] is a constant false and the
 //! defects compile away.
 
-/// The defects the model checker must catch.
+/// The defects the model checker and the simulator must catch (the
+/// last, only the simulator can).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Defect {
     /// The proof of a win skips "among the first --max-running": a queued
@@ -36,6 +37,10 @@ pub enum Defect {
     /// (a leading run's state, `protocol::lead`, forgets to): the job
     /// lives on.
     GraceWithoutKill,
+    /// The kill schedule's margin is a millisecond: enough where clocks
+    /// agree and processes act in time (the checker's world), not where a
+    /// replica's clock runs slower than etcd's (the simulator's).
+    ThinMargin,
 }
 
 /// Whether `defect` is planted (never, outside the model checker's tests).

@@ -34,6 +34,11 @@ impl World {
         if let Some(trouble) = self.request_trouble(r).filter(|_| needs_etcd) {
             return CampaignEvent::Etcd(trouble);
         }
+        let reads_the_line = matches!(phase, CampaignPhase::Waiting | CampaignPhase::Proving);
+        if reads_the_line && std::mem::take(&mut self.replicas[r].compacted) {
+            say!(say, "replica {r}'s read of the line meets the compaction");
+            return CampaignEvent::Etcd(Trouble::Outage);
+        }
         match phase {
             CampaignPhase::Dialling => CampaignEvent::Dialled,
             CampaignPhase::Granting => {
@@ -41,8 +46,8 @@ impl World {
                 let replica = &mut self.replicas[r];
                 replica.lease = Some(Held {
                     id,
-                    expires: self.now + TTL,
-                    next_renewal: self.now + RENEW_EVERY,
+                    expires: self.now + replica.timed(TTL),
+                    next_renewal: self.now + replica.timed(RENEW_EVERY),
                     gone: false,
                 });
                 replica.lost_seen = false;
@@ -92,13 +97,16 @@ impl World {
         }
     }
 
-    /// A waiter woken: its key and the line ahead, read at one revision.
+    /// A waiter woken: its key and the line ahead, read at one revision;
+    /// or, on the fast path, its own key's watch showing the handover to
+    /// it, which proves its turn at the handover's revision with no read.
     fn look(&mut self, r: usize) -> CampaignEvent {
         let (key, token, lease) = self.ids(r);
         if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
             return CampaignEvent::PlaceLost(PlaceLost::Key(loss));
         }
-        self.replicas[r].proven_at = Some(self.etcd.revision);
+        let proven_at = self.handed_over(r).unwrap_or(self.etcd.revision);
+        self.replicas[r].proven_at = Some(proven_at);
         CampaignEvent::Proven(())
     }
 
@@ -383,6 +391,7 @@ impl World {
         if self.etcd.ours(key, token, lease) {
             let revision = self.etcd.revision + 1;
             self.etcd.delete_at(key, revision);
+            self.hand_over(r, token, revision);
             for (which, guard) in end_plan(outcome, true, proven_at, None) {
                 let written = self.etcd.record(which, guard, value, revision);
                 self.wrote(which, written, token);
@@ -417,6 +426,29 @@ impl World {
             self.wrote(which, written, token);
         }
         say!(say, "replica {r} resigns unentitled: {outcome:?}");
+    }
+
+    /// On the fast path, with one runner: the resignation's transaction
+    /// (at `revision`) rewrites the key of the candidate just behind ours
+    /// (token `token`), if it is a replica's (another writer's is never
+    /// rewritten), keeping its create revision and lease.
+    fn hand_over(&mut self, r: usize, token: i64, revision: i64) {
+        if !self.replicas[r].fast || self.slots != 1 {
+            return;
+        }
+        let behind = self
+            .etcd
+            .keys
+            .iter()
+            .filter(|(key, found)| matches!(key, Key::Candidate(_)) && found.create > token)
+            .min_by_key(|(_, found)| found.create)
+            .map(|(key, found)| (*key, *found));
+        if let Some((key, found)) = behind {
+            if matches!(found.value, Value::Candidate(Some(_)) | Value::HandedOver) {
+                self.etcd
+                    .put_at(key, Value::HandedOver, found.lease, revision);
+            }
+        }
     }
 
     /// Ghost bookkeeping of a record written.

@@ -39,6 +39,9 @@ impl Key {
 pub enum Value {
     /// A candidate key, written by replica `.0` (or by another writer).
     Candidate(Option<u8>),
+    /// A replica's candidate key, rewritten by the leader that resigned
+    /// to it (the fast path): at the key's mod revision.
+    HandedOver,
     /// A run record: the run's token, outcome, and the revision its win
     /// was proven at (what orders starts).
     Record {
@@ -201,7 +204,7 @@ impl Etcd {
             Guard::NoLaterStart => {
                 let theirs = found.and_then(|found| match found.value {
                     Value::Record { proven, .. } => Some(proven),
-                    Value::Candidate(_) => None,
+                    Value::Candidate(_) | Value::HandedOver => None,
                 });
                 let Value::Record { proven, .. } = value else {
                     return false;

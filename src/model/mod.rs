@@ -54,6 +54,8 @@ pub struct Bounds {
     pub wait_timeout: &'static [bool],
     /// --once-per, for every replica: one window that outlasts the run.
     pub once_per: bool,
+    /// The handover's fast path, by replica (cycled).
+    pub fast: &'static [bool],
     /// How many faults may strike (ending one is free).
     pub faults: u8,
     /// Which kinds.
@@ -87,7 +89,7 @@ const SETTLE: usize = 2_000;
 /// with the shortest trace to it.
 pub fn check(bounds: Bounds) -> Result<Explored, Failure> {
     let start = Instant::now();
-    let init = World::new(
+    let mut init = World::new(
         bounds.replicas,
         bounds.slots,
         bounds.wait,
@@ -96,6 +98,9 @@ pub fn check(bounds: Bounds) -> Result<Explored, Failure> {
         bounds.once_per,
         (bounds.faults, bounds.kinds),
     );
+    for (r, replica) in init.replicas.iter_mut().enumerate() {
+        replica.fast = bounds.fast[r % bounds.fast.len()];
+    }
     // Per state: its parent and the step from it (the root is its own).
     let mut nodes: Vec<(u32, Step)> = vec![(0, Step::Tick)];
     let mut seen: HashMap<u64, u32> = HashMap::from([(fingerprint(&init), 0)]);

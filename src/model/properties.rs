@@ -46,8 +46,10 @@ fn exclusion(world: &World) -> Option<String> {
 
 /// 2. No command outlives its lease on the server (expired by its TTL),
 ///    unless its leaderrun was paused through the deadline; nor, stronger,
-///    the lease's local deadline (which the server's expiry cannot come
-///    before), whoever took the lease or key.
+///    the lease's local deadline (which, where the clocks' rates agree,
+///    the server's expiry cannot come before; a replica's clock that runs
+///    slow, the simulator's, puts it after), whoever took the lease or
+///    key.
 fn outlived(world: &World) -> Option<String> {
     world.replicas.iter().enumerate().find_map(|(r, replica)| {
         let held = replica.lease?;

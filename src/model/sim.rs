@@ -16,7 +16,7 @@
 use std::time::{Duration, Instant};
 
 use super::properties;
-use super::world::{Step, World, ALL};
+use super::world::{Step, World, ALL, DRIFT};
 use super::Progress;
 
 /// The most steps of one walk: past it, the walk's progress is checked
@@ -72,6 +72,11 @@ pub struct Setup {
     /// Commands that never exit by themselves (a worker): only a stop
     /// ends them.
     pub endless: Vec<bool>,
+    /// How much slower than etcd's each replica's clock runs, per mille
+    /// (negative: faster), within [`DRIFT`].
+    pub slow_by: Vec<i32>,
+    /// The handover's fast path, on or off by replica.
+    pub fast: Vec<bool>,
 }
 
 impl Setup {
@@ -84,6 +89,11 @@ impl Setup {
         let wait_timeout = flags(5);
         let stubborn = flags(3);
         let endless = flags(3);
+        let fast = flags(2);
+        let span = 2 * DRIFT as usize + 1;
+        let slow_by = (0..replicas)
+            .map(|_| rng.below(span) as i32 - DRIFT)
+            .collect();
         Setup {
             replicas,
             slots,
@@ -94,6 +104,8 @@ impl Setup {
             faults: 2 + rng.below(7) as u8,
             stubborn,
             endless,
+            slow_by,
+            fast,
         }
     }
 
@@ -108,7 +120,7 @@ impl Setup {
     }
 
     fn world(&self) -> World {
-        World::new(
+        let mut world = World::new(
             self.replicas,
             self.slots,
             &self.wait,
@@ -116,7 +128,12 @@ impl Setup {
             &self.wait_timeout,
             self.once_per,
             (self.faults, ALL),
-        )
+        );
+        for (r, replica) in world.replicas.iter_mut().enumerate() {
+            replica.slow_by = self.slow_by[r];
+            replica.fast = self.fast[r];
+        }
+        world
     }
 }
 
@@ -402,6 +419,7 @@ mod tests {
             Defect::StartUnsure,
             Defect::RetryKeepsLease,
             Defect::GraceWithoutKill,
+            Defect::ThinMargin,
         ];
         for defect in defects {
             let start = Instant::now();

@@ -17,6 +17,7 @@ fn bounds(replicas: usize, slots: usize, faults: u8, kinds: &'static [Kind]) -> 
         timeout: &[false],
         wait_timeout: &[false],
         once_per: false,
+        fast: &[false],
         faults,
         kinds,
     }
@@ -111,6 +112,28 @@ fn one_window_of_two_replicas_holds_under_a_network_fault() {
 #[test]
 fn one_window_of_two_replicas_holds_when_what_a_win_needs_is_refused() {
     holds("--once-per, 2 replicas", once_per(&[Kind::Refusal]));
+}
+
+/// etcd's own life: a raft leader change (every lease extended) or a
+/// compaction (the line's read fails), in any phase.
+#[test]
+fn one_runner_of_two_replicas_holds_through_a_leader_change_or_a_compaction() {
+    holds(
+        "--max-running 1, 2 replicas",
+        bounds(2, 1, 1, &[Kind::Cluster]),
+    );
+}
+
+/// The handover's fast path on two replicas of three, off on the third
+/// (a fleet mid-change): a leader hands over as it resigns, and a waiter
+/// on it takes the handover as its proof.
+#[test]
+fn one_runner_of_three_replicas_holds_with_the_fast_path_on_two() {
+    let bounds = Bounds {
+        fast: &[true, true, false],
+        ..bounds(3, 1, 0, ALL)
+    };
+    holds("--max-running 1, 3 replicas, the fast path on two", bounds);
 }
 
 #[test]
@@ -296,4 +319,27 @@ fn a_stop_that_never_moves_on_to_sigkill_is_caught() {
         bounds(2, 1, 1, &[Kind::Network]),
         "",
     );
+}
+
+/// What only the simulator sees: in the checker's world every clock runs
+/// at etcd's rate and a process acts in time, so a kill schedule with a
+/// millisecond's margin stops every job before its lease could expire;
+/// a replica whose clock runs slow (the simulator's, within
+/// `world::DRIFT`) outlives its lease with it
+/// (`sim::tests::every_planted_defect_is_found`).
+#[test]
+fn a_thin_margin_goes_unseen_where_clocks_agree() {
+    // A network fault: a replica cut off stops its job by its deadline.
+    // Replicas that never wait are enough for it, at a fifth of the cost.
+    let bounds = Bounds {
+        wait: &[false],
+        ..bounds(2, 1, 1, &[Kind::Network])
+    };
+    if let Err(failure) = with(Defect::ThinMargin, || check(bounds)) {
+        panic!(
+            "the checker sees a thin margin after all: {}\n{}",
+            failure.property,
+            failure.trace.join("\n")
+        );
+    }
 }

@@ -17,7 +17,10 @@
 //! a replica still running (not paused) has to act on: a process that runs
 //! acts in time (the margin of the kill schedule is there for the real
 //! delays). A paused replica has no say: the clock runs on past its
-//! deadlines, and etcd expires its lease.
+//! deadlines, and etcd expires its lease. The clock is etcd's; a replica
+//! times its own spans (the TTL from a renewal, the next renewal) by a
+//! clock of its own, which runs at etcd's rate but in the simulator
+//! ([`Replica::slow_by`]).
 
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
@@ -45,6 +48,14 @@ pub const RENEW_EVERY: u32 = TTL / 3;
 pub const NOW: u32 = 100_000;
 /// The clock's step when nobody has a deadline sooner.
 pub const TICK: u32 = 1_000;
+/// How much a new etcd leader extends every lease by: its election
+/// timeout (etcd's default), added to the TTL from the moment it leads.
+pub const ELECTION: u32 = 1_000;
+/// The bound on a replica's clock rate against etcd's, per mille either
+/// way, that the simulator draws within: a twentieth, half of what the
+/// kill schedule's margin (a tenth of the TTL at the model's) leaves room
+/// for, and a hundred times what NTP's slew and a crystal's drift reach.
+pub const DRIFT: i32 = 50;
 
 pub fn schedule() -> KillSchedule {
     KillSchedule::new(ms(TTL), ms(KILL_AFTER))
@@ -194,6 +205,21 @@ pub struct Replica {
     /// It claimed the --once-per window, and its command has not started:
     /// the window is to be given back if it never does.
     pub window: bool,
+    /// How much slower than etcd's its clock runs, per mille (negative:
+    /// faster): every span it times (the TTL from a renewal's send, the
+    /// wait to the next renewal) lasts that much longer in etcd's time.
+    /// 0 in the checker; the simulator draws it within [`DRIFT`].
+    pub slow_by: i32,
+    /// The handover's fast path on (LEADERRUN_HANDOFF unset): with one
+    /// runner, it hands over to the candidate behind it as it resigns,
+    /// and takes a handover to it as its proof. Off in the checker (its
+    /// configurations are the slow path's); the simulator draws it per
+    /// replica, as a fleet mid-change would have it.
+    pub fast: bool,
+    /// etcd compacted its history while it waited in line or proved its
+    /// turn: its watches broke, and the read it makes of the line at the
+    /// revision it knew fails (an error like any other to the run).
+    pub compacted: bool,
 }
 
 impl Replica {
@@ -227,7 +253,16 @@ impl Replica {
             spawn_fails: false,
             guardian_fails: false,
             window: false,
+            slow_by: 0,
+            fast: false,
+            compacted: false,
         }
+    }
+
+    /// `span` as its clock times it, in etcd's time.
+    pub(super) fn timed(&self, span: u32) -> u32 {
+        let stretched = i64::from(span) * i64::from(1_000 + self.slow_by) / 1_000;
+        u32::try_from(stretched).unwrap_or(u32::MAX)
     }
 
     pub fn runs(&self) -> bool {
@@ -292,6 +327,12 @@ pub enum Fault {
     /// This replica's guardian will fail to start, if it must be started
     /// on winning.
     FailGuardian(u8),
+    /// etcd's raft leader changes: the new leader extends every lease to
+    /// its TTL and its election timeout from now (etcd's `Promote`),
+    /// which no holder is told of.
+    LeaderChange,
+    /// etcd compacts its history up to now.
+    Compact,
 }
 
 /// The faults, in four groups that CI checks one at a time.
@@ -306,9 +347,17 @@ pub enum Kind {
     /// What a win needs refused: etcd refuses a replica's requests, its
     /// command cannot be spawned, its guardian cannot be started.
     Refusal,
+    /// etcd's own life: a raft leader change, a compaction.
+    Cluster,
 }
 
-pub const ALL: &[Kind] = &[Kind::Process, Kind::Network, Kind::Writer, Kind::Refusal];
+pub const ALL: &[Kind] = &[
+    Kind::Process,
+    Kind::Network,
+    Kind::Writer,
+    Kind::Refusal,
+    Kind::Cluster,
+];
 
 impl Fault {
     pub fn kind(self) -> Kind {
@@ -317,6 +366,7 @@ impl Fault {
             Fault::Partition(_) | Fault::Heal(_) | Fault::Down | Fault::Up => Kind::Network,
             Fault::Revoke(_) | Fault::Delete(_) | Fault::Overwrite(_) => Kind::Writer,
             Fault::Refuse(_) | Fault::FailSpawn(_) | Fault::FailGuardian(_) => Kind::Refusal,
+            Fault::LeaderChange | Fault::Compact => Kind::Cluster,
         }
     }
 
@@ -527,7 +577,13 @@ impl World {
     fn has_work(&self, r: usize) -> bool {
         let replica = &self.replicas[r];
         match replica.phase.0 {
-            Phase::Waiting => self.reachable(r) && (self.key_loss(r).is_some() || self.turn(r)),
+            Phase::Waiting => {
+                self.reachable(r)
+                    && (replica.compacted
+                        || self.key_loss(r).is_some()
+                        || self.turn(r)
+                        || self.handed_over(r).is_some())
+            }
             Phase::Running => false,
             // The kill sequence is over: JobGone (an end still to wait
             // for is News::Ended's; SIGKILL always lands here, so what it
@@ -537,6 +593,17 @@ impl World {
             }
             _ => true,
         }
+    }
+
+    /// The revision at which the leader before it handed over to replica
+    /// `r`, if it did and `r` takes handovers (the fast path): its own
+    /// key's watch shows the rewrite, which proves its turn then.
+    pub(super) fn handed_over(&self, r: usize) -> Option<i64> {
+        let replica = &self.replicas[r];
+        let key = replica.key().filter(|_| replica.fast)?;
+        let found = self.etcd.keys.get(&key)?;
+        let ours = replica.token == Some(found.create) && replica.lease?.id == found.lease;
+        (ours && found.value == Value::HandedOver).then_some(found.modified)
     }
 
     /// The proof's rule, on our key read now.
@@ -636,6 +703,8 @@ impl World {
         } else {
             Fault::Down
         });
+        add(Fault::LeaderChange);
+        add(Fault::Compact);
         for id in self.etcd.leases.keys() {
             add(Fault::Revoke(*id));
         }
@@ -811,6 +880,18 @@ impl World {
             Fault::Refuse(r) => self.replicas[r as usize].refused = true,
             Fault::FailSpawn(r) => self.replicas[r as usize].spawn_fails = true,
             Fault::FailGuardian(r) => self.replicas[r as usize].guardian_fails = true,
+            Fault::LeaderChange => {
+                for expiry in self.etcd.leases.values_mut() {
+                    *expiry = (*expiry).max(now + TTL + ELECTION);
+                }
+            }
+            Fault::Compact => {
+                for replica in &mut self.replicas {
+                    if matches!(replica.phase.0, Phase::Waiting | Phase::Proving) {
+                        replica.compacted = true;
+                    }
+                }
+            }
         }
     }
 
@@ -970,8 +1051,12 @@ impl World {
 
     fn renew(&mut self, r: usize, mut say: Say) {
         let (now, trouble) = (self.now, self.request_trouble(r));
+        let (ttl, every) = (
+            self.replicas[r].timed(TTL),
+            self.replicas[r].timed(RENEW_EVERY),
+        );
         let held = self.replicas[r].lease.as_mut().expect("a lease to renew");
-        held.next_renewal = now + RENEW_EVERY;
+        held.next_renewal = now + every;
         if trouble.is_some() {
             say!(
                 say,
@@ -980,7 +1065,7 @@ impl World {
             return;
         }
         if self.etcd.renew(held.id, now, TTL) {
-            held.expires = now + TTL;
+            held.expires = now + ttl;
             say!(
                 say,
                 "replica {r} renews lease {}: expires {} ms",

@@ -67,7 +67,11 @@ impl KillSchedule {
         // acknowledgement timeout of a sixth (half of that again as slack).
         let max_grace = (ttl / 3).saturating_sub(margin).saturating_sub(ttl / 12);
         KillSchedule {
-            margin,
+            margin: if planted(Defect::ThinMargin) {
+                Duration::from_millis(1)
+            } else {
+                margin
+            },
             grace: kill_after.min(max_grace),
         }
     }
