@@ -14,8 +14,9 @@
 //!
 //! `etcd.rs` is the store, `world.rs` the replicas, clock and faults,
 //! `driver.rs` how a replica's phase works and its actions are carried
-//! out, `properties.rs` what must hold. `sim.rs` walks the same world at
-//! random from a seed, past these bounds (docs/design.md, "Simulation").
+//! out, `properties.rs` what must hold, `fingerprint.rs` how a state is
+//! known again. `sim.rs` walks the same world at random from a seed, past
+//! these bounds (docs/design.md, "Simulation").
 
 macro_rules! say {
     ($say:expr, $($arg:tt)*) => {
@@ -27,12 +28,12 @@ macro_rules! say {
 
 mod driver;
 mod etcd;
+mod fingerprint;
 mod properties;
 mod sim;
 mod world;
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -77,9 +78,7 @@ pub struct Failure {
 }
 
 fn fingerprint(world: &World) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    world.hash(&mut hasher);
-    hasher.finish()
+    fingerprint::of(world)
 }
 
 /// The longest a fault-free continuation may take to end every replica.
@@ -103,7 +102,8 @@ pub fn check(bounds: Bounds) -> Result<Explored, Failure> {
     }
     // Per state: its parent and the step from it (the root is its own).
     let mut nodes: Vec<(u32, Step)> = vec![(0, Step::Tick)];
-    let mut seen: HashMap<u64, u32> = HashMap::from([(fingerprint(&init), 0)]);
+    let mut seen: fingerprint::Table<u32> = fingerprint::Table::default();
+    seen.insert(fingerprint(&init), 0);
     let mut queue = VecDeque::from([(init.clone(), 0u32, 0usize)]);
     let mut progress = Progress::default();
     let (mut transitions, mut depth) = (0, 0);
@@ -189,7 +189,7 @@ fn replay(init: &World, steps: &[Step], property: &str) -> Vec<String> {
 struct Progress {
     /// A healed state's fingerprint: the replicas that had run when every
     /// replica ended (None: they never all end).
-    settled: HashMap<u64, Option<u64>>,
+    settled: fingerprint::Table<Option<u64>>,
 }
 
 impl Progress {
