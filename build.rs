@@ -31,8 +31,17 @@ fn main() {
                     println!("cargo:rerun-if-changed={dir}/{reference}");
                 }
             }
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|changes| !changes.is_empty());
+            // --no-optional-locks: a status refreshes the index and writes
+            // it back where it can, and a written index reruns this script
+            // and rebuilds leaderrun; scripts/test builds two profiles of
+            // one checkout at once, so one build's status rebuilt the other.
+            let dirty = git(&[
+                "--no-optional-locks",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+            ])
+            .is_some_and(|changes| !changes.is_empty());
             Some(if dirty { format!("{head}-dirty") } else { head })
         })
         .unwrap_or_else(|| "unknown".to_string());
