@@ -18,56 +18,37 @@ use nix::sys::timerfd::{
 use nix::time::{clock_gettime, ClockId};
 use tokio::io::unix::AsyncFd;
 
-/// A point on the boot-time clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Instant(Duration);
+pub use protocol::time::Instant;
 
-impl Instant {
-    pub fn now() -> Self {
+/// Reading the boot-time clock, which the protocol's instants never do.
+pub trait Now: Sized {
+    /// The instant now.
+    fn now() -> Self;
+    /// Time left until `self`, zero when it has passed.
+    fn remaining(self) -> Duration;
+    fn has_passed(self) -> bool;
+    /// Time since `self`, zero if it is still to come.
+    fn elapsed(self) -> Duration;
+}
+
+impl Now for Instant {
+    fn now() -> Self {
         let spec = clock_gettime(ClockId::CLOCK_BOOTTIME)
             .or_else(|_| clock_gettime(ClockId::CLOCK_MONOTONIC))
             .expect("a monotonic clock is always available on Linux");
-        Instant(Duration::from(spec))
+        Instant::from_boot(Duration::from(spec))
     }
 
-    /// The instant `since_boot` after boot: the model checker's clock.
-    #[cfg(test)]
-    pub fn from_boot(since_boot: Duration) -> Self {
-        Instant(since_boot)
+    fn remaining(self) -> Duration {
+        self.saturating_since(Self::now())
     }
 
-    /// How long after boot this instant is.
-    #[cfg(test)]
-    pub fn since_boot(self) -> Duration {
-        self.0
-    }
-
-    /// Time left until `self`, zero when it has passed.
-    pub fn remaining(self) -> Duration {
-        self.0.saturating_sub(Self::now().0)
-    }
-
-    pub fn has_passed(self) -> bool {
+    fn has_passed(self) -> bool {
         Self::now() >= self
     }
 
-    pub fn elapsed(self) -> Duration {
-        Self::now().0.saturating_sub(self.0)
-    }
-}
-
-impl std::ops::Add<Duration> for Instant {
-    type Output = Instant;
-    /// Saturating: a deadline past the clock's range is as good as never.
-    fn add(self, rhs: Duration) -> Instant {
-        Instant(self.0.saturating_add(rhs))
-    }
-}
-
-impl std::ops::Sub<Duration> for Instant {
-    type Output = Instant;
-    fn sub(self, rhs: Duration) -> Instant {
-        Instant(self.0.saturating_sub(rhs))
+    fn elapsed(self) -> Duration {
+        Self::now().saturating_since(self)
     }
 }
 
@@ -158,7 +139,7 @@ fn boot_timer(deadline: Instant) -> std::io::Result<AsyncFd<OwnedFd>> {
     )?;
     // An absolute expiry of zero would disarm the timer; deadlines are
     // always later than boot.
-    let at = TimeSpec::from_duration(deadline.0.max(Duration::from_nanos(1)));
+    let at = TimeSpec::from_duration(deadline.since_boot().max(Duration::from_nanos(1)));
     timer.set(
         Expiration::OneShot(at),
         TimerSetTimeFlags::TFD_TIMER_ABSTIME,

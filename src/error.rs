@@ -1,15 +1,13 @@
 //! How an error is recognised once it has travelled up as an
 //! [`anyhow::Error`]: by its type, wherever it sits in the chain of
-//! contexts, with [`find`], the one idiom for it. And the one
-//! classification every retry loop shares: [`is_final`].
+//! contexts, with [`find`], the one idiom for it. It names no error type
+//! of its own, so every folder may use it.
 //!
 //! The types themselves are defined where they arise (etcd's refusals in
 //! `etcd::connection`, a disagreement among replicas in `election`, a
-//! command that cannot be run in `child`); their exit codes are chosen in
-//! `exit::exit_of`, at the top.
-
-use crate::election::Disagreement;
-use crate::etcd::connection::Refused;
+//! command that cannot be run in `child`); which of them no retry changes
+//! is the campaign's to say (`run::campaign`), and their exit codes are
+//! chosen in `exit::exit_of`, at the top.
 
 /// The error of type `E` in `err`'s chain, if there is one: `err` itself,
 /// or any context or cause below it.
@@ -20,17 +18,10 @@ where
     err.chain().find_map(|cause| cause.downcast_ref::<E>())
 }
 
-/// Whether no retry and no wait will change `err`: etcd refused us (our
-/// credentials, a permission, or our certificate with the TLS files read
-/// again), or the replicas disagree on a configuration that must be the
-/// same on all of them.
-pub fn is_final(err: &anyhow::Error) -> bool {
-    find::<Refused>(err).is_some() || find::<Disagreement>(err).is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::etcd::connection::Refused;
     use anyhow::Context;
 
     #[test]
@@ -43,8 +34,7 @@ mod tests {
             find::<Refused>(&err).map(ToString::to_string).as_deref(),
             Some("permission denied")
         );
-        assert!(is_final(&err));
         let other = anyhow::anyhow!("etcd is unreachable").context("campaigning");
-        assert!(find::<Refused>(&other).is_none() && !is_final(&other));
+        assert!(find::<Refused>(&other).is_none());
     }
 }

@@ -1,7 +1,7 @@
 //! leaderrun: run a command only on the replica that holds leadership in
 //! etcd, hand it a fencing token, and stop it when leadership is lost.
 //!
-//! The path of a run through the folders (README's Architecture section
+//! The path of a run through the folders (docs/design.md's Architecture section
 //! draws the same):
 //!
 //! ```text
@@ -15,10 +15,12 @@
 //!        │                the --once-per window; names; holder values
 //!        ├─ child ─────── spawn, the job, the terminal, the guardian,
 //!        │                the command's environment
-//!        ├─ protocol ──── pure state machines, no IO, no clock read: the
-//!        │                table of every event in every phase, the kill
-//!        │                schedule and the kill sequence
-//!        └─ exit ──────── every exit code, one table
+//!        └─ exit ──────── which error gets which exit code
+//!
+//! protocol (crates/protocol, a crate of its own, at the foot of the
+//! house) ── pure state machines, no IO, no clock read: the table of every
+//! event in every phase, the kill schedule and sequence, and their words
+//! (instants, signals, exit codes as data, losses, outcomes, backoff)
 //! ```
 //!
 //! `main` alone calls `cli`, and hands the plain values it makes (a run's
@@ -26,8 +28,8 @@
 //! imports it. Errors come back up typed; `exit::exit_of` gives them their
 //! exit code.
 //!
-//! Shared by all: `clock` (the boot-time clock every timer runs on),
-//! `retry` (every retry wait and the clean-up bound), `error` (finding an
+//! Shared by all: `clock` (reading the boot-time clock every timer runs
+//! on), `retry` (waiting out the protocol's backoff), `error` (finding an
 //! error by its type; which errors no retry changes), `signals`, `logging`.
 //! Only [`main`] and [`events`] (the log event names the tests read) are
 //! public: the compiler sees everything else's use.
@@ -43,8 +45,6 @@ mod lease;
 mod logging;
 #[cfg(test)]
 mod model;
-mod planted;
-mod protocol;
 mod retry;
 mod run;
 mod signals;

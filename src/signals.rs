@@ -23,7 +23,7 @@
 
 use std::task::Poll;
 
-pub use nix::sys::signal::Signal;
+use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, Signal as Stream, SignalKind};
 
 /// The signals passed on to the command's job.
@@ -79,13 +79,13 @@ impl Signals {
         Ok(Signals { streams })
     }
 
-    /// The next signal received.
-    pub async fn recv(&mut self) -> Signal {
+    /// The next signal received, in the protocol's words.
+    pub async fn recv(&mut self) -> protocol::signal::Signal {
         std::future::poll_fn(|context| {
             for (signal, stream) in &mut self.streams {
                 // None only once the runtime is shutting down.
                 if let Poll::Ready(Some(())) = stream.poll_recv(context) {
-                    return Poll::Ready(*signal);
+                    return Poll::Ready(from_os(*signal));
                 }
             }
             Poll::Pending
@@ -94,8 +94,36 @@ impl Signals {
     }
 }
 
+/// The protocol's word for one of the platform's signals.
+pub fn from_os(signal: Signal) -> protocol::signal::Signal {
+    protocol::signal::Signal::from_number(signal as i32)
+}
+
+/// The platform's signal for one of the protocol's. Every signal the
+/// protocol is given is made by [`from_os`] or is one of its constants,
+/// which a test below holds to the platform's numbers: each has one.
+pub fn to_os(signal: protocol::signal::Signal) -> Signal {
+    Signal::try_from(signal.number()).expect("every protocol signal is one of the platform's")
+}
+
 /// Whether `signal` is ignored now: before [`Signals::install`], whether it
 /// was ignored on entry (exec keeps an ignored signal ignored).
 fn ignored(signal: Signal) -> bool {
     crate::child::forked::disposition(signal as i32) == Some(nix::libc::SIG_IGN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The protocol numbers its signals itself: each is the platform's.
+    #[test]
+    fn the_protocol_s_signals_are_the_platform_s() {
+        for (signal, name) in protocol::signal::Signal::NAMED {
+            let os = to_os(signal);
+            assert_eq!(os.as_str(), name);
+            assert_eq!(from_os(os), signal);
+            assert_eq!(signal.to_string(), os.to_string());
+        }
+    }
 }

@@ -349,6 +349,9 @@ fn group_to_kill(said: &[u8]) -> Option<i32> {
     group
 }
 
+/// The guardian's process name (`comm`) and command line.
+pub const GUARD_NAME: &std::ffi::CStr = c"lr-guardian";
+
 /// Names the guardian `GUARD_NAME`: its `comm`, and its command line,
 /// written over the one at `area` (the guardian's own copy of leaderrun's),
 /// the rest zeroed, so that `/proc/PID/cmdline` reads "lr-guardian".
@@ -357,9 +360,9 @@ fn group_to_kill(said: &[u8]) -> Option<i32> {
 /// # Safety
 /// `area` is the argument area of this process, from `argument_area`.
 unsafe fn rename(area: Option<(usize, usize)>) {
-    let _ = nix::sys::prctl::set_name(super::guard::GUARD_NAME);
+    let _ = nix::sys::prctl::set_name(GUARD_NAME);
     let Some((start, end)) = area else { return };
-    let name = super::guard::GUARD_NAME.to_bytes();
+    let name = GUARD_NAME.to_bytes();
     let length = end.saturating_sub(start);
     if length <= name.len() {
         return;

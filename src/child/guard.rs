@@ -17,7 +17,7 @@
 //! - `pkill -9 leaderrun` (or `killall`, `pkill -f`) must not kill the
 //!   guardian with leaderrun, or nobody is left to stop the job. `pkill`
 //!   matches the 15-character `comm`, `pkill -f` the whole command line, so
-//!   the guardian sets its `comm` to [`GUARD_NAME`] and writes that name
+//!   the guardian sets its `comm` to [`GUARD_NAME`](forked::GUARD_NAME) and writes that name
 //!   over its copy of leaderrun's command line; neither contains
 //!   "leaderrun". It does so as it first runs, and a fork can wait long to
 //!   run on a loaded machine: no command starts until it has
@@ -45,14 +45,11 @@ use nix::unistd::Pid;
 use super::forked;
 use super::job::JobGone;
 
-/// The guardian's process name (`comm`) and command line.
-pub const GUARD_NAME: &std::ffi::CStr = c"lr-guardian";
-
 pub struct Guard {
     /// None once closed (on drop).
     pipe: Option<std::fs::File>,
     /// The read end of the pipe the guardian closes once it is named
-    /// [`GUARD_NAME`]: None once that was seen ([`Guard::await_named`]).
+    /// [`GUARD_NAME`](forked::GUARD_NAME): None once that was seen ([`Guard::await_named`]).
     named: Option<OwnedFd>,
     pid: Pid,
     /// Collected by [`Guard::release`]: nothing left for [`Drop`] to do.

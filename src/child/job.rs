@@ -30,6 +30,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::{getpid, Pid};
 
 use crate::clock;
+use crate::clock::Now;
 
 /// Makes orphaned descendants leaderrun's children (see the module doc).
 /// Not inherited across fork, so the command is not one.

@@ -30,6 +30,7 @@ use nix::unistd::Pid;
 use tokio::signal::unix::{Signal as SignalStream, SignalKind};
 
 use crate::clock;
+use crate::clock::Now;
 use job::{Job, JobGone};
 use spawn::Process;
 use terminal::Lent;

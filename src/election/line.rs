@@ -16,7 +16,7 @@ use crate::etcd::kv::{Kv, WatchEvent};
 use crate::etcd::requests::{ranges, Pages, Range};
 use crate::etcd::watch::{Received, Watch};
 use crate::etcd::Connection;
-use crate::retry::{self, Backoff};
+use crate::retry;
 
 /// Keys asked for by the read in line order that rides in a transaction:
 /// one would do, unless keys of elections nested in ours come first.
@@ -306,14 +306,14 @@ impl Line {
         if !report(self.leader())? {
             return Ok(());
         }
-        let mut backoff = Backoff::new(retry::WAITING);
+        let mut backoff = retry::backoff(retry::WAITING);
         loop {
             let followed = self.watch(connection, &mut report).await?;
             // Every change up to here has been reported.
             let shown = self.leader_identity();
             match followed {
                 Followed::Stopped => return Ok(()),
-                Followed::Broke => backoff.wait().await,
+                Followed::Broke => retry::wait(&mut backoff).await,
                 Followed::Compacted => loop {
                     match Line::read(connection, &self.election).await {
                         Ok(line) => {
@@ -326,7 +326,7 @@ impl Line {
                         }
                         Err(err) => {
                             tracing::info!("{err:#}; retrying");
-                            backoff.wait().await;
+                            retry::wait(&mut backoff).await;
                         }
                     }
                 },

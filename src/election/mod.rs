@@ -60,8 +60,8 @@ use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
-use crate::planted::{planted, Defect};
 use line::first_in_line;
+use protocol::planted::{planted, Defect};
 
 /// Replicas of one election that disagree on what must be the same on all
 /// of them (--max-running, the --once-per window): no retry changes it, and
@@ -177,58 +177,7 @@ pub struct Queued {
     pub proven_at: Option<Revision>,
 }
 
-/// Why a place in the queue is gone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlaceLost {
-    /// etcd said our lease is gone (revoked, or expired while we waited).
-    LeaseGone,
-    /// Our turn came, but the lease's local deadline had passed by then
-    /// (leaderrun stopped or starved): it may have expired, our key with it.
-    Unsure,
-    /// Our key is not there any more, or not ours.
-    Key(KeyLoss),
-}
-
-/// What happened to a key we hold, as seen by reading or watching it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyLoss {
-    Deleted,
-    /// Another key of the same name, created later.
-    Replaced,
-    /// Same create revision, but written by someone else: a plain `put`
-    /// keeps the create revision and drops (or changes) the lease.
-    Overwritten,
-}
-
-impl std::fmt::Display for KeyLoss {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            // A revoked lease deletes the key too, and the deletion is
-            // usually seen before the renewal that would say so.
-            KeyLoss::Deleted => "the leader key was deleted (by hand, or with its lease)",
-            KeyLoss::Replaced => "the leader key was replaced",
-            KeyLoss::Overwritten => "the leader key was overwritten by another writer",
-        })
-    }
-}
-
-impl std::fmt::Display for PlaceLost {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PlaceLost::LeaseGone => f.write_str("etcd says our lease is gone"),
-            PlaceLost::Unsure => f.write_str(
-                "our turn came after our lease's local deadline (was leaderrun stopped?): it may have expired",
-            ),
-            PlaceLost::Key(KeyLoss::Deleted) => f.write_str("our key disappeared while queued"),
-            PlaceLost::Key(KeyLoss::Replaced) => {
-                f.write_str("our key was replaced by another while queued")
-            }
-            PlaceLost::Key(KeyLoss::Overwritten) => {
-                f.write_str("our key was overwritten by another writer while queued")
-            }
-        }
-    }
-}
+pub use protocol::loss::{KeyLoss, PlaceLost};
 
 /// What a key we hold has become, judged from its latest version (None:
 /// deleted): still ours, or lost and how.

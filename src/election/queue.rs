@@ -17,7 +17,7 @@ use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of};
 use crate::lease::LeaseState;
 use crate::logging::events;
-use crate::retry::{self, Backoff};
+use crate::retry;
 
 impl Election<'_> {
     /// Waits until every key ahead of ours is gone, watching only the one just
@@ -38,7 +38,7 @@ impl Election<'_> {
         lease: &mut watch::Receiver<LeaseState>,
         own: &mut OwnKey,
     ) -> Turn {
-        let mut broken_watches = Backoff::new(retry::KEEPING);
+        let mut broken_watches = retry::backoff(retry::KEEPING);
         // The last revision the watch showed us, once it has shown one.
         let mut seen = None;
         loop {
@@ -73,7 +73,7 @@ impl Election<'_> {
             if moved {
                 broken_watches.reset();
             } else {
-                broken_watches.wait().await;
+                retry::wait(&mut broken_watches).await;
             }
         }
     }

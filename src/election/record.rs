@@ -49,6 +49,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 use crate::clock;
+use crate::clock::Now;
 use crate::election::holder::Holder;
 use crate::election::name::Beside;
 use crate::election::{ours, Leadership};
@@ -56,20 +57,26 @@ use crate::etcd::ids::{Revision, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, ranges, revision_of};
 use crate::etcd::Connection;
-use crate::planted::{planted, Defect};
 use crate::retry::CLEANUP;
+use protocol::planted::{planted, Defect};
 
-/// How a run ended, from a fixed set that scripts may rely on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Running,
-    Succeeded,
-    Failed,
-    Signalled,
-    Lost,
-    TimedOut,
-    NotStarted,
+pub use protocol::loss::Outcome;
+
+/// An [`Outcome`] in a record: its name (`Outcome::name`). A name this
+/// version does not know (a newer version's) does not decode.
+mod outcome_name {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    use super::Outcome;
+
+    pub fn serialize<S: Serializer>(outcome: &Outcome, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(outcome.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Outcome, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Outcome::named(&name).ok_or_else(|| D::Error::custom(format!("unknown outcome {name:?}")))
+    }
 }
 
 /// One run, as recorded. The field names are read by scripts: keep them.
@@ -84,6 +91,7 @@ pub struct Record {
     pub finished: Option<String>,
     pub duration_s: Option<f64>,
     pub exit_code: Option<i32>,
+    #[serde(with = "outcome_name")]
     pub outcome: Outcome,
     /// The `--once-per` window the run opened, in seconds; absent without
     /// one (and in records of versions before it). A replica with a longer

@@ -15,7 +15,7 @@ use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::{Kv, WatchEvent};
 use crate::etcd::watch::{Received, Watch};
 use crate::etcd::Connection;
-use crate::retry::{self, Backoff};
+use crate::retry;
 
 /// Resolves when our key is deleted, replaced or overwritten, which means
 /// leadership is lost. `own` is the watch of our key, the one a waiter
@@ -30,7 +30,7 @@ pub async fn watch_for_loss(
     let (token, lease) = (leadership.token, leadership.lease);
     // What happened up to the proof, the proof has seen.
     own.skip_to(leadership.proven_at.next());
-    let mut backoff = Backoff::new(retry::KEEPING);
+    let mut backoff = retry::backoff(retry::KEEPING);
     loop {
         match own.next(connection).await {
             OwnKeyNews::Lost(loss) => return loss,
@@ -53,7 +53,7 @@ pub async fn watch_for_loss(
             // Unreachable etcd is the lease deadline's business, not ours.
             Err(err) => tracing::debug!("{err:#}"),
         }
-        backoff.wait().await;
+        retry::wait(&mut backoff).await;
     }
 }
 

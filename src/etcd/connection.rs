@@ -20,7 +20,16 @@ use tonic::transport::{Channel as TonicChannel, Endpoint as TonicEndpoint};
 
 use crate::error;
 use crate::etcd::credentials::Credentials;
-use crate::etcd::symptom::Symptom;
+use crate::etcd::symptom::{Symptom, USER_EMPTY};
+
+/// The largest answer leaderrun reads in one message, for key-value reads
+/// and watches. etcd-client's default, 4 MiB, is less than the first page
+/// of an election's line when the job keeps large values under its prefix
+/// (README's one-election role leaves it no other place): 8 keys of up to
+/// etcd's largest value (`--max-request-bytes`, 1.5 MiB by default) need
+/// 12 MiB. Reads that go on past the first page read keys only
+/// (`election::line`), so no page is larger. A limit is not an allocation.
+pub const MESSAGE_LIMIT: usize = 32 * 1024 * 1024;
 
 /// How to reach etcd: the endpoints and what every client shares.
 #[derive(Clone)]
@@ -275,7 +284,7 @@ impl Connection {
             // The same on every endpoint, at every retry.
             return anyhow!(Refused(format!(
                 "etcd's answer to {what} is larger than leaderrun reads in one message ({} MiB): keep the job's large values out of the election's prefix ({})",
-                crate::etcd::requests::MESSAGE_LIMIT / (1024 * 1024),
+                MESSAGE_LIMIT / (1024 * 1024),
                 describe(err)
             )));
         } else if is_no_space(err) {
@@ -461,11 +470,6 @@ fn is_too_large(err: &etcd_client::Error) -> bool {
         if status.code() == tonic::Code::OutOfRange
             && status.message().contains("message length too large"))
 }
-
-/// etcd's `ErrUserEmpty` (rpctypes): authentication is on, and the
-/// request came with no user. Its messages are etcd's API (its own client
-/// compares them too).
-pub(super) const USER_EMPTY: &str = "etcdserver: user name is empty";
 
 /// etcd's `ErrAuthFailed`: the user or the password is wrong.
 const AUTH_FAILED: &str = "etcdserver: authentication failed, invalid user ID or password";

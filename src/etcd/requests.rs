@@ -15,7 +15,7 @@ use etcd_client::{
 };
 
 use crate::clock;
-use crate::etcd::connection::Endpoint;
+use crate::etcd::connection::{Endpoint, MESSAGE_LIMIT};
 use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::kv::Kv;
 use crate::etcd::Connection;
@@ -156,15 +156,6 @@ impl<'a> Pages<'a> {
 pub fn revision_of(response: &TxnResponse) -> Revision {
     Revision(response.header().map_or(0, |header| header.revision()))
 }
-
-/// The largest answer leaderrun reads in one message, for key-value reads
-/// and watches. etcd-client's default, 4 MiB, is less than the first page
-/// of an election's line when the job keeps large values under its prefix
-/// (README's one-election role leaves it no other place): 8 keys of up to
-/// etcd's largest value (`--max-request-bytes`, 1.5 MiB by default) need
-/// 12 MiB. Reads that go on past the first page read keys only
-/// (`election::line`), so no page is larger. A limit is not an allocation.
-pub const MESSAGE_LIMIT: usize = 32 * 1024 * 1024;
 
 impl Connection {
     pub async fn txn(&self, what: &str, txn: Txn) -> Result<TxnResponse> {

@@ -11,7 +11,10 @@ use std::error::Error as StdError;
 use rustls::{AlertDescription, CertificateError};
 use tonic::Code;
 
-use super::connection::USER_EMPTY;
+/// etcd's `ErrUserEmpty` (rpctypes): authentication is on, and the
+/// request came with no user. Its messages are etcd's API (its own client
+/// compares them too).
+pub(super) const USER_EMPTY: &str = "etcdserver: user name is empty";
 
 /// The cause of a failure, as far as a hint goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,11 +12,12 @@ use tokio::sync::watch;
 
 use super::LeaseState;
 use crate::clock;
+use crate::clock::Now;
 use crate::etcd::connection::{describe, is_lease_not_found, Endpoint};
 use crate::etcd::ids::LeaseId;
 use crate::etcd::Connection;
 use crate::logging::events;
-use crate::retry::{self, Backoff};
+use crate::retry;
 
 /// Renews every third of the TTL. The keep-alive stream of etcd-client never
 /// reconnects, so every failure (an error, a closed stream, or a renewal not
@@ -33,7 +34,7 @@ pub(super) async fn keep_alive(
     // before trying another endpoint leaves time to fail over well within
     // the TTL.
     let ack_timeout = (ttl / 6).max(Duration::from_millis(300));
-    let mut backoff = Backoff::new(retry::KEEPING.min(interval / 2));
+    let mut backoff = retry::backoff(retry::KEEPING.min(interval / 2));
     // The grant is as good as a renewal sent when it was (`granted_at`,
     // which the local deadline counts from): the first is due a third of
     // the TTL after that, as every other is, and at once if a slow answer
@@ -54,7 +55,7 @@ pub(super) async fn keep_alive(
         tracing::info!("lease keep-alive interrupted: {broken:#}; reconnecting");
         let trouble = format!("{broken:#}");
         publish.send_modify(|state| state.trouble = Some(trouble.into()));
-        backoff.wait().await;
+        retry::wait(&mut backoff).await;
     }
 }
 

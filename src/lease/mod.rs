@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 mod keeper;
 
 use crate::clock;
+use crate::clock::Now;
 use crate::etcd::ids::LeaseId;
 use crate::etcd::requests::Granted;
 use crate::etcd::Connection;

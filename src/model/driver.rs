@@ -18,12 +18,12 @@ use super::world::{
 use crate::election::record::{end_plan, Outcome, Which};
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
 use crate::exit::Exit;
-use crate::protocol::campaign::{self, Decision};
-use crate::protocol::lead::{Running, RunningStep, StoppingStep};
-use crate::protocol::stage::Bare;
-use crate::protocol::stop::{LeaseView, Next};
-use crate::protocol::table::{self, CampaignEvent, CampaignPhase, Phase, StoppingEvent, Trouble};
-use crate::signals::Signal::SIGTERM;
+use protocol::campaign::{self, Decision};
+use protocol::lead::{Running, RunningStep, StoppingStep};
+use protocol::stage::Bare;
+use protocol::stop::{LeaseView, Next};
+use protocol::table::{self, CampaignEvent, CampaignPhase, Phase, StoppingEvent, Trouble};
+const SIGTERM: protocol::signal::Signal = protocol::signal::Signal::SIGTERM;
 
 const CONFLICT: i32 = 75;
 

@@ -208,7 +208,7 @@ impl Progress {
                 && !replica.refused
                 && !replica.spawn_fails
                 && !replica.guardian_fails
-                && replica.phase.0 == crate::protocol::table::Phase::Waiting
+                && replica.phase.0 == protocol::table::Phase::Waiting
         });
         let ran = self.settle(healed);
         let Some(ran) = ran else {

@@ -302,7 +302,7 @@ pub fn run(first: u64, budget: Duration) -> Result<Ran, Box<Failure>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::planted::{with, Defect};
+    use protocol::planted::{with, Defect};
     use std::io::Write;
 
     fn seed_from(name: &str) -> Option<u64> {

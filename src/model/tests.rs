@@ -5,7 +5,7 @@
 
 use super::world::{Kind, ALL};
 use super::*;
-use crate::planted::{with, Defect};
+use protocol::planted::{with, Defect};
 
 const WAIT: &[bool] = &[true];
 

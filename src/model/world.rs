@@ -29,12 +29,12 @@ use super::etcd::{Etcd, Key, Value};
 use crate::clock::Instant;
 use crate::election::record::Outcome;
 use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
-use crate::protocol::campaign::Campaign;
-use crate::protocol::lead::{Running, Stopping};
-use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
-use crate::protocol::stage::Bare;
-use crate::protocol::stop::Next;
-use crate::protocol::table::{
+use protocol::campaign::Campaign;
+use protocol::lead::{Running, Stopping};
+use protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
+use protocol::stage::Bare;
+use protocol::stop::Next;
+use protocol::table::{
     CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status, StoppingEvent, Trouble,
 };
 

@@ -24,22 +24,24 @@ use super::session::Session;
 use super::Config;
 use crate::child::guard::Guard;
 use crate::clock;
+use crate::clock::Now;
 use crate::election::holder::{self, Holder};
 use crate::election::once_per::{self, Claim, Marker};
 use crate::election::{
-    Attempt, Candidate, Election, KeyLoss, Leader, Leadership, OwnKey, PlaceLost, Queued, Turn,
+    Attempt, Candidate, Disagreement, Election, KeyLoss, Leader, Leadership, OwnKey, PlaceLost,
+    Queued, Turn,
 };
 use crate::error;
-use crate::etcd::connection::NoSpace;
+use crate::etcd::connection::{NoSpace, Refused};
 use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::Connection;
 use crate::lease::Lease;
 use crate::logging;
-use crate::protocol::campaign::{self, Work};
-use crate::protocol::schedule::{KillSchedule, LeaseView};
-use crate::protocol::stage::{self, Holds};
-use crate::protocol::table::{CampaignEvent, Trouble};
 use crate::retry;
+use protocol::campaign::{self, Work};
+use protocol::schedule::{KillSchedule, LeaseView};
+use protocol::stage::{self, Holds};
+use protocol::table::{CampaignEvent, Trouble};
 
 /// What a run's campaign holds: etcd's.
 pub struct Etcd;
@@ -356,9 +358,12 @@ fn key_gone() -> Event {
     CampaignEvent::PlaceLost(PlaceLost::Key(KeyLoss::Deleted))
 }
 
-/// What kind of failure an etcd error is, for the table.
+/// What kind of failure an etcd error is, for the table: refused when no
+/// retry and no wait will change it (etcd turned down our credentials, a
+/// permission, or our certificate with the TLS files read again; or the
+/// replicas disagree on a setting that must be the same on all of them).
 fn trouble(err: &anyhow::Error) -> Trouble {
-    if error::is_final(err) {
+    if error::find::<Refused>(err).is_some() || error::find::<Disagreement>(err).is_some() {
         Trouble::Refused
     } else if error::find::<NoSpace>(err).is_some() {
         Trouble::Full

@@ -8,8 +8,8 @@ use crate::election::once_per::Marker;
 use crate::election::{self, Leader};
 use crate::etcd::ids::LeaseId;
 use crate::logging::{self, Level};
-use crate::protocol::table::CampaignEvent;
 use crate::retry::CLEANUP;
+use protocol::table::CampaignEvent;
 
 /// The line for a campaign that ends with the conflict code.
 pub async fn conflict(config: &Config, campaign: &Campaigner<'_>, event: &CampaignEvent) {

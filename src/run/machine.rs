@@ -33,17 +33,18 @@ use super::supervise::{Leading, NotStarted};
 use super::{explain, Config};
 use crate::child::guard::Guard;
 use crate::clock;
+use crate::clock::Now;
 use crate::election::record::Ended;
 use crate::election::Election;
 use crate::etcd::Connection;
 use crate::logging;
-use crate::protocol::campaign::Next as CampaignNext;
-use crate::protocol::lead::{self, Resigning, RunningStep, StoppingStep};
-use crate::protocol::table::{
+use crate::retry::CLEANUP;
+use crate::signals::{self, Signals};
+use protocol::campaign::Next as CampaignNext;
+use protocol::lead::{self, Resigning, RunningStep, StoppingStep};
+use protocol::table::{
     self, CampaignAction, CampaignEvent, CampaignPhase, Code, Phase, RunningEvent,
 };
-use crate::retry::CLEANUP;
-use crate::signals::Signals;
 
 /// What a run holds, by state: its protocol state, and beside it what
 /// the shell holds for it.
@@ -264,7 +265,7 @@ fn lead<'a>(mut leading: Leading<'a>, step: RunningStep, event: &RunningEvent) -
     let core = match step {
         RunningStep::Forward(core, signal) => {
             tracing::info!(?signal, "passing the signal on to the command");
-            leading.child.signal_job(signal);
+            leading.child.signal_job(signals::to_os(signal));
             core
         }
         RunningStep::FollowStop(core, signal) => {
@@ -288,7 +289,7 @@ async fn stop<'a>(
 ) -> Next<'a> {
     let core = match step {
         StoppingStep::Forward(core, signal) => {
-            stopping.leading.child.signal_job(signal);
+            stopping.leading.child.signal_job(signals::to_os(signal));
             core
         }
         StoppingStep::KillSignal(core, signal) => {

@@ -15,11 +15,13 @@ use std::time::Duration;
 
 use super::supervise::{leadership_lost, Leading};
 use crate::clock;
+use crate::clock::Now;
 use crate::logging::{self, Level};
-use crate::protocol::lead;
-use crate::protocol::stop::{KillReason, Next};
-use crate::protocol::table::{Loss, RunningEvent, StoppingEvent};
-use crate::signals::{Signal, Signals};
+use crate::signals::{self, Signals};
+use protocol::lead;
+use protocol::signal::Signal;
+use protocol::stop::{KillReason, Next};
+use protocol::table::{Loss, RunningEvent, StoppingEvent};
 
 /// How long SIGKILL is sent, at most, before the stop is over whatever is
 /// left (the guardian, still armed, has the rest).
@@ -82,7 +84,7 @@ impl<'a> Stopping<'a> {
 
     /// --kill-signal, `signal`, to the whole job.
     pub fn send_kill_signal(&mut self, signal: Signal) {
-        self.leading.child.signal_job(signal);
+        self.leading.child.signal_job(signals::to_os(signal));
     }
 
     /// SIGKILL to the job until nothing is left, within [`KILL_BOUND`];

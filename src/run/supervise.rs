@@ -19,6 +19,7 @@ use super::campaign::Won;
 use super::Config;
 use crate::child::{Child, ChildEvent};
 use crate::clock;
+use crate::clock::Now;
 use crate::election::handoff;
 use crate::election::holder::{self, Holder};
 use crate::election::record;
@@ -27,10 +28,10 @@ use crate::etcd::ids::Revision;
 use crate::etcd::Connection;
 use crate::exit::Exit;
 use crate::lease::Lease;
-use crate::protocol::lead::Running;
-use crate::protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
-use crate::protocol::table::{Loss, RunningEvent, Signal, Status};
-use crate::signals::Signals;
+use crate::signals::{self, Signals};
+use protocol::lead::Running;
+use protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
+use protocol::table::{Loss, RunningEvent, Signal};
 
 /// A run whose command runs.
 pub struct Leading<'a> {
@@ -95,7 +96,7 @@ impl<'a> Leading<'a> {
         let running = Running::new(
             won.lease.ttl,
             config.kill_after,
-            config.kill_signal,
+            signals::from_os(config.kill_signal),
             config.timeout,
             clock::Instant::now(),
         );
@@ -141,14 +142,14 @@ impl<'a> Leading<'a> {
             // stopped at once, whatever else is pending.
             loss = lost => RunningEvent::LeadershipLost(loss),
             happened = self.child.event() => match happened {
-                ChildEvent::Exited(Ok(status)) => RunningEvent::CommandExited(Status::of(status)),
+                ChildEvent::Exited(Ok(status)) => RunningEvent::CommandExited(crate::exit::status_of(status)),
                 ChildEvent::Exited(Err(err)) => {
                     // Exits 125, which comes with its line.
                     let line = format!("error: waiting for the command: {err}");
                     crate::logging::say(crate::logging::Level::Error, &line);
                     RunningEvent::WaitFailed
                 }
-                ChildEvent::Stopped(signal) => RunningEvent::CommandStopped(signal),
+                ChildEvent::Stopped(signal) => RunningEvent::CommandStopped(signals::from_os(signal)),
             },
             signal = signals.recv() => RunningEvent::Signal(signal),
             _ = clock::sleep_until_opt(running.timeout_at()) => RunningEvent::TimedOut,
@@ -163,7 +164,7 @@ impl<'a> Leading<'a> {
     pub fn follow_stop(&mut self, running: &Running, signal: Signal) {
         let lease = &self.won.lease;
         let may_continue = || running.may_continue(view_of(lease), clock::Instant::now());
-        self.child.follow_stop(signal, may_continue);
+        self.child.follow_stop(signals::to_os(signal), may_continue);
     }
 }
 

@@ -106,18 +106,14 @@ fn record_json(record: &Record) -> serde_json::Value {
         "finished": record.finished,
         "duration_s": record.duration_s,
         "exit_code": record.exit_code,
-        "outcome": record.outcome,
+        "outcome": record.outcome.name(),
     })
 }
 
 /// "succeeded on web-2, 2026-11-29T00:00:01Z to 2026-11-29T00:03:12Z (3m 11s),
 /// token 1187".
 pub fn run_line(record: &Record) -> String {
-    let outcome = serde_json::to_value(record.outcome)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_string))
-        .unwrap_or_default()
-        .replace('_', " ");
+    let outcome = record.outcome.name().replace('_', " ");
     let took = record.duration_s.map(|seconds| {
         humantime::format_duration(std::time::Duration::from_secs(seconds.round() as u64))
     });

@@ -15,8 +15,8 @@ use super::table::{
     self, retry_ceiling, Answer, CampaignAction, CampaignEvent, CampaignPhase, Code, Policy,
     Trouble,
 };
-use crate::clock::Instant;
-use crate::retry::Backoff;
+use crate::backoff::Backoff;
+use crate::time::Instant;
 
 /// A run before its command exists, as far as its protocol goes.
 pub struct Campaign<H: Holds> {
@@ -165,7 +165,7 @@ impl<H: Holds> Campaign<H> {
     }
 
     /// What it has learnt: the model checker's, to tell states apart.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn memory(&self) -> Memory {
         self.memory
     }
@@ -304,8 +304,8 @@ mod tests {
 
     use super::*;
     use crate::exit::Exit;
-    use crate::protocol::stage::Bare;
-    use crate::protocol::table::Code;
+    use crate::stage::Bare;
+    use crate::table::Code;
     use CampaignEvent as E;
     use CampaignPhase::*;
 
@@ -374,13 +374,13 @@ mod tests {
         assert_eq!(first.action, CampaignAction::RetryInLine);
         let delay = backoff(&campaign, 1_000);
         assert!(
-            delay <= crate::retry::FIRST && delay >= crate::retry::FIRST * 3 / 4,
+            delay <= crate::backoff::FIRST && delay >= crate::backoff::FIRST * 3 / 4,
             "{delay:?}"
         );
         go(&mut campaign, outage.clone(), at(2_000));
         let second = backoff(&campaign, 2_000);
         assert!(
-            second > crate::retry::FIRST,
+            second > crate::backoff::FIRST,
             "the backoff grows: {second:?}"
         );
         // Success moves on and forgets the backoff.
@@ -395,7 +395,7 @@ mod tests {
         );
         let fresh = backoff(&campaign, 4_000);
         assert!(
-            fresh <= crate::retry::FIRST,
+            fresh <= crate::backoff::FIRST,
             "a new phase's backoff starts over: {fresh:?}"
         );
     }
@@ -408,10 +408,10 @@ mod tests {
             go(&mut campaign, outage.clone(), at(now));
         }
         assert!(
-            backoff(&campaign, 200) > crate::retry::FIRST,
+            backoff(&campaign, 200) > crate::backoff::FIRST,
             "Waiting's grew"
         );
-        let lost = E::PlaceLost(crate::election::PlaceLost::LeaseGone);
+        let lost = E::PlaceLost(crate::loss::PlaceLost::LeaseGone);
         assert_eq!(
             go(&mut campaign, lost.clone(), at(300)).action,
             CampaignAction::CampaignAgain
@@ -422,7 +422,7 @@ mod tests {
         );
         let fresh = backoff(&campaign, 400);
         assert!(
-            fresh <= crate::retry::FIRST,
+            fresh <= crate::backoff::FIRST,
             "Granting's is its own: {fresh:?}"
         );
     }
@@ -473,11 +473,11 @@ mod tests {
 
     #[test]
     fn a_campaign_that_ends_or_starts_again_lets_go_of_its_lease() {
-        let signal = E::Signal(crate::signals::Signal::SIGTERM);
+        let signal = E::Signal(crate::signal::Signal::SIGTERM);
         let decision = waiting_campaign().handle(signal.clone(), at(0));
         assert!(matches!(decision.next, Next::Exit(_)));
         assert_eq!(decision.released, Some(()), "the lease is given back");
-        let lost = E::PlaceLost(crate::election::PlaceLost::LeaseGone);
+        let lost = E::PlaceLost(crate::loss::PlaceLost::LeaseGone);
         let decision = waiting_campaign().handle(lost, at(0));
         assert_eq!(decision.action, CampaignAction::CampaignAgain);
         assert_eq!(decision.released, Some(()));
@@ -520,7 +520,7 @@ mod tests {
     #[test]
     fn a_place_lost_in_line_starts_again_from_a_new_lease() {
         let mut campaign = waiting_campaign();
-        let lost = E::PlaceLost(crate::election::PlaceLost::LeaseGone);
+        let lost = E::PlaceLost(crate::loss::PlaceLost::LeaseGone);
         assert_eq!(
             go(&mut campaign, lost.clone(), at(0)).action,
             CampaignAction::CampaignAgain

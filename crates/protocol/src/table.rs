@@ -88,18 +88,28 @@
 //! revoked expires by itself within its TTL. The lease deadline, the grace
 //! and every retry wait run on the boot-time clock (`clock`).
 //!
-//! [`CLEANUP`]: crate::retry::CLEANUP
+//! [`CLEANUP`]: crate::backoff::CLEANUP
 
 use std::time::Duration;
 
-use crate::election::record::Outcome;
-use crate::election::{KeyLoss, PlaceLost};
 use crate::exit::Exit;
 pub use crate::exit::{Code, Status};
+use crate::loss::Outcome;
+use crate::loss::{KeyLoss, PlaceLost};
 use crate::planted::{planted, Defect};
-pub use crate::protocol::stage::{Bare, Holds, Stage, Won};
-pub use crate::protocol::stop::Grace;
-pub use crate::signals::Signal;
+pub use crate::signal::Signal;
+pub use crate::stage::{Bare, Holds, Stage, Won};
+
+/// How long a stop may take before SIGKILL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Grace {
+    /// Leadership is lost: the schedule's grace, cut to what the lease
+    /// allows, fixed as the stop starts.
+    Lost,
+    /// The lease is kept alive through the stop: --kill-after in full,
+    /// unless renewals stop being acknowledged or leadership is lost.
+    Kept,
+}
 
 /// Where a run is, in the words of logs and `explain`: the campaign's
 /// phases, then the command's.
@@ -140,7 +150,7 @@ impl From<CampaignPhase> for Phase {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl CampaignPhase {
     /// Every campaign phase, in order: what the tests walk. The match
     /// makes a phase added without its place here fail to compile.
@@ -462,8 +472,8 @@ pub enum StoppingAction {
 pub fn retry_ceiling(phase: CampaignPhase) -> Duration {
     use CampaignPhase::*;
     match phase {
-        Waiting => crate::retry::KEEPING,
-        Dialling | Granting | Joining | Proving | Claiming => crate::retry::WAITING,
+        Waiting => crate::backoff::KEEPING,
+        Dialling | Granting | Joining | Proving | Claiming => crate::backoff::WAITING,
     }
 }
 

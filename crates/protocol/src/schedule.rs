@@ -10,15 +10,15 @@
 
 use std::time::Duration;
 
-use crate::clock;
-use crate::election::PlaceLost;
+use crate::loss::PlaceLost;
 use crate::planted::{planted, Defect};
+use crate::time::Instant;
 
 /// The lease as a leading run knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseView {
     /// The local deadline: the server cannot expire the lease before it.
-    pub expires: clock::Instant,
+    pub expires: Instant,
     /// etcd said it no longer exists.
     pub gone: bool,
 }
@@ -32,7 +32,7 @@ pub enum LeaseVerdict {
     MustStop,
     /// The lease holds until this instant, when the job must be being
     /// stopped unless a renewal is acknowledged first.
-    HoldsUntil(clock::Instant),
+    HoldsUntil(Instant),
 }
 
 /// Whether a proven win may start its command now.
@@ -77,14 +77,14 @@ impl KillSchedule {
     }
 
     /// When to start stopping the job if no renewal is acknowledged by then.
-    pub fn stop_from(&self, expires: clock::Instant) -> clock::Instant {
+    pub fn stop_from(&self, expires: Instant) -> Instant {
         expires - self.margin - self.grace
     }
 
     /// Whether, at `now`, the job must be being stopped already, for a
     /// lease that expires at `expires`: nothing may start then, and a
     /// stopped job is not continued.
-    pub fn must_stop_at(&self, expires: clock::Instant, now: clock::Instant) -> bool {
+    pub fn must_stop_at(&self, expires: Instant, now: Instant) -> bool {
         if planted(Defect::SkipLocalDeadline) {
             return false;
         }
@@ -94,7 +94,7 @@ impl KillSchedule {
     /// What `lease` says of a leading run at `now`: the run's watch of its
     /// lease sleeps until the instant it holds until, and asks again then
     /// or when a renewal lands.
-    pub fn verdict(&self, lease: LeaseView, now: clock::Instant) -> LeaseVerdict {
+    pub fn verdict(&self, lease: LeaseView, now: Instant) -> LeaseVerdict {
         if lease.gone {
             return LeaseVerdict::Gone;
         }
@@ -113,7 +113,7 @@ impl KillSchedule {
     /// The claim's re-check, as the campaign takes it: nothing if a proof
     /// may start its command at `now` ([`KillSchedule::may_start`]), else
     /// how its place is lost.
-    pub fn refuse_start(&self, lease: LeaseView, now: clock::Instant) -> Option<PlaceLost> {
+    pub fn refuse_start(&self, lease: LeaseView, now: Instant) -> Option<PlaceLost> {
         match self.may_start(lease, now) {
             StartVerdict::Sure => None,
             StartVerdict::LeaseGone => Some(PlaceLost::LeaseGone),
@@ -124,7 +124,7 @@ impl KillSchedule {
     /// Whether a proof is still good for running at `now`: it says we were
     /// first at its revision, and is good only while our lease is sure to
     /// be alive.
-    pub fn may_start(&self, lease: LeaseView, now: clock::Instant) -> StartVerdict {
+    pub fn may_start(&self, lease: LeaseView, now: Instant) -> StartVerdict {
         if planted(Defect::StartUnsure) {
             return StartVerdict::Sure;
         }
@@ -137,7 +137,7 @@ impl KillSchedule {
 
     /// When SIGKILL must go out, for a stop that starts at `now`: after
     /// the grace, and never later than the margin before `expires`.
-    pub fn kill_at_from(&self, expires: clock::Instant, now: clock::Instant) -> clock::Instant {
+    pub fn kill_at_from(&self, expires: Instant, now: Instant) -> Instant {
         (now + self.grace).min(expires - self.margin)
     }
 }
@@ -186,12 +186,9 @@ mod tests {
     #[test]
     fn the_job_must_be_being_stopped_from_the_grace_and_margin_before_expiry_on() {
         let schedule = KillSchedule::new(ms(15_000), ms(10_000));
-        let expires = clock::Instant::from_boot(ms(100_000));
+        let expires = Instant::from_boot(ms(100_000));
         let stop_from = schedule.stop_from(expires);
-        assert_eq!(
-            stop_from,
-            clock::Instant::from_boot(ms(100_000 - 1_000 - 2_750))
-        );
+        assert_eq!(stop_from, Instant::from_boot(ms(100_000 - 1_000 - 2_750)));
         assert!(!schedule.must_stop_at(expires, stop_from - ms(1)));
         assert!(schedule.must_stop_at(expires, stop_from));
         assert!(schedule.must_stop_at(expires, expires + ms(1)));
@@ -216,7 +213,7 @@ mod tests {
     #[test]
     fn sigkill_lands_a_margin_before_the_deadline() {
         let schedule = KillSchedule::new(ms(15_000), ms(10_000));
-        let now = clock::Instant::from_boot(ms(100_000));
+        let now = Instant::from_boot(ms(100_000));
         let expires = now + ms(2_000);
         let kill_at = schedule.kill_at_from(expires, now);
         assert!(kill_at <= expires - schedule.margin);
@@ -228,7 +225,7 @@ mod tests {
     #[test]
     fn the_verdict_holds_until_the_stop_is_due_then_must_stop() {
         let schedule = KillSchedule::new(ms(3_000), ms(1_000));
-        let at = |n| clock::Instant::from_boot(ms(n));
+        let at = |n| Instant::from_boot(ms(n));
         let lease = LeaseView {
             expires: at(10_000),
             gone: false,

@@ -22,8 +22,8 @@ use super::stop::{KillReason, Next, Stop};
 use super::table::{
     self, Code, Loss, RunningAction, RunningEvent, Signal, StopOrder, StoppingAction, StoppingEvent,
 };
-use crate::clock::Instant;
 use crate::planted::{planted, Defect};
+use crate::time::Instant;
 
 /// What a leading run's stop is made of: the kill schedule of its lease,
 /// --kill-after and --kill-signal.
@@ -219,7 +219,7 @@ impl Stopping {
 
     /// This stop with every instant it holds moved by `move_to`: for a
     /// simulated clock that is set back (the model checker's rebase).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn retimed(mut self, move_to: impl Fn(Instant) -> Instant) -> Stopping {
         self.stop = self.stop.retimed(move_to);
         self
@@ -257,8 +257,8 @@ impl Resigning {
 mod tests {
     use super::*;
     use crate::exit::{Exit, Status};
-    use crate::protocol::stop::Grace;
-    use crate::protocol::testing::{at, lease, ms};
+    use crate::table::Grace;
+    use crate::testing::{at, lease, ms};
 
     /// A 3 s lease renewed at 10 s, --kill-after 1 s, --timeout 5 s.
     fn running() -> Running {

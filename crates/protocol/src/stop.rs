@@ -14,20 +14,10 @@ use std::time::Duration;
 
 use super::schedule::KillSchedule;
 pub use super::schedule::LeaseView;
-use super::table::{Signal, StoppingEvent};
-use crate::clock::Instant;
+use super::table::{Grace, StoppingEvent};
 use crate::planted::{planted, Defect};
-
-/// How long a stop may take before SIGKILL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Grace {
-    /// Leadership is lost: the schedule's grace, cut to what the lease
-    /// allows, fixed as the stop starts.
-    Lost,
-    /// The lease is kept alive through the stop: --kill-after in full,
-    /// unless renewals stop being acknowledged or leadership is lost.
-    Kept,
-}
+use crate::signal::Signal;
+use crate::time::Instant;
 
 /// A job being stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -246,7 +236,7 @@ impl Stop {
 
     /// This stop with every instant it holds moved by `move_to`: for a
     /// simulated clock that is set back (the model checker's rebase).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn retimed(mut self, move_to: impl Fn(Instant) -> Instant) -> Stop {
         self.deadline = match self.deadline {
             Deadline::Fixed(at) => Deadline::Fixed(move_to(at)),
@@ -263,7 +253,7 @@ impl Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::testing::{at, lease, ms};
+    use crate::testing::{at, lease, ms};
 
     /// A 3 s TTL (margin 300 ms, grace at most 450 ms), --kill-after 1 s.
     fn schedule() -> KillSchedule {

@@ -1,8 +1,9 @@
-//! Defects planted on purpose, for the model checker and the simulator
-//! (`model`) to prove that they can fail: each sits in the production code the checker drives,
-//! behind a switch that only a test can turn on, for its own thread. In a
-//! build that is not a test, [`planted`] is a constant false and the
-//! defects compile away.
+//! Defects planted on purpose, for leaderrun's model checker and simulator
+//! to prove that they can fail: each sits in the production code the
+//! checker drives, behind a switch that only a test can turn on, for its
+//! own thread. Without the `planted` feature (which only leaderrun's test
+//! builds turn on), [`planted`] is a constant false and the defects
+//! compile away.
 
 /// The defects the model checker and the simulator must catch (the
 /// last, only the simulator can).
@@ -44,26 +45,26 @@ pub enum Defect {
 }
 
 /// Whether `defect` is planted (never, outside the model checker's tests).
-#[cfg(not(test))]
+#[cfg(not(any(test, feature = "testing")))]
 #[inline(always)]
 pub fn planted(_defect: Defect) -> bool {
     false
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 thread_local! {
     static PLANTED: std::cell::Cell<Option<Defect>> = const { std::cell::Cell::new(None) };
 }
 
 /// Whether `defect` is planted in this thread.
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub fn planted(defect: Defect) -> bool {
     PLANTED.with(|planted| planted.get() == Some(defect))
 }
 
 /// Runs `body` with `defect` planted in this thread (a test's own: tests
 /// run side by side in threads of one process).
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub fn with<T>(defect: Defect, body: impl FnOnce() -> T) -> T {
     struct Unplant;
     impl Drop for Unplant {

@@ -142,7 +142,7 @@ where
 {
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl Stage<Bare> {
     /// The stage of a phase, holding nothing: what the table's tests walk.
     pub fn of(phase: CampaignPhase) -> Stage<Bare> {
