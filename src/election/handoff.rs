@@ -6,7 +6,7 @@
 //! | who is behind us                | looked up while the command runs ([`look_behind`]), or taken as the leader before us passed it on | nobody known: not looked up |
 //! | the resignation                 | also rewrites the successor's key: its proof, with no read (`Election::resign_with`) | deletes our key only; the next in line wakes on the deletion and reads |
 //! | the waiter                      | takes a handover of its own key as its proof (`election::queue`) | reads the line on every wake            |
-//! | the lease after the resignation | left to expire if nothing but our key was on it ([`nothing_attached_since`], the lease's keys) | revoked                   |
+//! | the lease after the resignation | left to expire if nothing but our key was on it (`protocol::resign::nothing_attached_since`, the lease's keys) | revoked                   |
 //!
 //! Here: the switch, who is behind us and what is passed on, and when a
 //! lease may be left to expire. The handover's write is in the
@@ -55,22 +55,6 @@ impl Handoff {
     pub fn fast(self) -> bool {
         self == Handoff::Fast
     }
-}
-
-/// Whether nothing can have been attached to our lease in a run proven at
-/// revision `proven_at` and resigned at `resigned`: true if no write came
-/// between. Every write to etcd's keys takes a revision of its own, a key
-/// is attached to a lease only by a write, and the command starts after
-/// the proof and is dead before the resignation: anything it attached was
-/// written at a revision between the two. On an etcd that nothing else
-/// writes to (a chain of short runs, above all) that saves the next
-/// leader's path a read; anything written in between, by anyone (our own
-/// start record too), and the keys are read. It trusts etcd's revisions to
-/// go only forward: an etcd restored from a backup under a running replica
-/// numbers writes anew (and breaks the election itself: leases and keys go
-/// back to the backup's).
-pub fn nothing_attached_since(proven_at: i64, resigned: i64) -> bool {
-    proven_at > 0 && resigned == proven_at + 1
 }
 
 /// How long a resignation waits at most for the look-up of who is behind
@@ -319,18 +303,6 @@ mod tests {
             1,
             "out of order ends it"
         );
-    }
-
-    #[test]
-    fn nothing_can_be_attached_only_when_no_write_came_between() {
-        assert!(nothing_attached_since(41, 42));
-        // Our own start record, the command's keys, anyone's write.
-        assert!(!nothing_attached_since(41, 43));
-        // An etcd that numbers anew (restored from a backup).
-        assert!(!nothing_attached_since(41, 41));
-        assert!(!nothing_attached_since(41, 12));
-        // No proof revision known.
-        assert!(!nothing_attached_since(0, 1));
     }
 
     #[test]

@@ -209,11 +209,9 @@ pub async fn read_leader(connection: &Connection, election: impl AsRef<[u8]>) ->
 /// the first key; leaderrun counts it as one ahead, and runs beside it
 /// only if its count allows).
 pub fn runners<'a>(line: impl IntoIterator<Item = &'a Leader>, slots: usize) -> Vec<Leader> {
-    line.into_iter()
-        .take(slots)
-        .enumerate()
-        .filter(|(place, candidate)| *place == 0 || !candidate.other_tool())
-        .map(|(_, candidate)| candidate.clone())
+    protocol::line::running(line, slots, |candidate| candidate.other_tool())
+        .into_iter()
+        .cloned()
         .collect()
 }
 

@@ -61,7 +61,6 @@ use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of, Range};
 use crate::etcd::Connection;
 use line::first_in_line;
-use protocol::planted::{planted, Defect};
 
 /// Replicas of one election that disagree on what must be the same on all
 /// of them (--max-running, the --once-per window): no retry changes it, and
@@ -177,6 +176,7 @@ pub struct Queued {
     pub proven_at: Option<Revision>,
 }
 
+pub use protocol::line::{among_first, judge_version};
 pub use protocol::loss::{KeyLoss, PlaceLost};
 
 /// What a key we hold has become, judged from its latest version (None:
@@ -184,22 +184,6 @@ pub use protocol::loss::{KeyLoss, PlaceLost};
 fn judge(kv: Option<&Kv>, token: Token, lease: LeaseId) -> Option<KeyLoss> {
     let version = kv.map(|kv| (kv.create_revision.0, kv.lease.0));
     judge_version(version, token.0, lease.0)
-}
-
-/// [`judge`] of a key's latest version as (create revision, lease), or
-/// None if it is deleted: the rule on plain values, which the model
-/// checker drives.
-pub(crate) fn judge_version(
-    version: Option<(i64, i64)>,
-    token: i64,
-    lease: i64,
-) -> Option<KeyLoss> {
-    match version {
-        None => Some(KeyLoss::Deleted),
-        Some((created, _)) if created != token => Some(KeyLoss::Replaced),
-        Some((_, attached)) if attached != lease => Some(KeyLoss::Overwritten),
-        Some(_) => None,
-    }
 }
 
 /// Whether a read at one revision proves a turn: our key, as read, still
@@ -224,13 +208,6 @@ fn runs(runners: &[Leader], token: Token, slots: usize) -> bool {
         .take_while(|runner| runner.token != token)
         .count();
     among_first(ahead, slots)
-}
-
-/// The proof rule's count: a key with `ahead` candidates ahead of it in
-/// line (at the revision it was read at, itself intact) is among the first
-/// `slots`, and runs. The model checker drives it too.
-pub(crate) fn among_first(ahead: usize, slots: usize) -> bool {
-    ahead < slots || planted(Defect::SpawnUnproven)
 }
 
 /// One election: where it lives, its name, and how many of its candidates
@@ -483,11 +460,17 @@ impl<'a> Election<'a> {
     pub async fn resign_with(
         &self,
         leadership: (&str, Token, LeaseId),
+        while_ours: bool,
         then: Vec<TxnOp>,
         successor: Option<&Successor>,
     ) -> Result<Option<TxnResponse>> {
         let (key, token, lease) = leadership;
-        let compares = ours(key, token, lease);
+        // Without the comparison only where the protocol plants that
+        // defect for the model checker: never in a build that is not a test.
+        let compares = match while_ours {
+            true => ours(key, token, lease).to_vec(),
+            false => Vec::new(),
+        };
         let mut ops = vec![TxnOp::delete(key, None)];
         ops.extend(then);
         if let Some(next) = successor {

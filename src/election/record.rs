@@ -58,9 +58,9 @@ use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, ranges, revision_of};
 use crate::etcd::Connection;
 use crate::retry::CLEANUP;
-use protocol::planted::{planted, Defect};
 
 pub use protocol::loss::Outcome;
+pub use protocol::records::{keeps_later, Guard, Which};
 
 /// An [`Outcome`] in a record: its name (`Outcome::name`). A name this
 /// version does not know (a newer version's) does not decode.
@@ -159,80 +159,14 @@ impl Run {
     }
 }
 
-/// Which of an election's records a write is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Which {
-    Started,
-    Finished,
-    Succeeded,
-}
-
-impl Which {
-    fn key(self, election: &str) -> String {
-        match self {
-            Which::Started => Beside::LastStarted,
-            Which::Finished => Beside::LastFinished,
-            Which::Succeeded => Beside::LastSucceeded,
-        }
-        .key(election)
+/// The key an election's record is kept under.
+fn record_key(which: Which, election: &str) -> String {
+    match which {
+        Which::Started => Beside::LastStarted,
+        Which::Finished => Beside::LastFinished,
+        Which::Succeeded => Beside::LastSucceeded,
     }
-}
-
-/// When a record write is made, judged by etcd as it is made (the
-/// module's rule).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Guard {
-    /// Unconditionally: a run still entitled, in the transaction whose
-    /// comparison is the entitlement.
-    Always,
-    /// Only if the key was not written after this revision (the proof's).
-    NotWrittenSince(i64),
-    /// `last-started` of an entitled run: not written since the proof, or
-    /// still our own start record, which was written at `ours`.
-    NotWrittenSinceOr { proof: i64, ours: i64 },
-    /// Unless a run that started later (a larger token of this cluster) is
-    /// recorded there ([`keeps_later`]): a read, then a swap, so never in
-    /// the resignation's transaction.
-    NoLaterStart,
-}
-
-/// The end writes of a run whose win was proven at `proven_at`:
-/// `entitled` in the transaction that deletes its key, else after its
-/// lease is revoked. `started_at`: where its own start record was
-/// written, if it was. `last-started` first. The model checker drives
-/// this plan, and etcd's answers to it, as the run writes it.
-pub fn end_plan(
-    outcome: Outcome,
-    entitled: bool,
-    proven_at: i64,
-    started_at: Option<i64>,
-) -> Vec<(Which, Guard)> {
-    let started = match (entitled, started_at) {
-        (false, _) => Guard::NoLaterStart,
-        (true, None) => Guard::NotWrittenSince(proven_at),
-        (true, Some(ours)) => Guard::NotWrittenSinceOr {
-            proof: proven_at,
-            ours,
-        },
-    };
-    let end = match entitled {
-        _ if planted(Defect::FenceByToken) => Guard::NoLaterStart,
-        true => Guard::Always,
-        false => Guard::NotWrittenSince(proven_at),
-    };
-    let mut plan = vec![(Which::Started, started), (Which::Finished, end)];
-    if outcome == Outcome::Succeeded {
-        plan.push((Which::Succeeded, end));
-    }
-    plan
-}
-
-/// Whether a record of token `theirs`, found where a run of token `ours`
-/// would write, is of a run that started later and stays: tokens order
-/// the starts of one cluster's runs, and a token above the store's
-/// revision `store` belongs to no run of this cluster.
-pub fn keeps_later(theirs: Option<i64>, ours: i64, store: i64) -> bool {
-    theirs.is_some_and(|theirs| theirs > ours && theirs <= store)
+    .key(election)
 }
 
 /// The write of `value` under `key` with `guard`, as an operation of a
@@ -480,9 +414,9 @@ impl Ended {
     /// being written is let finish first (within [`CLEANUP`], else stopped),
     /// so that it cannot land after them; one not yet begun is not needed
     /// any more.
-    pub async fn settle_start(&mut self) {
+    pub async fn settle_start(&mut self) -> Option<Revision> {
         let Some(mut start) = self.start.take() else {
-            return;
+            return self.started_at;
         };
         if start.is_finished() || self.record.duration_s.unwrap_or(0.0) >= START_DELAY.as_secs_f64()
         {
@@ -496,19 +430,19 @@ impl Ended {
         } else {
             start.abort();
         }
+        self.started_at
     }
 
-    /// The end records' writes, each judged on its own, in the transaction
-    /// that deletes our key, whose comparison is the entitlement (see the
-    /// module's rule). `last-started` first: a record written there since
-    /// our win (a run proven before us whose start record landed late) is
-    /// left to [`Ended::write_started`], which reads it first.
-    pub fn writes(&self, election: &str) -> Vec<TxnOp> {
+    /// The end records' writes of `plan` (the protocol's, `end_plan`),
+    /// each judged on its own, for the transaction that deletes our key,
+    /// whose comparison is the entitlement (see the module's rule).
+    /// `last-started` first: a record written there since our win (a run
+    /// proven before us whose start record landed late) is left to
+    /// [`Ended::write_started`], which reads it first.
+    pub fn writes(&self, election: &str, plan: &[(Which, Guard)]) -> Vec<TxnOp> {
         let value = encode(&self.record);
-        let started_at = self.started_at.map(|at| at.0);
-        let plan = end_plan(self.record.outcome, true, self.proven_at.0, started_at);
-        plan.into_iter()
-            .filter_map(|(which, guard)| guarded_put(&which.key(election), &value, guard))
+        plan.iter()
+            .filter_map(|(which, guard)| guarded_put(&record_key(*which, election), &value, *guard))
             .collect()
     }
 
@@ -542,19 +476,21 @@ impl Ended {
     }
 
     /// Writes the end records of a run no longer entitled (its key given
-    /// back): `last-finished` and `last-succeeded` only where nothing was
-    /// written since our win, `last-started` unless a later start is
-    /// there; bounded as a whole.
-    pub async fn write(mut self, connection: &Connection, election: &str) {
-        self.settle_start().await;
+    /// back), as `plan` (the protocol's, `end_plan`) says: `last-finished`
+    /// and `last-succeeded` only where nothing was written since our win,
+    /// `last-started` unless a later start is there; bounded as a whole.
+    pub async fn write_unentitled(
+        &self,
+        connection: &Connection,
+        election: &str,
+        plan: Vec<(Which, Guard)>,
+    ) {
         let value = encode(&self.record);
-        let started_at = self.started_at.map(|at| at.0);
-        let plan = end_plan(self.record.outcome, false, self.proven_at.0, started_at);
         // last-started by write_started, below.
         let guarded = plan
             .into_iter()
             .filter(|(which, _)| *which != Which::Started)
-            .filter_map(|(which, guard)| guarded_put(&which.key(election), &value, guard))
+            .filter_map(|(which, guard)| guarded_put(&record_key(which, election), &value, guard))
             .collect::<Vec<_>>();
         let txn = Txn::new().and_then(guarded);
         let finished = async {
@@ -576,6 +512,7 @@ const START_DELAY: Duration = Duration::from_secs(1);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::records::end_plan;
 
     fn started(token: i64, proven_at: Option<i64>) -> Kv {
         let mut value = serde_json::json!({"token": token, "outcome": "some_newer_outcome"});
@@ -649,7 +586,7 @@ mod tests {
         let keys = |outcome, entitled| {
             end_plan(outcome, entitled, 5, None)
                 .into_iter()
-                .map(|(which, guard)| (which.key("j"), guard))
+                .map(|(which, guard)| (record_key(which, "j"), guard))
                 .collect::<Vec<_>>()
         };
         let started = |guard| ("j.last-started".to_string(), guard);

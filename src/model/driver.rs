@@ -15,11 +15,14 @@ use std::time::Duration;
 use super::world::{
     at, ms, schedule, Held, Job, Led, Proc, Say, World, C, KILL_AFTER, NOW, RENEW_EVERY, TTL,
 };
-use crate::election::record::{end_plan, Outcome, Which};
-use crate::election::{among_first, judge_version, KeyLoss, PlaceLost};
+use crate::election::record::Outcome;
+use crate::election::{KeyLoss, PlaceLost};
 use crate::exit::Exit;
 use protocol::campaign::{self, Decision};
 use protocol::lead::{Running, RunningStep, StoppingStep};
+use protocol::line::{among_first, judge_version};
+use protocol::records::{Guard, Which};
+use protocol::resign::{Effect, Fed, LeaseEnd, Leaving, Resignation, Resigned};
 use protocol::stage::Bare;
 use protocol::stop::{LeaseView, Next};
 use protocol::table::{self, CampaignEvent, CampaignPhase, Phase, StoppingEvent, Trouble};
@@ -205,7 +208,7 @@ impl World {
                 self.spawn(r, say);
             }
             campaign::Next::Exit(code) => {
-                self.give_back(r);
+                self.leave(r, None, say);
                 self.replicas[r].proc = Proc::Done(code.value(CONFLICT));
             }
         }
@@ -318,8 +321,6 @@ impl World {
             self.window_runs += 1;
         }
         let replica = &mut self.replicas[r];
-        // The window is spent: it stays claimed.
-        replica.window = false;
         replica.job = Job::Running { term: false };
         replica.ran = true;
         if self.rank_start(r) && self.slots == 1 {
@@ -366,50 +367,185 @@ impl World {
         }
     }
 
-    /// Deletes our key with the end records in one transaction, if it is
-    /// still ours; else revokes, then writes them as a run no longer
-    /// entitled. Out of reach, the clean-up bound gives up on both.
-    pub(super) fn resign(&mut self, r: usize, mut say: Say) {
+    /// The way out of replica `r`'s run: the production way out
+    /// (`protocol::resign`) asks, and each effect is done in the world,
+    /// atomically, best effort (out of reach, each fails as the run's
+    /// bounded request would).
+    pub(super) fn resign(&mut self, r: usize, say: Say) {
         let (code, outcome) = self.replicas[r].ending.expect("a stop carries its code");
         self.replicas[r].proc = Proc::Done(code);
-        if self.request_trouble(r).is_some() {
-            say!(
-                say,
-                "replica {r} cannot reach etcd (or is refused) to resign"
-            );
-            return;
-        }
-        // A command that never started gives its window back.
-        self.give_back_window(r);
-        let (key, token, lease) = self.ids(r);
-        let proven_at = self.replicas[r].proven_at.expect("a proven run");
-        let value = Value::Record {
-            token,
+        self.leave(r, Some(outcome), say);
+    }
+
+    /// The way out, for a run that ended with `outcome` or a campaign
+    /// that ran nothing (None).
+    fn leave(&mut self, r: usize, outcome: Option<Outcome>, mut say: Say) {
+        let replica = &self.replicas[r];
+        let leaving = Leaving {
             outcome,
-            proven: proven_at,
+            started: replica.ran,
+            lease: replica.lease.is_some(),
+            window: replica.window,
+            fast: replica.fast,
+            proven_at: replica.proven_at.unwrap_or(0),
         };
-        if self.etcd.ours(key, token, lease) {
-            let revision = self.etcd.revision + 1;
-            self.etcd.delete_at(key, revision);
-            self.hand_over(r, token, revision);
-            for (which, guard) in end_plan(outcome, true, proven_at, None) {
-                let written = self.etcd.record(which, guard, value, revision);
-                self.wrote(which, written, token);
-            }
-            self.etcd.revision = revision;
-            self.finished_floor = self.finished_floor.max(revision);
-            self.etcd.revoke(lease);
-            say!(
-                say,
-                "replica {r} resigns at revision {revision}, entitled: {outcome:?}"
-            );
-            return;
+        let mut way = Resignation::new(leaving);
+        let mut effect = way.start();
+        while effect != Effect::Done {
+            let fed = self.perform(r, effect, say.as_deref_mut());
+            effect = way
+                .fed(fed)
+                .unwrap_or_else(|unexpected| panic!("replica {r}: {unexpected}"));
         }
-        self.etcd.revoke(lease);
-        let plan = end_plan(outcome, false, proven_at, None);
+    }
+
+    /// One effect of the way out, done in the world.
+    fn perform(&mut self, r: usize, effect: Effect, mut say: Say) -> Fed {
+        let reached = self.request_trouble(r).is_none();
+        match effect {
+            // The model writes no start record (it counts starts itself).
+            Effect::SettleStart => Fed::StartSettled(None),
+            Effect::FindSuccessor { wanted } => {
+                Fed::Successor(wanted && reached && self.behind(r).is_some())
+            }
+            Effect::Resign { .. } | Effect::ReadAttached if !reached => {
+                say!(
+                    say,
+                    "replica {r} cannot reach etcd (or is refused) to resign"
+                );
+                match effect {
+                    Effect::ReadAttached => Fed::Attached(None),
+                    _ => Fed::Resigned(None),
+                }
+            }
+            Effect::Resign {
+                while_ours,
+                writes,
+                hand_over,
+                read_attached,
+            } => {
+                let resigned = self.resign_with(r, while_ours, &writes, hand_over, say);
+                // Nothing but candidate keys is ever attached to a lease
+                // in the model: ours is alone on it.
+                Fed::Resigned(Some(Resigned {
+                    alone: read_attached.then_some(true),
+                    ..resigned
+                }))
+            }
+            Effect::ReadAttached => Fed::Attached(Some(true)),
+            Effect::Answered => Fed::Done,
+            Effect::GiveBack { .. } | Effect::WriteUnentitled { .. } | Effect::WriteStarted
+                if !reached =>
+            {
+                Fed::Done
+            }
+            Effect::GiveBack { lease, window } => {
+                self.give_back_as(r, lease, window);
+                Fed::Done
+            }
+            Effect::WriteUnentitled { writes } => {
+                self.write_unentitled(r, &writes, say);
+                Fed::Done
+            }
+            Effect::WriteStarted => {
+                self.write_started(r);
+                Fed::Done
+            }
+            Effect::Done => Fed::Done,
+        }
+    }
+
+    /// The lease revoked or left bare, and the window given back if asked.
+    fn give_back_as(&mut self, r: usize, lease: LeaseEnd, window: bool) {
+        match (lease, self.replicas[r].lease) {
+            (LeaseEnd::Revoke, Some(held)) => self.etcd.revoke(held.id),
+            (LeaseEnd::Revoke | LeaseEnd::LeaveBare | LeaseEnd::None, _) => {}
+        }
+        if window {
+            self.give_back_window(r);
+        }
+    }
+
+    /// Our end into `last-started` by a read and a swap (atomic here).
+    fn write_started(&mut self, r: usize) {
+        let (value, token) = self.record_value(r);
+        let revision = self.etcd.revision + 1;
+        let written = self
+            .etcd
+            .record(Which::Started, Guard::NoLaterStart, value, revision);
+        if written {
+            self.etcd.revision = revision;
+        }
+        self.wrote(Which::Started, written, token);
+    }
+
+    /// The record replica `r`'s run writes, and its token.
+    fn record_value(&self, r: usize) -> (Value, i64) {
+        let replica = &self.replicas[r];
+        let token = replica.token.unwrap_or(0);
+        let (_, outcome) = replica.ending.expect("a run's way out");
+        let proven = replica.proven_at.expect("a proven run");
+        (
+            Value::Record {
+                token,
+                outcome,
+                proven,
+            },
+            token,
+        )
+    }
+
+    /// The resignation's transaction: our key deleted with `writes`
+    /// (and a handover), if it is still ours, or with no comparison.
+    fn resign_with(
+        &mut self,
+        r: usize,
+        while_ours: bool,
+        writes: &[(Which, Guard)],
+        hand_over: bool,
+        mut say: Say,
+    ) -> Resigned {
+        let (key, token, lease) = self.ids(r);
+        let (value, _) = self.record_value(r);
+        let not_written = Resigned {
+            written: None,
+            started_behind: false,
+            alone: None,
+        };
+        if while_ours && !self.etcd.ours(key, token, lease) {
+            return not_written;
+        }
+        let revision = self.etcd.revision + 1;
+        if self.etcd.version(key).is_some() {
+            self.etcd.delete_at(key, revision);
+        }
+        if hand_over {
+            self.hand_over(token, revision);
+        }
+        let mut started_behind = false;
+        for (which, guard) in writes.iter().copied() {
+            let written = self.etcd.record(which, guard, value, revision);
+            started_behind |= which == Which::Started && !written;
+            self.wrote(which, written, token);
+        }
+        self.etcd.revision = revision;
+        self.finished_floor = self.finished_floor.max(revision);
+        say!(say, "replica {r} resigns at revision {revision}, entitled");
+        Resigned {
+            written: Some(revision),
+            started_behind,
+            alone: None,
+        }
+    }
+
+    /// The end records of a run no longer entitled: `last-finished` and
+    /// `last-succeeded` in one write, then `last-started` by a read and a
+    /// swap.
+    fn write_unentitled(&mut self, r: usize, writes: &[(Which, Guard)], mut say: Say) {
+        let (value, token) = self.record_value(r);
         let revision = self.etcd.revision + 1;
         let mut any = false;
-        for (which, guard) in plan.iter().copied().filter(|(w, _)| *w != Which::Started) {
+        for (which, guard) in writes.iter().copied().filter(|(w, _)| *w != Which::Started) {
             let written = self.etcd.record(which, guard, value, revision);
             any |= written;
             self.wrote(which, written, token);
@@ -417,7 +553,7 @@ impl World {
         if any {
             self.etcd.revision = revision;
         }
-        for (which, guard) in plan.into_iter().filter(|(w, _)| *w == Which::Started) {
+        for (which, guard) in writes.iter().copied().filter(|(w, _)| *w == Which::Started) {
             let revision = self.etcd.revision + 1;
             let written = self.etcd.record(which, guard, value, revision);
             if written {
@@ -425,30 +561,42 @@ impl World {
             }
             self.wrote(which, written, token);
         }
-        say!(say, "replica {r} resigns unentitled: {outcome:?}");
+        say!(say, "replica {r} writes its records unentitled");
     }
 
-    /// On the fast path, with one runner: the resignation's transaction
-    /// (at `revision`) rewrites the key of the candidate just behind ours
-    /// (token `token`), if it is a replica's (another writer's is never
-    /// rewritten), keeping its create revision and lease.
-    fn hand_over(&mut self, r: usize, token: i64, revision: i64) {
-        if !self.replicas[r].fast || self.slots != 1 {
-            return;
+    /// Who replica `r`'s resignation hands over to: the candidate just
+    /// behind its key, on the fast path with one runner.
+    fn behind(&self, r: usize) -> Option<Key> {
+        let replica = &self.replicas[r];
+        if !replica.fast || self.slots != 1 {
+            return None;
         }
-        let behind = self
-            .etcd
+        self.next_behind(replica.token?)
+    }
+
+    /// The candidate key just behind token `token`, if it is a replica's
+    /// (another writer's is never handed over to).
+    fn next_behind(&self, token: i64) -> Option<Key> {
+        self.etcd
             .keys
             .iter()
             .filter(|(key, found)| matches!(key, Key::Candidate(_)) && found.create > token)
             .min_by_key(|(_, found)| found.create)
-            .map(|(key, found)| (*key, *found));
-        if let Some((key, found)) = behind {
-            if matches!(found.value, Value::Candidate(Some(_)) | Value::HandedOver) {
-                self.etcd
-                    .put_at(key, Value::HandedOver, found.lease, revision);
-            }
-        }
+            .filter(|(_, found)| {
+                matches!(found.value, Value::Candidate(Some(_)) | Value::HandedOver)
+            })
+            .map(|(key, _)| *key)
+    }
+
+    /// The handover: the resignation's transaction (at `revision`)
+    /// rewrites the key of the candidate just behind ours (token `token`),
+    /// keeping its create revision and lease.
+    fn hand_over(&mut self, token: i64, revision: i64) {
+        let Some(key) = self.next_behind(token) else {
+            return;
+        };
+        let lease = self.etcd.keys[&key].lease;
+        self.etcd.put_at(key, Value::HandedOver, lease, revision);
     }
 
     /// Ghost bookkeeping of a record written.

@@ -12,8 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::election::judge_version;
-use crate::election::record::{keeps_later, Guard, Outcome, Which};
+use crate::election::record::Outcome;
+use protocol::line::judge_version;
+use protocol::records::{keeps_later, Guard, Which};
 
 /// A key of the election: a candidate's (by its lease) or a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

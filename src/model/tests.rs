@@ -321,6 +321,29 @@ fn a_stop_that_never_moves_on_to_sigkill_is_caught() {
     );
 }
 
+#[test]
+fn a_resignation_that_does_not_compare_its_key_is_caught() {
+    // The way out is the production one (`protocol::resign`): a run whose
+    // key another writer took writes its records as if still entitled,
+    // over those of the run that came after it.
+    caught(
+        Defect::ResignWithoutComparison,
+        bounds(2, 1, 1, &[Kind::Writer]),
+        "records",
+    );
+}
+
+#[test]
+fn a_window_given_back_after_its_command_started_is_caught() {
+    // The window's give-back is the production way out's: given back
+    // after a run, it lets the replica behind run in the same window.
+    caught(
+        Defect::WindowBackAfterStart,
+        once_per(&[Kind::Process]),
+        "once-per",
+    );
+}
+
 /// What only the simulator sees: in the checker's world every clock runs
 /// at etcd's rate and a process acts in time, so a kill schedule with a
 /// millisecond's margin stops every job before its lease could expire;

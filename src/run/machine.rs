@@ -398,13 +398,8 @@ async fn finish(
     // and arming it costs no system call on the next leader's path.
     let resign = async {
         let given_back = tokio::time::timeout(CLEANUP, async {
-            match ended {
-                Some(ended) => {
-                    let election = Election::new(connection, &config.election, config.max_running);
-                    session.resign(ended, &election, &answered).await;
-                }
-                None => session.give_back().await,
-            }
+            let election = Election::new(connection, &config.election, config.max_running);
+            session.leave(ended, &election, &answered).await;
         });
         match given_back.await {
             Ok(()) => tracing::trace!("given back"),

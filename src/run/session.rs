@@ -1,12 +1,14 @@
 //! What a run holds in etcd, and giving it back.
 //!
-//! [`Session`] owns at most one election lease and at most one unspent
-//! `--once-per` window lease. Every way out of a run ends with
-//! [`Session::give_back`] (after a run, through [`Session::resign`]), so
-//! nothing is left behind by forgetting a path: our queue key is deleted on
-//! every path (with our lease, revoked, or, after a run, by the resignation
-//! itself, the lease then left to expire if nothing else is on it), and a
-//! window is given back on every path where the command did not start.
+//! [`Session`] owns at most one election lease and at most one claimed
+//! `--once-per` window lease. Every way out of a run goes through
+//! [`Session::leave`], which does what the protocol's way out
+//! (`protocol::resign`) asks and feeds back what etcd answered, so nothing
+//! is left behind by forgetting a path and nothing is decided here: our
+//! queue key is deleted on every path (with our lease, revoked, or, after a
+//! run, by the resignation itself, the lease then left to expire if nothing
+//! else is on it), and a window is given back on every path where the
+//! command did not start.
 
 use std::time::Duration;
 
@@ -18,13 +20,15 @@ use tokio::task::JoinHandle;
 use crate::clock;
 use crate::election::handoff::Handoff;
 use crate::election::name;
-use crate::election::record::{self, Ended};
+use crate::election::record::Ended;
 use crate::election::{Election, OwnKey, Successor};
-use crate::etcd::ids::{LeaseId, Revision};
+use crate::etcd::ids::LeaseId;
 use crate::etcd::requests::revision_of;
 use crate::etcd::Connection;
 use crate::lease::Lease;
 use crate::retry::CLEANUP;
+use protocol::records::{Guard, Which};
+use protocol::resign::{Effect, Fed, LeaseEnd, Leaving, Resignation, Resigned};
 
 /// What a run holds in etcd.
 pub struct Session {
@@ -33,8 +37,11 @@ pub struct Session {
     /// go of, or a leading run's, given back here to resign (the campaign
     /// and the leading run hold theirs in their states).
     lease: Option<Lease>,
-    /// A claimed `--once-per` window whose command has not started.
+    /// A claimed `--once-per` window (the way out gives it back if its
+    /// command never started: the protocol's rule).
     pub window: Option<LeaseId>,
+    /// The command started.
+    started: bool,
     /// Who is behind us, looked up while the command runs, for the
     /// resignation to hand over to (`handoff`).
     successor: Option<JoinHandle<Option<Successor>>>,
@@ -44,17 +51,6 @@ pub struct Session {
     handoff: Handoff,
 }
 
-/// What a resignation with the run's records did.
-#[derive(Default)]
-struct Resigned {
-    /// Our key deleted, with the records, in one transaction.
-    written: bool,
-    /// The start record holds a run that wrote after our win.
-    started_behind: bool,
-    /// Nothing but our key was attached to the lease: it is left to expire.
-    bare: bool,
-}
-
 impl Session {
     pub fn new(connection: Connection, handoff: Handoff) -> Session {
         Session {
@@ -62,6 +58,7 @@ impl Session {
             handoff,
             lease: None,
             window: None,
+            started: false,
             successor: None,
             watching: None,
         }
@@ -74,8 +71,8 @@ impl Session {
     }
 
     /// A leading run's lease back, with the run's watches and the look-up
-    /// of who is behind it, to resign with. The command started: its
-    /// window stays used up.
+    /// of who is behind it, to resign with, and whether its command
+    /// started.
     pub fn after_run(
         &mut self,
         lease: Lease,
@@ -90,9 +87,7 @@ impl Session {
         // with it.
         self.watching = Some(watches);
         self.successor = successor;
-        if started {
-            self.window = None;
-        }
+        self.started = started;
     }
 
     /// A new lease, after giving back whatever was held: the campaign's
@@ -126,136 +121,203 @@ impl Session {
         );
     }
 
-    /// Gives everything back after a run, with or then its records.
-    ///
-    /// With the run not lost, one transaction deletes our key and writes
-    /// the end records, as a run still entitled to them (the record rule in
-    /// `election::record`): one write, which the next in line wakes on with
-    /// our records already in place, so that its own end records need no
-    /// read either. If nothing but our key is attached to the lease, it is
-    /// not revoked but left to expire, keyless, within its TTL, so that
-    /// etcd's work on the next leader's path is that one write (as a lock's
-    /// release is). A lease the command attached keys to (`LEADERRUN_LEASE`)
-    /// is revoked at once, taking them with it.
-    ///
-    /// Otherwise (the run lost, the transaction refused or unanswered), the
-    /// lease is revoked first and the records written after, as a run no
-    /// longer entitled: only over records not written since our win.
-    ///
-    /// `answered` is told once the request the next leader waits on has
-    /// its answer (or none came within its bound); at once if nobody is
-    /// known to be behind us.
-    pub async fn resign(&mut self, mut ended: Ended, election: &Election<'_>, answered: &Notify) {
-        ended.settle_start().await;
-        let entitled = ended.record.outcome != record::Outcome::Lost;
-        let successor = self.successor(entitled).await;
-        if successor.is_none() {
-            // Nobody known behind us waits on this resignation: the
-            // guardian's exit goes beside it, not after it.
-            answered.notify_one();
-        }
-        let resigned = match self.lease.as_ref().filter(|_| entitled) {
-            Some(lease) => {
-                let resigned = self.with_records(lease, &ended, election, successor.as_ref());
-                resigned.await
-            }
-            None => Resigned::default(),
+    /// The way out: what the protocol's resignation (`protocol::resign`)
+    /// asks, done with etcd, until it is over: the entitled resignation
+    /// with the run's records (and a handover), the lease left bare or
+    /// revoked, an unspent window given back, the records written as a
+    /// run no longer entitled. `ended` is the run's, None for a campaign
+    /// that ran nothing. `answered` is told whenever the protocol says the
+    /// request the next leader waits on is answered (or nobody waits).
+    pub async fn leave(
+        &mut self,
+        ended: Option<Ended>,
+        election: &Election<'_>,
+        answered: &Notify,
+    ) {
+        let leaving = Leaving {
+            outcome: ended.as_ref().map(|ended| ended.record.outcome),
+            started: self.started,
+            lease: self.lease.is_some(),
+            window: self.window.is_some(),
+            fast: self.handoff.fast(),
+            proven_at: ended.as_ref().map_or(0, |ended| ended.proven_at().0),
         };
-        answered.notify_one();
-        if resigned.bare {
-            // Dropped, it is renewed no more.
-            self.lease = None;
+        let mut way = Resignation::new(leaving);
+        let mut effect = way.start();
+        let mut performing = Performing {
+            ended,
+            successor: None,
+        };
+        loop {
+            let fed = match effect {
+                Effect::Done => return,
+                Effect::Answered => {
+                    answered.notify_one();
+                    Fed::Done
+                }
+                effect => self.perform(effect, &mut performing, election).await,
+            };
+            effect = match way.fed(fed) {
+                Ok(next) => next,
+                Err(unexpected) => {
+                    // A defect of this driver: the lease and window go back
+                    // as on any way out, and the error is said.
+                    tracing::error!("{unexpected}");
+                    debug_assert!(false, "{unexpected}");
+                    self.give_back().await;
+                    return;
+                }
+            };
         }
-        self.give_back().await;
-        answered.notify_one();
-        if !resigned.written {
-            ended.write(&self.connection, election.name).await;
-        } else if resigned.started_behind {
-            // The start record holds a run that wrote after our win: ours
-            // replaces it if that run started before ours. Off the next
-            // leader's path, after the resignation.
-            ended.write_started(&self.connection, election.name).await;
+    }
+
+    /// One effect of the way out, done, and what came of it.
+    async fn perform(
+        &mut self,
+        effect: Effect,
+        performing: &mut Performing,
+        election: &Election<'_>,
+    ) -> Fed {
+        let Performing { ended, successor } = performing;
+        match (effect, ended.as_mut()) {
+            (Effect::SettleStart, Some(ended)) => {
+                Fed::StartSettled(ended.settle_start().await.map(|at| at.0))
+            }
+            (Effect::FindSuccessor { wanted }, _) => {
+                *successor = self.successor(wanted).await;
+                Fed::Successor(successor.is_some())
+            }
+            (
+                Effect::Resign {
+                    while_ours,
+                    writes,
+                    hand_over,
+                    read_attached,
+                },
+                Some(ended),
+            ) => {
+                let to = successor.as_ref().filter(|_| hand_over);
+                let resign = Resign {
+                    while_ours,
+                    writes: &writes,
+                    successor: to,
+                    read_attached,
+                };
+                Fed::Resigned(self.resign(resign, ended, election).await)
+            }
+            (Effect::ReadAttached, _) => Fed::Attached(self.read_attached(election).await),
+            (Effect::GiveBack { lease, window }, _) => {
+                self.give_back_as(lease, window).await;
+                Fed::Done
+            }
+            (Effect::WriteUnentitled { writes }, Some(ended)) => {
+                ended
+                    .write_unentitled(&self.connection, election.name, writes)
+                    .await;
+                Fed::Done
+            }
+            (Effect::WriteStarted, Some(ended)) => {
+                ended.write_started(&self.connection, election.name).await;
+                Fed::Done
+            }
+            // Asked of a way out with no run's records: the protocol's
+            // defect, answered as not done (the next effect it gives is
+            // then an error, or gives back).
+            (
+                Effect::SettleStart
+                | Effect::Resign { .. }
+                | Effect::WriteUnentitled { .. }
+                | Effect::WriteStarted,
+                None,
+            ) => Fed::Done,
+            (Effect::Answered | Effect::Done, _) => Fed::Done,
         }
     }
 
     /// The resignation's transaction (our key deleted, the records
-    /// written, a handover to `successor`), and whether the lease is left
-    /// with nothing attached. Which it is, the lease's keys say, read beside
-    /// the resignation; or, when it hands over to someone, after it, and
-    /// only if etcd saw a write between our win and the resignation
-    /// (`handoff::nothing_attached_since`).
-    async fn with_records(
+    /// written, a handover to `successor`), with the read of the lease's
+    /// keys beside it if asked.
+    async fn resign(
         &self,
-        lease: &Lease,
+        resign: Resign<'_>,
         ended: &Ended,
         election: &Election<'_>,
-        successor: Option<&Successor>,
-    ) -> Resigned {
+    ) -> Option<Resigned> {
+        let lease = self.lease.as_ref()?;
         let key = name::candidate_key(election.name, lease.id);
         let ours = (key.as_str(), ended.record.token, lease.id);
-        let resigned = async {
+        let writes = ended.writes(election.name, resign.writes);
+        let transaction = async {
             let response = election
-                .resign_with(ours, ended.writes(election.name), successor)
+                .resign_with(ours, resign.while_ours, writes, resign.successor)
                 .await?;
             // Its revision, and whether the start record took our end.
             let written =
                 |response: TxnResponse| (revision_of(&response), ended.wrote_started(&response));
             anyhow::Ok(response.map(written))
         };
-        let resigned = clock::timeout(CLEANUP, resigned);
-        let attached = clock::timeout(CLEANUP, self.connection.lease_keys(lease.id));
-        // With someone handed over to, the read of the lease's keys waits
-        // until it is on its way: beside the resignation it would be etcd's
-        // work on its path. It is not made at all if the resignation shows
-        // that nothing can have been attached. With nobody, it goes beside,
-        // and the run ends a round trip sooner.
-        let (resigned, attached, nothing_attached) = match successor {
-            Some(_) => {
-                let resigned = resigned.await;
-                let revision = match &resigned {
-                    Some(Ok(Some((revision, _)))) => Some(*revision),
-                    _ => None,
-                };
-                let nothing_attached = revision.is_some_and(|revision| {
-                    crate::election::handoff::nothing_attached_since(
-                        ended.proven_at().0,
-                        revision.0,
-                    )
-                });
-                let read = revision.is_some() && !nothing_attached;
-                let attached = if read { attached.await } else { None };
-                (resigned, attached, nothing_attached)
+        let transaction = clock::timeout(CLEANUP, transaction);
+        let (answer, alone) = match resign.read_attached {
+            true => tokio::join!(transaction, self.alone(&key, lease.id)),
+            false => (transaction.await, None),
+        };
+        let answer = match answer {
+            Some(Ok(answer)) => answer,
+            Some(Err(err)) => {
+                tracing::info!("resigning: {err:#}");
+                return None;
             }
             None => {
-                let (resigned, attached) = tokio::join!(resigned, attached);
-                (resigned, attached, false)
+                tracing::info!("resigning: no answer within {CLEANUP:?}");
+                return None;
             }
         };
-        let outcome = Resigned {
-            started_behind: matches!(resigned, Some(Ok(Some((_, false))))),
-            written: written(resigned),
-            bare: false,
-        };
-        tracing::trace!(written = outcome.written, "resigned with the run's records");
-        if let Some(next) = successor.filter(|_| outcome.written) {
+        tracing::trace!(
+            written = answer.is_some(),
+            "resigned with the run's records"
+        );
+        if let Some(next) = resign.successor.filter(|_| answer.is_some()) {
             tracing::debug!(
                 event = crate::logging::events::HANDED_OVER,
                 to = %next.key,
                 "handed over (if it is still there)"
             );
         }
-        let alone = |keys: &[Vec<u8>]| keys.iter().all(|attached| *attached == key.as_bytes());
-        // The slow path revokes, always.
-        let bare = outcome.written
-            && self.handoff.fast()
-            && (nothing_attached
-                || match attached {
-                    Some(Ok(Some(keys))) => alone(&keys),
-                    Some(Ok(None)) => true,
-                    _ => false,
-                });
-        tracing::trace!(bare, nothing_attached, "the lease's keys known");
-        Resigned { bare, ..outcome }
+        Some(Resigned {
+            written: answer.map(|(revision, _)| revision.0),
+            started_behind: answer.is_some_and(|(_, started)| !started),
+            alone,
+        })
+    }
+
+    /// Whether our key is the only key attached to our lease.
+    async fn read_attached(&self, election: &Election<'_>) -> Option<bool> {
+        let lease = self.lease.as_ref()?;
+        let key = name::candidate_key(election.name, lease.id);
+        self.alone(&key, lease.id).await
+    }
+
+    /// Whether `key` is the only key attached to lease `id` (a lease
+    /// gone has none), read within [`CLEANUP`]; None with no answer.
+    async fn alone(&self, key: &str, id: LeaseId) -> Option<bool> {
+        match clock::timeout(CLEANUP, self.connection.lease_keys(id)).await {
+            Some(Ok(Some(keys))) => Some(keys.iter().all(|attached| *attached == key.as_bytes())),
+            Some(Ok(None)) => Some(true),
+            Some(Err(_)) | None => None,
+        }
+    }
+
+    /// Gives back as the way out says: the lease revoked or left bare (it
+    /// is dropped, and renewed no more), the window revoked.
+    async fn give_back_as(&mut self, lease: LeaseEnd, window: bool) {
+        match lease {
+            LeaseEnd::LeaveBare => self.lease = None,
+            LeaseEnd::Revoke | LeaseEnd::None => {}
+        }
+        if !window {
+            self.window = None;
+        }
+        self.give_back().await;
     }
 
     /// The candidate behind us, once the look-up has answered (within
@@ -267,17 +329,18 @@ impl Session {
     }
 }
 
-/// Whether the resignation was written, saying why not if it was not.
-fn written(resigned: Option<Result<Option<(Revision, bool)>>>) -> bool {
-    match resigned {
-        Some(Ok(revision)) => revision.is_some(),
-        Some(Err(err)) => {
-            tracing::info!("resigning: {err:#}");
-            false
-        }
-        None => {
-            tracing::info!("resigning: no answer within {CLEANUP:?}");
-            false
-        }
-    }
+/// What the way out carries between its effects.
+struct Performing {
+    /// The run's records, if a run ended.
+    ended: Option<Ended>,
+    /// Who is behind us, if found.
+    successor: Option<Successor>,
+}
+
+/// The resignation's transaction, as the protocol asked for it.
+struct Resign<'a> {
+    while_ours: bool,
+    writes: &'a [(Which, Guard)],
+    successor: Option<&'a Successor>,
+    read_attached: bool,
 }

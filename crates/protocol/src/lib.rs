@@ -17,7 +17,7 @@
 //! - [`campaign`]: the campaign's state between events, with what each
 //!   phase holds ([`stage`]) and the pace of its retries;
 //! - [`lead`]: a leading run's states (its command running, its job being
-//!   stopped, its resignation);
+//!   stopped); [`resign`]: the way out, with the rule of entitlement;
 //! - [`schedule`]: the kill schedule (when a stop starts, how long its
 //!   grace lasts, what the lease says of a leading run and of a win about
 //!   to start) and [`stop`], the kill sequence;
@@ -25,14 +25,20 @@
 //!   [`time`] (instants given, never read), [`signal`], [`exit`] (every
 //!   exit code, as data), [`loss`] (what can happen to a key or a place,
 //!   and how a run ends), [`backoff`] (every retry's pace, seeded);
+//! - the rules the run and the model checker apply to what etcd says:
+//!   [`line`] (whether a key is still ours, whether a place runs, who
+//!   runs) and [`records`] (the run records' plan and guards);
 //! - [`planted`]: the defects the model checker and simulator must catch.
 
 pub mod backoff;
 pub mod campaign;
 pub mod exit;
 pub mod lead;
+pub mod line;
 pub mod loss;
 pub mod planted;
+pub mod records;
+pub mod resign;
 pub mod schedule;
 pub mod signal;
 pub mod stage;
@@ -68,14 +74,17 @@ pub mod testing {
 #[cfg(test)]
 mod tests {
     /// Each file of this crate, as written.
-    const FILES: [(&str, &str); 13] = [
+    const FILES: [(&str, &str); 16] = [
         ("lib.rs", include_str!("lib.rs")),
         ("backoff.rs", include_str!("backoff.rs")),
         ("campaign.rs", include_str!("campaign.rs")),
         ("exit.rs", include_str!("exit.rs")),
         ("lead.rs", include_str!("lead.rs")),
+        ("line.rs", include_str!("line.rs")),
         ("loss.rs", include_str!("loss.rs")),
         ("planted.rs", include_str!("planted.rs")),
+        ("records.rs", include_str!("records.rs")),
+        ("resign.rs", include_str!("resign.rs")),
         ("schedule.rs", include_str!("schedule.rs")),
         ("signal.rs", include_str!("signal.rs")),
         ("stage.rs", include_str!("stage.rs")),

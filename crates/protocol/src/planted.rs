@@ -42,6 +42,57 @@ pub enum Defect {
     /// agree and processes act in time (the checker's world), not where a
     /// replica's clock runs slower than etcd's (the simulator's).
     ThinMargin,
+    /// The resignation's transaction writes the records as entitled
+    /// without comparing that our key is still ours: a run whose key is
+    /// gone overwrites the records of runs that came after it.
+    ResignWithoutComparison,
+    /// A claimed `--once-per` window is given back on the way out even
+    /// though its command started: the window's run can happen again.
+    WindowBackAfterStart,
+}
+
+impl Defect {
+    /// Every defect: the simulator must find each. The match makes a
+    /// defect added without its place here fail to compile.
+    pub const ALL: [Defect; 12] = {
+        use Defect::*;
+        const fn listed(defect: Defect) -> usize {
+            match defect {
+                SpawnUnproven => 0,
+                SkipLocalDeadline => 1,
+                ResignBeforeDead => 2,
+                FenceByToken => 3,
+                GoneAtKillSignal => 4,
+                StopAtExpiry => 5,
+                StartUnsure => 6,
+                RetryKeepsLease => 7,
+                GraceWithoutKill => 8,
+                ThinMargin => 9,
+                ResignWithoutComparison => 10,
+                WindowBackAfterStart => 11,
+            }
+        }
+        let all = [
+            SpawnUnproven,
+            SkipLocalDeadline,
+            ResignBeforeDead,
+            FenceByToken,
+            GoneAtKillSignal,
+            StopAtExpiry,
+            StartUnsure,
+            RetryKeepsLease,
+            GraceWithoutKill,
+            ThinMargin,
+            ResignWithoutComparison,
+            WindowBackAfterStart,
+        ];
+        let mut i = 0;
+        while i < all.len() {
+            assert!(listed(all[i]) == i);
+            i += 1;
+        }
+        all
+    };
 }
 
 /// Whether `defect` is planted (never, outside the model checker's tests).
