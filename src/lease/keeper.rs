@@ -1,9 +1,11 @@
-//! The task that keeps a lease alive: a renewal every third of the TTL over
-//! one keep-alive stream (opened with the first), a new stream (on the next
-//! endpoint) whenever one breaks or goes quiet, and every acknowledged
-//! renewal published as the new local deadline.
+//! The task that keeps a lease alive: the renewals the protocol's keeper
+//! state (`protocol::renewal`) has due, over one keep-alive stream (opened
+//! with the first), a new stream (on the next endpoint) whenever one breaks
+//! or goes quiet, and the local deadline each acknowledgement gives
+//! published. When a renewal is due, how long its acknowledgement may take
+//! and what deadline it gives are the protocol's; this sends, listens and
+//! reports.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -18,10 +20,13 @@ use crate::etcd::ids::LeaseId;
 use crate::etcd::Connection;
 use crate::logging::events;
 use crate::retry;
+use protocol::renewal::{Acknowledged, Renewals};
 
-/// Renews every third of the TTL. The keep-alive stream of etcd-client never
-/// reconnects, so every failure (an error, a closed stream, or a renewal not
-/// acknowledged in time) opens a new one, on the next endpoint.
+/// Renews as the protocol's keeper state (`protocol::renewal::Renewals`)
+/// says, and publishes the local deadline each acknowledgement gives. The
+/// keep-alive stream of etcd-client never reconnects, so every failure (an
+/// error, a closed stream, or a renewal not acknowledged in time) opens a
+/// new one, on the next endpoint.
 pub(super) async fn keep_alive(
     connection: Connection,
     id: LeaseId,
@@ -29,26 +34,21 @@ pub(super) async fn keep_alive(
     granted_at: clock::Instant,
     publish: watch::Sender<LeaseState>,
 ) {
-    let interval = ttl / 3;
-    // A healthy etcd answers a renewal in milliseconds; waiting this long
-    // before trying another endpoint leaves time to fail over well within
-    // the TTL.
-    let ack_timeout = (ttl / 6).max(Duration::from_millis(300));
-    let mut backoff = retry::backoff(retry::KEEPING.min(interval / 2));
-    // The grant is as good as a renewal sent when it was (`granted_at`,
-    // which the local deadline counts from): the first is due a third of
-    // the TTL after that, as every other is, and at once if a slow answer
-    // took longer. The stream is opened then, not as the answer comes:
-    // opening it sends a renewal, which would be etcd's work beside our
-    // first write, on the way to running (a run shorter than a third of
-    // the TTL never opens one).
-    clock::sleep_until(granted_at + interval).await;
+    // The grant is as good as a renewal sent when it was (`granted_at`):
+    // the first renewal is due as every other is after it, and at once if
+    // a slow answer took longer. The stream is opened then, not as the
+    // answer comes: opening it sends a renewal, which would be etcd's work
+    // beside our first write, on the way to running (a run shorter than a
+    // third of the TTL never opens one).
+    let mut renewals = Renewals::new(ttl, granted_at);
+    let mut backoff = retry::backoff(retry::KEEPING.min(renewals.cadence().renew_every / 2));
+    clock::sleep_until(renewals.next_due()).await;
     loop {
-        let broken =
-            match renew_on_current(&connection, id, ttl, interval, ack_timeout, &publish).await {
-                Ok(()) => return,
-                Err(err) => err,
-            };
+        let broken = match renew_on_current(&connection, id, &mut renewals, &publish).await {
+            Ok(()) => return,
+            Err(err) => err,
+        };
+        renewals.broke();
         if publish.borrow().gone {
             return;
         }
@@ -64,9 +64,7 @@ pub(super) async fn keep_alive(
 async fn renew_on_current(
     connection: &Connection,
     id: LeaseId,
-    ttl: Duration,
-    interval: Duration,
-    ack_timeout: Duration,
+    renewals: &mut Renewals,
     publish: &watch::Sender<LeaseState>,
 ) -> Result<()> {
     let Endpoint { client, index } = connection.current().await?;
@@ -74,6 +72,7 @@ async fn renew_on_current(
         connection.failed(index);
         err
     };
+    let ack_timeout = renewals.cadence().ack_timeout;
     // Opening the stream sends the first renewal and waits for its answer:
     // a renewal, bounded as every other. Bounded by an attempt's share of
     // the dial timeout instead (2.5 s of a 6 s TTL, with two endpoints), a
@@ -82,7 +81,7 @@ async fn renew_on_current(
     // may have to connect first (after a failure, the next endpoint's
     // connection is made by this request): a sixth of the TTL, 300 ms at
     // least, is a generous time for that too.
-    let sent = clock::Instant::now();
+    renewals.sent(clock::Instant::now())?;
     let (mut keeper, mut stream) = match open(client, id, ack_timeout).await {
         Opened::Stream(pair) => *pair,
         Opened::LeaseGone => {
@@ -91,33 +90,29 @@ async fn renew_on_current(
         }
         Opened::Failed(err) => return Err(broken(err)),
     };
-    acknowledge(publish, sent, ttl.as_secs() as i64);
-
-    // Send times of renewals not yet acknowledged: answers come in order.
-    let mut unacknowledged: VecDeque<clock::Instant> = VecDeque::new();
-    let mut next_renewal = clock::Instant::now() + interval;
+    // Opening answers with no TTL of its own: the lease's, as granted.
+    let granted = renewals.cadence().ttl;
+    if acknowledge(publish, renewals, granted)? {
+        return Ok(());
+    }
     loop {
-        let ack_due = unacknowledged.front().map(|sent| *sent + ack_timeout);
         tokio::select! {
-            _ = clock::sleep_until(next_renewal) => {
-                unacknowledged.push_back(clock::Instant::now());
+            _ = clock::sleep_until(renewals.next_due()) => {
+                renewals.sent(clock::Instant::now())?;
                 if keeper.keep_alive().await.is_err() {
                     return Err(broken(anyhow::anyhow!("keep-alive stream closed")));
                 }
-                next_renewal = clock::Instant::now() + interval;
             }
-            _ = clock::sleep_until_opt(ack_due) => {
+            _ = clock::sleep_until_opt(renewals.ack_due()) => {
                 let late = humantime::format_duration(ack_timeout);
                 return Err(broken(anyhow::anyhow!("renewal not acknowledged within {late}")));
             }
             message = stream.message() => match message {
                 Ok(Some(response)) => {
-                    let Some(sent) = unacknowledged.pop_front() else { continue };
-                    if response.ttl() <= 0 {
-                        publish.send_modify(|state| state.gone = true);
+                    let granted = Duration::from_secs(response.ttl().max(0) as u64);
+                    if acknowledge(publish, renewals, granted)? {
                         return Ok(());
                     }
-                    acknowledge(publish, sent, response.ttl());
                 }
                 Ok(None) => return Err(broken(anyhow::anyhow!("keep-alive stream ended"))),
                 Err(err) => {
@@ -129,22 +124,33 @@ async fn renew_on_current(
     }
 }
 
-/// A renewal sent at `sent` was acknowledged with `granted` seconds: the
-/// lease cannot expire on the server before `sent + granted`.
-fn acknowledge(publish: &watch::Sender<LeaseState>, sent: clock::Instant, granted: i64) {
-    let expires = sent + Duration::from_secs(granted.max(0) as u64);
-    tracing::debug!(
-        event = events::RENEWED,
-        granted,
-        sent_ago_ms = sent.elapsed().as_millis() as u64,
-        "lease renewal acknowledged"
-    );
-    publish.send_modify(|state| {
-        if expires > state.expires {
-            state.expires = expires;
+/// The awaited renewal was acknowledged with `granted`: publishes the
+/// local deadline the keeper's state gives (counted from the renewal's
+/// send), or that the lease is gone (true).
+fn acknowledge(
+    publish: &watch::Sender<LeaseState>,
+    renewals: &mut Renewals,
+    granted: Duration,
+) -> Result<bool> {
+    match renewals.acknowledged(granted, clock::Instant::now())? {
+        Acknowledged::Gone => {
+            publish.send_modify(|state| state.gone = true);
+            Ok(true)
         }
-        state.trouble = None;
-    });
+        Acknowledged::Until { expires, sent } => {
+            tracing::debug!(
+                event = events::RENEWED,
+                granted = granted.as_secs(),
+                sent_ago_ms = sent.elapsed().as_millis() as u64,
+                "lease renewal acknowledged"
+            );
+            publish.send_modify(|state| {
+                state.expires = expires;
+                state.trouble = None;
+            });
+            Ok(false)
+        }
+    }
 }
 
 /// How opening a keep-alive stream went.

@@ -12,9 +12,7 @@
 use super::etcd::{Key, Value};
 use std::time::Duration;
 
-use super::world::{
-    at, ms, schedule, Held, Job, Led, Proc, Say, World, C, KILL_AFTER, NOW, RENEW_EVERY, TTL,
-};
+use super::world::{at, ms, schedule, Held, Job, Led, Proc, Say, World, C, KILL_AFTER, NOW, TTL};
 use crate::election::record::Outcome;
 use crate::election::{KeyLoss, PlaceLost};
 use crate::exit::Exit;
@@ -22,6 +20,7 @@ use protocol::campaign::{self, Decision};
 use protocol::lead::{Running, RunningStep, StoppingStep};
 use protocol::line::{among_first, judge_version};
 use protocol::records::{Guard, Which};
+use protocol::renewal::Renewals;
 use protocol::resign::{Effect, Fed, LeaseEnd, Leaving, Resignation, Resigned};
 use protocol::stage::Bare;
 use protocol::stop::{LeaseView, Next};
@@ -49,8 +48,7 @@ impl World {
                 let replica = &mut self.replicas[r];
                 replica.lease = Some(Held {
                     id,
-                    expires: self.now + replica.timed(TTL),
-                    next_renewal: self.now + replica.timed(RENEW_EVERY),
+                    renewals: Renewals::new(ms(replica.timed(TTL)), at(self.now)),
                     gone: false,
                 });
                 replica.lost_seen = false;

@@ -62,10 +62,11 @@ fn outlived(world: &World) -> Option<String> {
                 held.id
             ));
         }
-        (world.now >= held.expires).then(|| {
+        (world.now >= held.expires()).then(|| {
             format!(
                 "lease: replica {r}'s command runs at {} ms, past its lease's local deadline {} ms",
-                world.now, held.expires
+                world.now,
+                held.expires()
             )
         })
     })

@@ -77,6 +77,9 @@ pub struct Setup {
     pub slow_by: Vec<i32>,
     /// The handover's fast path, on or off by replica.
     pub fast: Vec<bool>,
+    /// Replicas whose renewals etcd may answer late (up to the keeper's
+    /// acknowledgement timeout).
+    pub answers_late: Vec<bool>,
 }
 
 impl Setup {
@@ -94,6 +97,7 @@ impl Setup {
         let slow_by = (0..replicas)
             .map(|_| rng.below(span) as i32 - DRIFT)
             .collect();
+        let answers_late = (0..replicas).map(|_| rng.one_in(2)).collect();
         Setup {
             replicas,
             slots,
@@ -106,6 +110,7 @@ impl Setup {
             endless,
             slow_by,
             fast,
+            answers_late,
         }
     }
 
@@ -132,6 +137,7 @@ impl Setup {
         for (r, replica) in world.replicas.iter_mut().enumerate() {
             replica.slow_by = self.slow_by[r];
             replica.fast = self.fast[r];
+            replica.answers_late = self.answers_late[r];
         }
         world
     }

@@ -32,6 +32,7 @@ use crate::election::{KeyLoss, PlaceLost};
 use protocol::campaign::Campaign;
 use protocol::lead::{Running, Stopping};
 use protocol::line::{among_first, judge_version};
+use protocol::renewal::{Acknowledged, Renewals};
 use protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
 use protocol::stage::Bare;
 use protocol::stop::Next;
@@ -43,8 +44,6 @@ use protocol::table::{
 pub const TTL: u32 = 3_000;
 /// --kill-after.
 pub const KILL_AFTER: u32 = 1_000;
-/// How often the keeper renews (a third of the TTL).
-pub const RENEW_EVERY: u32 = TTL / 3;
 /// What the clock says in every state (see [`World::rebase`]).
 pub const NOW: u32 = 100_000;
 /// The clock's step when nobody has a deadline sooner.
@@ -131,10 +130,11 @@ pub enum Job {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Held {
     pub id: i64,
-    /// The local deadline: the send time of the latest acknowledged
-    /// renewal plus the TTL.
-    pub expires: u32,
-    pub next_renewal: u32,
+    /// The keeper's state, the production one (`protocol::renewal`): the
+    /// local deadline (the send time of the latest acknowledged renewal
+    /// plus the TTL), the next renewal, the one awaiting its answer. Its
+    /// spans are timed by the replica's own clock ([`Replica::timed`]).
+    pub renewals: Renewals,
     /// etcd said it is gone.
     pub gone: bool,
 }
@@ -143,9 +143,14 @@ impl Held {
     /// The lease as the production rules take it.
     pub fn view(&self) -> LeaseView {
         LeaseView {
-            expires: at(self.expires),
+            expires: self.renewals.expires(),
             gone: self.gone,
         }
+    }
+
+    /// The local deadline, in the model's milliseconds.
+    pub fn expires(&self) -> u32 {
+        millis(self.renewals.expires())
     }
 }
 
@@ -221,6 +226,11 @@ pub struct Replica {
     /// turn: its watches broke, and the read it makes of the line at the
     /// revision it knew fails (an error like any other to the run).
     pub compacted: bool,
+    /// etcd's answers to its renewals may come late, up to the keeper's
+    /// acknowledgement timeout (a slow etcd, a congested link). Off in
+    /// the checker, whose renewals are answered at once; the simulator
+    /// draws it per replica.
+    pub answers_late: bool,
 }
 
 impl Replica {
@@ -257,6 +267,7 @@ impl Replica {
             slow_by: 0,
             fast: false,
             compacted: false,
+            answers_late: false,
         }
     }
 
@@ -286,6 +297,10 @@ pub enum News {
     Work,
     /// The keeper's renewal is due.
     Renew,
+    /// The answer to the keeper's renewal comes (late: the simulator's).
+    Acknowledged,
+    /// The keeper gives up on the answer to its renewal: its time is out.
+    AckLate,
     /// The lease's local deadline says the job must be being stopped.
     Deadline,
     /// The keeper learnt the lease is gone.
@@ -520,9 +535,7 @@ impl World {
         let leading = matches!(phase, Phase::Running | Phase::Stopping);
         match news {
             News::Work => self.has_work(r),
-            News::Renew => replica
-                .lease
-                .is_some_and(|held| !held.gone && self.now >= held.next_renewal),
+            News::Renew | News::Acknowledged | News::AckLate => self.keeper_has(r, news),
             News::Deadline => {
                 leading
                     && !replica.lost_seen
@@ -566,6 +579,31 @@ impl World {
                     !matches!(phase, Phase::Running | Phase::Stopping | Phase::Resigning);
                 campaigning && replica.campaign.0.gives_up_at().is_some()
             }
+        }
+    }
+
+    /// Whether replica `r`'s keeper has `news` now (it acts).
+    fn keeper_has(&self, r: usize, news: News) -> bool {
+        let Some(held) = self.replicas[r].lease else {
+            return false;
+        };
+        let now = at(self.now);
+        let awaited = held.renewals.ack_due();
+        match news {
+            News::Renew => !held.gone && awaited.is_none() && now >= held.renewals.next_due(),
+            // Etcd's answer may come at any moment before the keeper gives
+            // up on it, if etcd can still be reached.
+            News::Acknowledged => self.reachable(r) && awaited.is_some_and(|due| now < due),
+            News::AckLate => awaited.is_some_and(|due| now >= due),
+            News::Work
+            | News::Deadline
+            | News::LeaseGone
+            | News::KeyLost
+            | News::Ended
+            | News::Signal
+            | News::GraceOver
+            | News::TimedOut
+            | News::WaitTimeout => false,
         }
     }
 
@@ -616,9 +654,11 @@ impl World {
     /// Every step that can be taken now.
     pub fn steps(&self, with_faults: bool) -> Vec<Step> {
         let mut steps = Vec::new();
-        const NEWS: [News; 10] = [
+        const NEWS: [News; 12] = [
             News::Work,
             News::Renew,
+            News::Acknowledged,
+            News::AckLate,
             News::Deadline,
             News::LeaseGone,
             News::KeyLost,
@@ -722,8 +762,9 @@ impl World {
     /// them. Not the work of a phase, nor a watch's news: requests to
     /// etcd and what it streams may take any time.
     fn urgent(&self) -> bool {
-        const LOCAL: [News; 6] = [
+        const LOCAL: [News; 7] = [
             News::Renew,
+            News::AckLate,
             News::Deadline,
             News::GraceOver,
             News::LeaseGone,
@@ -747,7 +788,13 @@ impl World {
                 continue;
             }
             if let Some(held) = replica.lease.filter(|held| !held.gone) {
-                consider(held.next_renewal);
+                consider(millis(held.renewals.next_due()));
+                // The latest moment the answer can come, and the keeper's
+                // giving up on it.
+                if let Some(due) = held.renewals.ack_due() {
+                    consider(millis(due) - 1);
+                    consider(millis(due));
+                }
                 let verdict = schedule().verdict(held.view(), at(self.now));
                 if let (Phase::Running | Phase::Stopping, LeaseVerdict::HoldsUntil(until)) =
                     (replica.phase.0, verdict)
@@ -805,7 +852,7 @@ impl World {
         for replica in &mut self.replicas {
             let passed = replica
                 .lease
-                .is_some_and(|held| now >= schedule().stop_from(at(held.expires)));
+                .is_some_and(|held| now >= schedule().stop_from(held.renewals.expires()));
             if replica.paused && replica.runs() && passed {
                 replica.overslept = true;
             }
@@ -827,8 +874,15 @@ impl World {
         };
         for replica in &mut self.replicas {
             if let Some(held) = &mut replica.lease {
-                back(&mut held.expires);
-                back(&mut held.next_renewal);
+                // A renewal's send is counted from while its answer may
+                // come: exact within the acknowledgement timeout, one
+                // instant before it.
+                let window = millis(at(0) + held.renewals.cadence().ack_timeout);
+                let back_sent = |instant: Instant| {
+                    let t = millis(instant).saturating_sub(shift);
+                    at(t.max(NOW - 1 - window))
+                };
+                held.renewals = held.renewals.retimed(back_instant, back_sent);
             }
             // A running command's --timeout ends at an instant of the
             // model's choosing (the same in every state): not retimed.
@@ -906,8 +960,8 @@ impl World {
     }
 
     fn replica_step(&mut self, r: usize, news: News, mut say: Say) {
-        if news == News::Renew {
-            return self.renew(r, say);
+        if let News::Renew | News::Acknowledged | News::AckLate = news {
+            return self.keeper_step(r, news, say);
         }
         let phase = self.replicas[r].phase.0;
         let campaign = match phase {
@@ -938,8 +992,24 @@ impl World {
             // Its only news is its work (`World::has`).
             Phase::Resigning => return self.resign(r, say),
         };
-        let event = match news {
-            News::Work => self.work(r, campaign, say.as_deref_mut()),
+        let event = self.campaign_event(r, campaign, news, say.as_deref_mut());
+        let now = at(self.now);
+        let decision = self.replicas[r].campaign.0.handle(event.clone(), now);
+        let action = decision.action;
+        say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
+        self.follow_decision(r, decision, say);
+    }
+
+    /// What `news` is to a campaign in `campaign`.
+    fn campaign_event(
+        &mut self,
+        r: usize,
+        campaign: CampaignPhase,
+        news: News,
+        say: Say,
+    ) -> CampaignEvent {
+        match news {
+            News::Work => self.work(r, campaign, say),
             News::LeaseGone => {
                 self.replicas[r].lost_seen = true;
                 CampaignEvent::PlaceLost(PlaceLost::LeaseGone)
@@ -953,15 +1023,16 @@ impl World {
                 CampaignEvent::Signal(Signal::SIGTERM)
             }
             News::WaitTimeout => CampaignEvent::WaitTimeout,
-            News::Renew | News::Deadline | News::Ended | News::GraceOver | News::TimedOut => {
+            News::Renew
+            | News::Acknowledged
+            | News::AckLate
+            | News::Deadline
+            | News::Ended
+            | News::GraceOver
+            | News::TimedOut => {
                 unreachable!("{news:?} is no news to a campaign")
             }
-        };
-        let now = at(self.now);
-        let decision = self.replicas[r].campaign.0.handle(event.clone(), now);
-        let action = decision.action;
-        say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
-        self.follow_decision(r, decision, say);
+        }
     }
 
     /// What `news` is to a run whose command runs.
@@ -982,7 +1053,12 @@ impl World {
                 self.replicas[r].timed_out = true;
                 RunningEvent::TimedOut
             }
-            News::Work | News::Renew | News::GraceOver | News::WaitTimeout => {
+            News::Work
+            | News::Renew
+            | News::Acknowledged
+            | News::AckLate
+            | News::GraceOver
+            | News::WaitTimeout => {
                 unreachable!("{news:?} is no news to a running command's run")
             }
         }
@@ -1005,7 +1081,11 @@ impl World {
                 self.replicas[r].signal = false;
                 StoppingEvent::Signal(Signal::SIGTERM)
             }
-            News::Renew | News::TimedOut | News::WaitTimeout => {
+            News::Renew
+            | News::Acknowledged
+            | News::AckLate
+            | News::TimedOut
+            | News::WaitTimeout => {
                 unreachable!("{news:?} is no news to a stop")
             }
         }
@@ -1050,32 +1130,73 @@ impl World {
         (code, signalled)
     }
 
+    /// What replica `r`'s keeper does with `news`.
+    fn keeper_step(&mut self, r: usize, news: News, mut say: Say) {
+        match news {
+            News::Renew => self.renew(r, say),
+            News::Acknowledged => self.acknowledged(r, say),
+            News::AckLate => {
+                say!(say, "replica {r}'s keeper gives up on its renewal's answer");
+                let held = self.replicas[r].lease.as_mut().expect("a renewal awaited");
+                held.renewals.broke();
+            }
+            News::Work
+            | News::Deadline
+            | News::LeaseGone
+            | News::KeyLost
+            | News::Ended
+            | News::Signal
+            | News::GraceOver
+            | News::TimedOut
+            | News::WaitTimeout => {
+                unreachable!("{news:?} is no news to the keeper")
+            }
+        }
+    }
+
+    /// The keeper's renewal goes out: etcd renews the lease as it gets
+    /// it, now. Its answer comes at once, or (the simulator's replicas
+    /// whose answers come late) later, as [`News::Acknowledged`].
     fn renew(&mut self, r: usize, mut say: Say) {
         let (now, trouble) = (self.now, self.request_trouble(r));
-        let (ttl, every) = (
-            self.replicas[r].timed(TTL),
-            self.replicas[r].timed(RENEW_EVERY),
-        );
+        let late = self.replicas[r].answers_late;
         let held = self.replicas[r].lease.as_mut().expect("a lease to renew");
-        held.next_renewal = now + every;
+        held.renewals
+            .sent(at(now))
+            .expect("one renewal awaited at a time");
         if trouble.is_some() {
+            held.renewals.broke();
             say!(
                 say,
                 "replica {r}'s renewal fails: etcd unreachable or refusing"
             );
             return;
         }
-        if self.etcd.renew(held.id, now, TTL) {
-            held.expires = now + ttl;
-            say!(
-                say,
-                "replica {r} renews lease {}: expires {} ms",
-                held.id,
-                held.expires
-            );
-        } else {
+        if !self.etcd.renew(held.id, now, TTL) {
+            held.renewals.broke();
             held.gone = true;
             say!(say, "replica {r} learns lease {} is gone", held.id);
+            return;
+        }
+        say!(say, "replica {r} renews lease {}", held.id);
+        if !late {
+            self.acknowledged(r, say);
+        }
+    }
+
+    /// The answer to the keeper's renewal: the local deadline the
+    /// production keeper's state gives it.
+    fn acknowledged(&mut self, r: usize, mut say: Say) {
+        let (now, granted) = (at(self.now), ms(self.replicas[r].timed(TTL)));
+        let held = self.replicas[r].lease.as_mut().expect("a renewal awaited");
+        match held.renewals.acknowledged(granted, now) {
+            Ok(Acknowledged::Until { expires, .. }) => say!(
+                say,
+                "replica {r}'s renewal is acknowledged: expires {} ms",
+                millis(expires)
+            ),
+            Ok(Acknowledged::Gone) => held.gone = true,
+            Err(unexpected) => panic!("replica {r}: {unexpected}"),
         }
     }
 }

@@ -23,9 +23,7 @@ use protocol::signal::Signal;
 use protocol::stop::{KillReason, Next};
 use protocol::table::{Loss, RunningEvent, StoppingEvent};
 
-/// How long SIGKILL is sent, at most, before the stop is over whatever is
-/// left (the guardian, still armed, has the rest).
-const KILL_BOUND: Duration = Duration::from_secs(1);
+use protocol::renewal::KILL_BOUND;
 
 /// A run whose job is being stopped: what it holds beside its protocol
 /// state (`lead::Stopping`), and what it has seen of the job and lease.

@@ -138,6 +138,47 @@ fn frozen_etcd_stops_the_child_a_margin_before_the_lease_could_expire() {
     assert_eq!(a.finish(LIMIT).0, Some(124));
 }
 
+/// etcd's answers held back by most of the acknowledgement timeout (0.7 s
+/// of 1 s at a 6 s TTL), longer than the margin (0.6 s): every renewal is
+/// still acknowledged, but late, and etcd renewed the lease when the
+/// renewal reached it, not when its answer came back. Cut off just after
+/// such a renewal, the job that ignores SIGTERM is dead the margin before
+/// the deadline dated from the renewal's send; dated from its
+/// acknowledgement, SIGKILL would come 0.1 s after the server's expiry.
+#[test]
+fn slow_answers_date_the_local_deadline_from_the_renewals_send() {
+    let ttl = Duration::from_secs(6);
+    let late = Duration::from_millis(700);
+    let etcd = Etcd::start();
+    let proxy = Proxy::start(etcd.client_port());
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("a");
+    let mut a = Replica::spawn(
+        leaderrun(&proxy.endpoint())
+            .args(["--name", "jobs/slow", "--ttl", &seconds(ttl)])
+            .args(DEBUG_JSON)
+            .arg("--")
+            .args(stubborn_job(&pidfile)),
+    );
+    let child = read_pid(&pidfile, SOON);
+    proxy.delay_answers(late);
+    // The first renewal acknowledged after the delay began may have been
+    // sent before it; the second was sent and answered under it.
+    a.renewal_acknowledged(ttl);
+    let (deadline, took) = a.renewal_answered(ttl);
+    assert!(
+        took >= margin(ttl),
+        "the renewal's acknowledgement took {took:?}: the test needs it later than the margin {:?}",
+        margin(ttl)
+    );
+    proxy.cut();
+    await_condition(ttl * 3, "the child to be killed", || killed(child));
+    let died = Instant::now();
+    assert_killed_a_margin_before(deadline, died, ttl);
+    let (code, stderr) = a.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
+}
+
 #[test]
 fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
     // The shortest TTL a renewal can be told apart at (see

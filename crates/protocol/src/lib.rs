@@ -18,6 +18,9 @@
 //!   phase holds ([`stage`]) and the pace of its retries;
 //! - [`lead`]: a leading run's states (its command running, its job being
 //!   stopped); [`resign`]: the way out, with the rule of entitlement;
+//! - [`renewal`]: the lease's keeper (every span of a lease's life from
+//!   its TTL, the renewals due, the local deadline each acknowledgement
+//!   gives, counted from its send);
 //! - [`schedule`]: the kill schedule (when a stop starts, how long its
 //!   grace lasts, what the lease says of a leading run and of a win about
 //!   to start) and [`stop`], the kill sequence;
@@ -38,6 +41,7 @@ pub mod line;
 pub mod loss;
 pub mod planted;
 pub mod records;
+pub mod renewal;
 pub mod resign;
 pub mod schedule;
 pub mod signal;
@@ -74,7 +78,7 @@ pub mod testing {
 #[cfg(test)]
 mod tests {
     /// Each file of this crate, as written.
-    const FILES: [(&str, &str); 16] = [
+    const FILES: [(&str, &str); 17] = [
         ("lib.rs", include_str!("lib.rs")),
         ("backoff.rs", include_str!("backoff.rs")),
         ("campaign.rs", include_str!("campaign.rs")),
@@ -84,6 +88,7 @@ mod tests {
         ("loss.rs", include_str!("loss.rs")),
         ("planted.rs", include_str!("planted.rs")),
         ("records.rs", include_str!("records.rs")),
+        ("renewal.rs", include_str!("renewal.rs")),
         ("resign.rs", include_str!("resign.rs")),
         ("schedule.rs", include_str!("schedule.rs")),
         ("signal.rs", include_str!("signal.rs")),

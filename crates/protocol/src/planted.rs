@@ -49,12 +49,16 @@ pub enum Defect {
     /// A claimed `--once-per` window is given back on the way out even
     /// though its command started: the window's run can happen again.
     WindowBackAfterStart,
+    /// The lease's local deadline counts from a renewal's acknowledgement
+    /// instead of its send: a slow answer moves it past the server's
+    /// expiry.
+    DeadlineFromAck,
 }
 
 impl Defect {
     /// Every defect: the simulator must find each. The match makes a
     /// defect added without its place here fail to compile.
-    pub const ALL: [Defect; 12] = {
+    pub const ALL: [Defect; 13] = {
         use Defect::*;
         const fn listed(defect: Defect) -> usize {
             match defect {
@@ -70,6 +74,7 @@ impl Defect {
                 ThinMargin => 9,
                 ResignWithoutComparison => 10,
                 WindowBackAfterStart => 11,
+                DeadlineFromAck => 12,
             }
         }
         let all = [
@@ -85,6 +90,7 @@ impl Defect {
             ThinMargin,
             ResignWithoutComparison,
             WindowBackAfterStart,
+            DeadlineFromAck,
         ];
         let mut i = 0;
         while i < all.len() {

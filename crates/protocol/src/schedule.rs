@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::loss::PlaceLost;
 use crate::planted::{planted, Defect};
+use crate::renewal::Cadence;
 use crate::time::Instant;
 
 /// The lease as a leading run knows it.
@@ -59,20 +60,17 @@ pub struct KillSchedule {
 }
 
 impl KillSchedule {
+    /// The schedule of a lease granted `ttl` (its [`Cadence`]), for
+    /// --kill-after.
     pub fn new(ttl: Duration, kill_after: Duration) -> KillSchedule {
-        let margin = (ttl / 10).clamp(Duration::from_millis(200), Duration::from_secs(1));
-        // Killing starts `grace` before the deadline, and must not start
-        // just because one renewal was missed: a renewal goes out every
-        // third of the TTL, and a lost one is retried after an
-        // acknowledgement timeout of a sixth (half of that again as slack).
-        let max_grace = (ttl / 3).saturating_sub(margin).saturating_sub(ttl / 12);
+        let cadence = Cadence::of(ttl);
         KillSchedule {
             margin: if planted(Defect::ThinMargin) {
                 Duration::from_millis(1)
             } else {
-                margin
+                cadence.margin
             },
-            grace: kill_after.min(max_grace),
+            grace: kill_after.min(cadence.longest_grace()),
         }
     }
 

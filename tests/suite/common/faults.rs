@@ -59,11 +59,15 @@ impl Leader {
 /// A TCP proxy on loopback that can be cut: while cut, connections stay open
 /// and new ones are accepted, but every byte is silently dropped, as in a
 /// network partition (not a refused connection). Healing lets bytes through
-/// again. Stops on drop.
+/// again. It can also hold etcd's answers back ([`Proxy::delay_answers`]),
+/// as a slow etcd or a congested link does, in order. Stops on drop.
 pub struct Proxy {
     pub port: u16,
     cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// How long etcd's answers are held before they go on, in
+    /// milliseconds (0: at once).
+    answers_late_by: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Proxy {
@@ -75,7 +79,9 @@ impl Proxy {
         let port = listener.local_addr().unwrap().port();
         let cut = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
+        let answers_late_by = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let (cut_flag, stop_flag) = (cut.clone(), stop.clone());
+        let late_by = answers_late_by.clone();
         std::thread::spawn(move || {
             while !stop_flag.load(Ordering::Relaxed) {
                 let client = match listener.accept() {
@@ -88,16 +94,26 @@ impl Proxy {
                 let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream_port)) else {
                     continue;
                 };
-                for (from, to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server, client),
-                ] {
-                    let (cut, stop) = (cut_flag.clone(), stop_flag.clone());
-                    std::thread::spawn(move || pump(from, to, &cut, &stop));
-                }
+                let (cut, stop) = (cut_flag.clone(), stop_flag.clone());
+                let (from, to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || pump(from, to, cut, &stop, None));
+                let (cut, stop, late_by) = (cut_flag.clone(), stop_flag.clone(), late_by.clone());
+                std::thread::spawn(move || pump(server, client, cut, &stop, Some(&late_by)));
             }
         });
-        Proxy { port, cut, stop }
+        Proxy {
+            port,
+            cut,
+            stop,
+            answers_late_by,
+        }
+    }
+
+    /// Holds every answer from etcd for `late` before passing it on (in
+    /// order); zero passes them at once again. Requests go at once.
+    pub fn delay_answers(&self, late: Duration) {
+        self.answers_late_by
+            .store(late.as_millis() as u64, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub fn endpoint(&self) -> String {
@@ -115,20 +131,48 @@ impl Proxy {
 
 fn pump(
     mut from: std::net::TcpStream,
-    mut to: std::net::TcpStream,
-    cut: &std::sync::atomic::AtomicBool,
+    to: std::net::TcpStream,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
     stop: &std::sync::atomic::AtomicBool,
+    late_by: Option<&std::sync::atomic::AtomicU64>,
 ) {
-    use std::io::{Read, Write};
+    use std::io::Read;
     use std::sync::atomic::Ordering;
     from.set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
+    // What is read goes to a writer that holds each chunk until it is due
+    // (at once, unless answers are delayed), so that a delay never slows
+    // the reading, and bytes keep their order. A cut drops what is held
+    // too, as a partition drops what is in flight.
+    let (chunks, due) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
+    let cut_in_flight = cut.clone();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut to = to;
+        for (at, chunk) in due {
+            if let Some(wait) = at.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            if cut_in_flight.load(std::sync::atomic::Ordering::SeqCst) {
+                continue;
+            }
+            if to.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(std::net::Shutdown::Both);
+    });
     let mut buffer = [0u8; 16 * 1024];
     while !stop.load(Ordering::Relaxed) {
         match from.read(&mut buffer) {
             Ok(0) => break,
             Ok(n) => {
-                if !cut.load(Ordering::SeqCst) && to.write_all(&buffer[..n]).is_err() {
+                if cut.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let late = late_by.map_or(0, |late| late.load(Ordering::SeqCst));
+                let at = Instant::now() + Duration::from_millis(late);
+                if chunks.send((at, buffer[..n].to_vec())).is_err() {
                     break;
                 }
             }
@@ -140,7 +184,8 @@ fn pump(
             Err(_) => break,
         }
     }
-    let _ = to.shutdown(std::net::Shutdown::Both);
+    drop(chunks);
+    let _ = writer.join();
 }
 
 impl Drop for Proxy {

@@ -330,6 +330,12 @@ impl Replica {
     /// the TTL granted. A fault struck at once then leaves that deadline
     /// where it is, known to within the time the line took to reach us.
     pub fn renewal_acknowledged(&self, limit: Duration) -> Instant {
+        self.renewal_answered(limit).0
+    }
+
+    /// [`Replica::renewal_acknowledged`], with how long after its send the
+    /// acknowledgement came (as leaderrun measured it).
+    pub fn renewal_answered(&self, limit: Duration) -> (Instant, Duration) {
         let renewals = |stderr: &str| -> Vec<serde_json::Value> {
             events_so_far(stderr)
                 .into_iter()
@@ -346,7 +352,7 @@ impl Replica {
         let latest = latest.expect("seen");
         let sent_ago = Duration::from_millis(latest["sent_ago_ms"].as_u64().expect("sent_ago_ms"));
         let granted = Duration::from_secs(latest["granted"].as_u64().expect("granted"));
-        seen - sent_ago + granted
+        (seen - sent_ago + granted, sent_ago)
     }
 }
 
