@@ -12,38 +12,61 @@
 use super::etcd::{Key, Value};
 use std::time::Duration;
 
-use super::world::{at, ms, schedule, Held, Job, Led, Proc, Say, World, C, KILL_AFTER, NOW, TTL};
+use super::world::{at, ms, Held, Job, Led, Proc, Say, World, C, KILL_AFTER, NOW, TTL};
 use crate::election::record::Outcome;
 use crate::election::{KeyLoss, PlaceLost};
 use crate::exit::Exit;
-use protocol::campaign::{self, Decision};
+use protocol::campaign::{self, Decision, Join, Work};
 use protocol::lead::{Running, RunningStep, StoppingStep};
 use protocol::line::{among_first, judge_version};
 use protocol::records::{Guard, Which};
 use protocol::renewal::Renewals;
 use protocol::resign::{Effect, Fed, LeaseEnd, Leaving, Resignation, Resigned};
 use protocol::stage::Bare;
+use protocol::stage::ClaimStep;
 use protocol::stop::{LeaseView, Next};
-use protocol::table::{self, CampaignEvent, CampaignPhase, Phase, StoppingEvent, Trouble};
+use protocol::table::{self, CampaignEvent, Phase, StoppingEvent, Trouble};
 const SIGTERM: protocol::signal::Signal = protocol::signal::Signal::SIGTERM;
 
 const CONFLICT: i32 = 75;
 
+/// The work a campaign asks for, without what it works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    Dial,
+    Grant,
+    Join(Join),
+    Wait,
+    Prove,
+    Claim(ClaimStep),
+}
+
 impl World {
-    /// The work of replica `r`'s campaign phase, and what came of it.
-    pub(super) fn work(&mut self, r: usize, phase: CampaignPhase, mut say: Say) -> CampaignEvent {
-        let needs_etcd = !matches!(phase, CampaignPhase::Claiming);
+    /// The work replica `r`'s campaign asks for, and what came of it.
+    pub(super) fn work(&mut self, r: usize, mut say: Say) -> CampaignEvent {
+        let asked = match self.replicas[r].campaign.0.work() {
+            Work::Dial => Asked::Dial,
+            Work::Grant => Asked::Grant,
+            Work::Join { how, .. } => Asked::Join(how),
+            Work::Wait { .. } => Asked::Wait,
+            Work::Prove { .. } => Asked::Prove,
+            Work::Claim { step, .. } => Asked::Claim(step),
+        };
+        let needs_etcd = match asked {
+            Asked::Claim(step) => step == ClaimStep::Window,
+            Asked::Dial | Asked::Grant | Asked::Join(_) | Asked::Wait | Asked::Prove => true,
+        };
         if let Some(trouble) = self.request_trouble(r).filter(|_| needs_etcd) {
             return CampaignEvent::Etcd(trouble);
         }
-        let reads_the_line = matches!(phase, CampaignPhase::Waiting | CampaignPhase::Proving);
+        let reads_the_line = matches!(asked, Asked::Wait | Asked::Prove);
         if reads_the_line && std::mem::take(&mut self.replicas[r].compacted) {
             say!(say, "replica {r}'s read of the line meets the compaction");
             return CampaignEvent::Etcd(Trouble::Outage);
         }
-        match phase {
-            CampaignPhase::Dialling => CampaignEvent::Dialled,
-            CampaignPhase::Granting => {
+        match asked {
+            Asked::Dial => CampaignEvent::Dialled,
+            Asked::Grant => {
                 let id = self.etcd.grant(self.now, TTL);
                 let replica = &mut self.replicas[r];
                 replica.lease = Some(Held {
@@ -55,10 +78,10 @@ impl World {
                 say!(say, "replica {r} is granted lease {id}");
                 CampaignEvent::Granted(())
             }
-            CampaignPhase::Joining => self.join(r, say),
-            CampaignPhase::Waiting => self.look(r),
-            CampaignPhase::Proving => self.prove(r),
-            CampaignPhase::Claiming => self.claim(r),
+            Asked::Join(how) => self.join(r, how, say),
+            Asked::Wait => self.look(r),
+            Asked::Prove => self.prove(r),
+            Asked::Claim(step) => self.claim(r, step),
         }
     }
 
@@ -68,8 +91,10 @@ impl World {
         (Key::Candidate(held.id), replica.token.unwrap_or(0), held.id)
     }
 
-    /// Writes our key if absent, and reads the line, in one transaction.
-    fn join(&mut self, r: usize, mut say: Say) -> CampaignEvent {
+    /// Writes our key if absent, and reads the line, in one transaction
+    /// (tried: the run's transaction writes only if a slot is free, which
+    /// the model's atomic step gives alike, its key left to its lease).
+    fn join(&mut self, r: usize, how: Join, mut say: Say) -> CampaignEvent {
         let (key, _, lease) = self.ids(r);
         if !self.etcd.leases.contains_key(&lease) {
             // etcd refuses a put on a lease it does not know ("requested
@@ -90,11 +115,11 @@ impl World {
         if proven {
             self.replicas[r].proven_at = Some(self.etcd.revision);
         }
-        match (self.replicas[r].campaign.0.memory().wait, proven) {
-            (true, true) => CampaignEvent::FirstInLine((), ()),
-            (true, false) => CampaignEvent::Queued(()),
-            (false, true) => CampaignEvent::Proven(()),
-            (false, false) => CampaignEvent::Held,
+        match (how, proven) {
+            (Join::Enqueue, true) => CampaignEvent::FirstInLine((), ()),
+            (Join::Enqueue, false) => CampaignEvent::Queued(()),
+            (Join::Try, true) => CampaignEvent::Proven(()),
+            (Join::Try, false) => CampaignEvent::Held,
         }
     }
 
@@ -128,22 +153,20 @@ impl World {
         CampaignEvent::Proven(())
     }
 
-    /// A proof is good for running only while the lease is sure to live;
-    /// then the guardian, then the --once-per window.
-    fn claim(&mut self, r: usize) -> CampaignEvent {
-        let held = self.replicas[r].lease.expect("a lease by now");
-        if let Some(lost) = schedule().refuse_start(held.view(), at(self.now)) {
-            return CampaignEvent::PlaceLost(lost);
+    /// A step of the claim, as the production campaign orders them.
+    fn claim(&mut self, r: usize, step: ClaimStep) -> CampaignEvent {
+        match step {
+            ClaimStep::Precheck | ClaimStep::Recheck => CampaignEvent::LeaseSeen {
+                view: self.lease_view(r),
+                ttl: ms(TTL),
+            },
+            // The run's guardian is started before the campaign; only if
+            // that failed is it started again here, and may fail again.
+            ClaimStep::Guard if self.replicas[r].guardian_fails => CampaignEvent::GuardianFailed,
+            ClaimStep::Guard => CampaignEvent::GuardReady,
+            ClaimStep::Window => self.claim_window(r),
+            ClaimStep::Start => CampaignEvent::Claimed(()),
         }
-        // The run's guardian is started before the campaign; only if that
-        // failed is it started again here, and may fail again.
-        if self.replicas[r].guardian_fails {
-            return CampaignEvent::GuardianFailed;
-        }
-        if self.once_per {
-            return self.claim_window(r);
-        }
-        CampaignEvent::Claimed(())
     }
 
     /// The window's marker written, in one transaction with our key still
@@ -161,7 +184,7 @@ impl World {
         }
         self.etcd.window = Some(r as u8);
         self.replicas[r].window = true;
-        CampaignEvent::Claimed(())
+        CampaignEvent::WindowClaimed
     }
 
     /// Does what the campaign's decision asks in the world: a lease let

@@ -293,6 +293,14 @@ fn a_claim_that_skips_its_recheck_of_the_lease_is_caught() {
 }
 
 #[test]
+fn a_claim_that_passes_over_its_recheck_step_is_caught() {
+    // The claim's steps are the production campaign's: a claim that goes
+    // from its window (or guardian) straight to the start, its re-check
+    // never asked for, starts a command its lease cannot keep.
+    caught(Defect::SkipRecheck, bounds(2, 1, 1, &[Kind::Process]), "");
+}
+
+#[test]
 fn fencing_records_by_token_with_two_runners_is_caught() {
     caught(Defect::FenceByToken, bounds(2, 2, 0, ALL), "records");
 }

@@ -29,15 +29,17 @@ use super::etcd::{Etcd, Key, Value};
 use crate::clock::Instant;
 use crate::election::record::Outcome;
 use crate::election::{KeyLoss, PlaceLost};
-use protocol::campaign::Campaign;
+use protocol::campaign::{Campaign, Memory, Rules, Work};
 use protocol::lead::{Running, Stopping};
 use protocol::line::{among_first, judge_version};
 use protocol::renewal::{Acknowledged, Renewals};
 use protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
 use protocol::stage::Bare;
+use protocol::stage::ClaimStep;
 use protocol::stop::Next;
 use protocol::table::{
-    CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status, StoppingEvent, Trouble,
+    CampaignAction, CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status,
+    StoppingEvent, Trouble,
 };
 
 /// The TTL every replica asks for, and gets.
@@ -73,16 +75,22 @@ pub(super) fn millis(instant: Instant) -> u32 {
     instant.since_boot().as_millis() as u32
 }
 
-/// A replica's campaign, the production state, hashed as its phase and
-/// what it has learnt. Its pace (when a retry may run, when
+/// A replica's campaign, the production state, hashed as its phase (with
+/// its claim's step) and what it has learnt. Its pace (when a retry may run, when
 /// --wait-timeout ends it) is left out: the model lets a phase's work
 /// happen at any moment, which takes in every backoff.
 #[derive(Debug, Clone, Copy)]
 pub struct C(pub Campaign<Bare>);
 
+impl C {
+    fn key(&self) -> (CampaignPhase, Option<ClaimStep>, Memory) {
+        (self.0.phase(), self.0.claim_step(), self.0.memory())
+    }
+}
+
 impl PartialEq for C {
     fn eq(&self, other: &C) -> bool {
-        (self.0.phase(), self.0.memory()) == (other.0.phase(), other.0.memory())
+        self.key() == other.key()
     }
 }
 
@@ -90,7 +98,7 @@ impl Eq for C {}
 
 impl Hash for C {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        (self.0.phase(), self.0.memory()).hash(state);
+        self.key().hash(state);
     }
 }
 
@@ -234,7 +242,7 @@ pub struct Replica {
 }
 
 impl Replica {
-    fn new(wait: bool, single: bool, timeout: bool, wait_timeout: bool) -> Replica {
+    fn new(rules: Rules, timeout: bool, wait_timeout: bool) -> Replica {
         // The instant --wait-timeout ends is the model's to choose (any
         // moment once it counts): only whether it counts is the campaign's.
         let gives_up_at = wait_timeout.then_some(at(NOW));
@@ -247,7 +255,7 @@ impl Replica {
             connected: true,
             signal: false,
             phase: P(Phase::Dialling),
-            campaign: C(Campaign::new(wait, single, gives_up_at, 1)),
+            campaign: C(Campaign::new(rules, gives_up_at, 1)),
             lease: None,
             token: None,
             proven_at: None,
@@ -468,9 +476,14 @@ impl World {
             etcd: Etcd::new(),
             replicas: (0..replicas)
                 .map(|r| {
+                    let rules = Rules {
+                        wait: wait[r % wait.len()],
+                        single: slots == 1,
+                        once_per,
+                        kill_after: ms(KILL_AFTER),
+                    };
                     Replica::new(
-                        wait[r % wait.len()],
-                        slots == 1,
+                        rules,
                         timeout[r % timeout.len()],
                         wait_timeout[r % wait_timeout.len()],
                     )
@@ -964,13 +977,13 @@ impl World {
             return self.keeper_step(r, news, say);
         }
         let phase = self.replicas[r].phase.0;
-        let campaign = match phase {
-            Phase::Dialling => CampaignPhase::Dialling,
-            Phase::Granting => CampaignPhase::Granting,
-            Phase::Joining => CampaignPhase::Joining,
-            Phase::Waiting => CampaignPhase::Waiting,
-            Phase::Proving => CampaignPhase::Proving,
-            Phase::Claiming => CampaignPhase::Claiming,
+        match phase {
+            Phase::Dialling
+            | Phase::Granting
+            | Phase::Joining
+            | Phase::Waiting
+            | Phase::Proving
+            | Phase::Claiming => {}
             Phase::Running => {
                 let event = self.running_event(r, news);
                 let Led::Running(core) = self.replicas[r].led else {
@@ -992,24 +1005,43 @@ impl World {
             // Its only news is its work (`World::has`).
             Phase::Resigning => return self.resign(r, say),
         };
-        let event = self.campaign_event(r, campaign, news, say.as_deref_mut());
+        let event = self.campaign_event(r, news, say.as_deref_mut());
         let now = at(self.now);
         let decision = self.replicas[r].campaign.0.handle(event.clone(), now);
         let action = decision.action;
         say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
-        self.follow_decision(r, decision, say);
+        // A phase's own work never gives an event its table ignores: it
+        // would be done again at once, or its gain dropped.
+        assert!(
+            news != News::Work || action != CampaignAction::Ignore,
+            "replica {r}'s work in {phase:?} gave {event:?}, which its table ignores"
+        );
+        self.follow_decision(r, decision, say.as_deref_mut());
+        // The start takes no time after the re-check: the run asks for it
+        // as soon as the re-check is answered, with no IO between.
+        if news == News::Work && self.asks_start(r) {
+            self.replica_step(r, News::Work, say);
+        }
     }
 
-    /// What `news` is to a campaign in `campaign`.
-    fn campaign_event(
-        &mut self,
-        r: usize,
-        campaign: CampaignPhase,
-        news: News,
-        say: Say,
-    ) -> CampaignEvent {
+    /// Whether replica `r`'s campaign asks to start its command next.
+    fn asks_start(&self, r: usize) -> bool {
+        let replica = &self.replicas[r];
+        let mut campaign = replica.campaign.0;
+        replica.phase.0 == Phase::Claiming
+            && matches!(
+                campaign.work(),
+                Work::Claim {
+                    step: ClaimStep::Start,
+                    ..
+                }
+            )
+    }
+
+    /// What `news` is to a campaign.
+    fn campaign_event(&mut self, r: usize, news: News, say: Say) -> CampaignEvent {
         match news {
-            News::Work => self.work(r, campaign, say),
+            News::Work => self.work(r, say),
             News::LeaseGone => {
                 self.replicas[r].lost_seen = true;
                 CampaignEvent::PlaceLost(PlaceLost::LeaseGone)

@@ -38,9 +38,9 @@ use crate::etcd::Connection;
 use crate::lease::Lease;
 use crate::logging;
 use crate::retry;
-use protocol::campaign::{self, Work};
-use protocol::schedule::{KillSchedule, LeaseView};
-use protocol::stage::{self, Holds};
+use protocol::campaign::{self, Join, Rules, Work};
+use protocol::schedule::LeaseView;
+use protocol::stage::{self, ClaimStep, Holds};
 use protocol::table::{CampaignEvent, Trouble};
 
 /// What a run's campaign holds: etcd's.
@@ -68,9 +68,14 @@ pub struct InLine {
 
 /// A new campaign, about to dial.
 pub fn start(config: &Config) -> Campaign {
+    let rules = Rules {
+        wait: config.wait,
+        single: config.max_running == 1,
+        once_per: config.once_per.is_some(),
+        kill_after: config.kill_after,
+    };
     Campaign::new(
-        config.wait,
-        config.max_running == 1,
+        rules,
         config
             .wait_timeout
             .map(|timeout| clock::Instant::now() + timeout),
@@ -152,10 +157,10 @@ impl<'a> Campaigner<'a> {
         let step = match work {
             Work::Dial => Ok(CampaignEvent::Dialled),
             Work::Grant => self.grant(session).await,
-            Work::Join { lease } => self.join(lease).await,
+            Work::Join { lease, how } => self.join(lease, how).await,
             Work::Wait { lease, place } => self.wait(lease, place).await,
             Work::Prove { lease, place } => self.prove(lease, place).await,
-            Work::Claim { lease, proof } => self.claim(lease, proof, session).await,
+            Work::Claim { lease, proof, step } => self.claim(lease, proof, step, session).await,
         };
         step.unwrap_or_else(|err| {
             let event = CampaignEvent::Etcd(trouble(&err));
@@ -182,11 +187,11 @@ impl<'a> Campaigner<'a> {
         Ok(CampaignEvent::Granted(lease))
     }
 
-    /// Without --wait: lead now, or learn who does. With it: join the
-    /// queue, proven at once if nobody is ahead.
-    async fn join(&mut self, lease: &Lease) -> Result<Event> {
+    /// Tried (without --wait): lead now, or learn who does. Enqueued
+    /// (with it): join the queue, proven at once if nobody is ahead.
+    async fn join(&mut self, lease: &Lease, how: Join) -> Result<Event> {
         let election = self.election();
-        if !self.config.wait {
+        if how == Join::Try {
             return Ok(match election.try_acquire(lease.id, &self.holder).await? {
                 Attempt::Won(leadership) => CampaignEvent::Proven(leadership),
                 Attempt::Held(leader) => {
@@ -276,46 +281,67 @@ impl<'a> Campaigner<'a> {
         )
     }
 
-    /// Starts the guardian (unless it is ready, as it almost always is), then
-    /// claims the window: in that order, so that a guardian that cannot
-    /// start never uses up a window.
+    /// A step of the claim, as the protocol orders them
+    /// (`protocol::stage::ClaimStep`): the lease as it stands, for the
+    /// re-check; the guardian ready; the --once-per window; the guardian
+    /// handed over. The guardian stays here until then: if a signal or a
+    /// setback ends the claim, it goes back with the rest
+    /// ([`Campaigner::take_guard`]).
     async fn claim(
         &mut self,
         lease: &Lease,
         leadership: &Leadership,
+        step: ClaimStep,
         session: &mut Session,
     ) -> Result<Event> {
-        // A proof says we were first at its revision; it is good for running
-        // only while our lease is sure to be alive. A waiter stopped or
-        // starved past its lease's local deadline can learn of its turn
-        // only on waking (a handover, above all, may be old news by then):
-        // its key may be gone and the next one running. It must not start
-        // a command it would have to kill at once.
-        let schedule = KillSchedule::new(lease.ttl, self.config.kill_after);
-        let state = lease.state();
-        let view = LeaseView {
-            expires: state.expires,
-            gone: state.gone,
-        };
-        if let Some(lost) = schedule.refuse_start(view, clock::Instant::now()) {
-            return Ok(CampaignEvent::PlaceLost(lost));
-        }
-        // Held here while the window is claimed: if a signal cuts the
-        // claim short, the guardian goes with it (it has no job to watch,
-        // and exits as its pipe closes).
-        let guard = match self.guard.take().map_or_else(Guard::start, Ok) {
-            Ok(guard) => guard,
-            Err(err) => {
-                self.error = Some(anyhow::anyhow!("starting the guardian process: {err}"));
-                return Ok(CampaignEvent::GuardianFailed);
+        Ok(match step {
+            ClaimStep::Precheck | ClaimStep::Recheck => {
+                let state = lease.state();
+                let view = LeaseView {
+                    expires: state.expires,
+                    gone: state.gone,
+                };
+                CampaignEvent::LeaseSeen {
+                    view,
+                    ttl: lease.ttl,
+                }
             }
-        };
-        // "leader" only once nothing can keep the command from starting: a
-        // proof refused above, or a replica refused by the window, must not
-        // seem to have led.
+            ClaimStep::Guard => match self.guard.take().map_or_else(Guard::start, Ok) {
+                Ok(guard) => {
+                    self.guard = Some(guard);
+                    CampaignEvent::GuardReady
+                }
+                Err(err) => {
+                    self.error = Some(anyhow::anyhow!("starting the guardian process: {err}"));
+                    CampaignEvent::GuardianFailed
+                }
+            },
+            ClaimStep::Window => self.claim_window(leadership, session).await?,
+            // "leader" only once nothing can keep the command from
+            // starting: a proof refused, or a replica refused by the
+            // window, must not seem to have led.
+            ClaimStep::Start => match self.guard.take() {
+                Some(guard) => {
+                    tracing::info!(event = logging::events::LEADER, token = leadership.token.0, key = %leadership.key, "leader");
+                    CampaignEvent::Claimed(guard)
+                }
+                None => {
+                    self.error = Some(anyhow::anyhow!("the guardian process is gone"));
+                    CampaignEvent::GuardianFailed
+                }
+            },
+        })
+    }
+
+    /// The --once-per window: ours, or already had its run.
+    async fn claim_window(
+        &mut self,
+        leadership: &Leadership,
+        session: &mut Session,
+    ) -> Result<Event> {
         let Some(window) = self.config.once_per else {
-            tracing::info!(event = logging::events::LEADER, token = leadership.token.0, key = %leadership.key, "leader");
-            return Ok(CampaignEvent::Claimed(guard));
+            // The protocol asks for a window only with --once-per.
+            anyhow::bail!("a --once-per window claimed without --once-per");
         };
         let claim = once_per::claim(
             self.connection,
@@ -324,31 +350,19 @@ impl<'a> Campaigner<'a> {
             &self.holder,
             &mut session.window,
         );
-        let claimed = match claim.await {
-            Ok(claimed) => claimed,
-            Err(err) => {
-                self.guard = Some(guard);
-                return Err(err);
-            }
-        };
-        Ok(match claimed {
+        Ok(match claim.await? {
             Claim::Ours => {
-                tracing::info!(event = logging::events::LEADER, token = leadership.token.0, key = %leadership.key, "leader");
                 tracing::info!(
                     "this run opens a --once-per {} window",
                     humantime::format_duration(window)
                 );
-                CampaignEvent::Claimed(guard)
+                CampaignEvent::WindowClaimed
             }
             Claim::Taken(marker) => {
-                self.guard = Some(guard);
                 self.window_taken = Some(marker);
                 CampaignEvent::WindowTaken
             }
-            Claim::LeadershipLost => {
-                self.guard = Some(guard);
-                key_gone()
-            }
+            Claim::LeadershipLost => key_gone(),
         })
     }
 }

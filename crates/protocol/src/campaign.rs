@@ -10,7 +10,9 @@
 //! drives the same type in its world, so what a run holds and remembers
 //! between events is checked along with the table.
 
-use super::stage::{Holds, Stage, Won};
+use std::time::Duration;
+
+use super::stage::{ClaimStep, Holds, Stage, Won};
 use super::table::{
     self, retry_ceiling, Answer, CampaignAction, CampaignEvent, CampaignPhase, Code, Policy,
     Trouble,
@@ -25,13 +27,25 @@ pub struct Campaign<H: Holds> {
     pace: Pace,
 }
 
-/// What the campaign has learnt that changes what the table says.
+/// What a campaign is told as it begins: the options that change what
+/// the table says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Memory {
+pub struct Rules {
     /// --wait.
     pub wait: bool,
     /// --max-running 1.
     pub single: bool,
+    /// --once-per: a claim takes the window.
+    pub once_per: bool,
+    /// --kill-after: a claim's re-check judges the lease by the kill
+    /// schedule it makes with the TTL.
+    pub kill_after: Duration,
+}
+
+/// What the campaign has learnt that changes what the table says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Memory {
+    pub rules: Rules,
     /// The run has been in the queue once (its key was written with
     /// --wait): etcd worked, so a failure now is an outage to ride out,
     /// not a wrong endpoint.
@@ -46,28 +60,56 @@ impl Memory {
     /// What `event` in `phase` teaches.
     fn learn<H: Holds>(&mut self, phase: CampaignPhase, event: &CampaignEvent<H>) {
         use CampaignEvent as E;
-        if self.wait
-            && matches!(
-                (phase, event),
-                (CampaignPhase::Joining, E::Queued(_) | E::FirstInLine(..))
-            )
-        {
-            self.queued_before = true;
-        }
-        if !matches!(
-            event,
-            E::Dialled | E::Granted(_) | E::FirstInLine(..) | E::Proven(_) | E::Claimed(_)
-        ) {
-            self.looked = true;
-        }
+        let queued = match event {
+            E::Queued(_) | E::FirstInLine(..) => phase == CampaignPhase::Joining,
+            E::Dialled
+            | E::Granted(_)
+            | E::Proven(_)
+            | E::LeaseSeen { .. }
+            | E::GuardReady
+            | E::WindowClaimed
+            | E::Claimed(_)
+            | E::Held
+            | E::WindowTaken
+            | E::GuardianFailed
+            | E::Signal(_)
+            | E::WaitTimeout
+            | E::PlaceLost(_)
+            | E::Etcd(_) => false,
+        };
+        self.queued_before |= self.rules.wait && queued;
+        // The way to a win, uneventful, is no look yet: anything else (a
+        // place behind someone, someone leading, a setback) is.
+        let looked = match event {
+            E::Dialled
+            | E::Granted(_)
+            | E::FirstInLine(..)
+            | E::Proven(_)
+            | E::LeaseSeen { .. }
+            | E::GuardReady
+            | E::WindowClaimed
+            | E::Claimed(_) => false,
+            E::Queued(_)
+            | E::Held
+            | E::WindowTaken
+            | E::GuardianFailed
+            | E::Signal(_)
+            | E::WaitTimeout
+            | E::PlaceLost(_)
+            | E::Etcd(_) => true,
+        };
+        self.looked |= looked;
     }
 
-    /// What the table needs to know beyond the phase.
-    fn policy(self) -> Policy {
+    /// What the table needs to know beyond the phase, at `now`.
+    fn policy(self, now: Instant) -> Policy {
         Policy {
-            wait: self.wait,
+            wait: self.rules.wait,
             queued_before: self.queued_before,
-            single: self.single,
+            single: self.rules.single,
+            once_per: self.rules.once_per,
+            kill_after: self.rules.kill_after,
+            now,
         }
     }
 }
@@ -117,8 +159,9 @@ pub enum Work<'a, H: Holds> {
     Dial,
     /// Ask for a lease.
     Grant,
-    /// Write our key on the lease (without --wait: try to lead).
-    Join { lease: &'a H::Lease },
+    /// Write our key on the lease: with --wait, in line; without, only
+    /// if a slot is free (try to lead).
+    Join { lease: &'a H::Lease, how: Join },
     /// Wait for our turn in line.
     Wait {
         lease: &'a H::Lease,
@@ -129,23 +172,35 @@ pub enum Work<'a, H: Holds> {
         lease: &'a H::Lease,
         place: &'a H::Place,
     },
-    /// Make sure of the lease, start the guardian if it is not ready,
-    /// claim the --once-per window.
+    /// A step of the claim ([`ClaimStep`]), in the order the table takes
+    /// them: make sure of the lease, the guardian ready, the --once-per
+    /// window claimed, the guardian handed over.
     Claim {
         lease: &'a H::Lease,
         proof: &'a H::Proof,
+        step: ClaimStep,
     },
+}
+
+/// How to join the election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Join {
+    /// With --wait: write our key in line, and learn whether it is among
+    /// the first (a proof at once) or behind a runner.
+    Enqueue,
+    /// Without: our key written only if a slot is free; else learn who
+    /// holds it.
+    Try,
 }
 
 impl<H: Holds> Campaign<H> {
     /// A campaign about to dial: `gives_up_at` is --wait-timeout's end,
     /// `seed` spreads its retries apart from other replicas'.
-    pub fn new(wait: bool, single: bool, gives_up_at: Option<Instant>, seed: u64) -> Campaign<H> {
+    pub fn new(rules: Rules, gives_up_at: Option<Instant>, seed: u64) -> Campaign<H> {
         Campaign {
             stage: Stage::Dialling,
             memory: Memory {
-                wait,
-                single,
+                rules,
                 queued_before: false,
                 looked: false,
             },
@@ -164,6 +219,18 @@ impl<H: Holds> Campaign<H> {
         self.stage.phase()
     }
 
+    /// Where its claim is, while it claims.
+    pub fn claim_step(&self) -> Option<ClaimStep> {
+        match self.stage {
+            Stage::Claiming { step, .. } => Some(step),
+            Stage::Dialling
+            | Stage::Granting
+            | Stage::Joining { .. }
+            | Stage::Waiting { .. }
+            | Stage::Proving { .. } => None,
+        }
+    }
+
     /// What it has learnt: the model checker's, to tell states apart.
     #[cfg(any(test, feature = "testing"))]
     pub fn memory(&self) -> Memory {
@@ -175,10 +242,22 @@ impl<H: Holds> Campaign<H> {
         match &mut self.stage {
             Stage::Dialling => Work::Dial,
             Stage::Granting => Work::Grant,
-            Stage::Joining { lease } => Work::Join { lease },
+            Stage::Joining { lease } => Work::Join {
+                lease,
+                how: match self.memory.rules.wait {
+                    true => Join::Enqueue,
+                    false => Join::Try,
+                },
+            },
             Stage::Waiting { lease, place } => Work::Wait { lease, place },
             Stage::Proving { lease, place } => Work::Prove { lease, place },
-            Stage::Claiming { lease, proof, .. } => Work::Claim { lease, proof },
+            Stage::Claiming {
+                lease, proof, step, ..
+            } => Work::Claim {
+                lease,
+                proof,
+                step: *step,
+            },
         }
     }
 
@@ -202,11 +281,12 @@ impl<H: Holds> Campaign<H> {
             mut pace,
         } = self;
         let phase = stage.phase();
-        // The work that waited for this instant is done.
-        pace.retry_at = None;
+        // The work that waited for this instant is done (unless the event
+        // is ignored: then it still waits).
+        let waited = pace.retry_at.take();
         memory.learn(phase, &event);
         let full = matches!(event, E::Etcd(Trouble::Full));
-        let answer = table::campaign(stage, event, memory.policy());
+        let answer = table::campaign(stage, event, memory.policy(now));
         let action = answer.action();
         let mut warn_full = false;
         let mut released = None;
@@ -243,7 +323,10 @@ impl<H: Holds> Campaign<H> {
                 released = lease;
                 Next::Exit(code)
             }
-            Answer::Ignore(stage) => campaign(stage, pace),
+            Answer::Ignore(stage) => {
+                pace.retry_at = waited;
+                campaign(stage, pace)
+            }
         };
         Decision {
             action,
@@ -322,6 +405,17 @@ mod tests {
         Instant::from_boot(Duration::from_millis(ms))
     }
 
+    /// The rules of a campaign with --wait or not, one runner or more,
+    /// no --once-per.
+    fn rules(wait: bool, single: bool) -> Rules {
+        Rules {
+            wait,
+            single,
+            once_per: false,
+            kill_after: Duration::from_secs(10),
+        }
+    }
+
     /// How long after `now` (in ms) the campaign's work waits.
     fn backoff(campaign: &Campaign<Bare>, now: u64) -> Duration {
         let from = campaign.work_from().expect("a backoff");
@@ -329,7 +423,7 @@ mod tests {
     }
 
     fn waiting_campaign() -> Campaign<Bare> {
-        let mut campaign = Campaign::<Bare>::new(true, true, Some(at(5_000)), 7);
+        let mut campaign = Campaign::<Bare>::new(rules(true, true), Some(at(5_000)), 7);
         for event in [E::Dialled, E::Granted(()), E::Queued(())] {
             go(&mut campaign, event, at(0));
         }
@@ -339,7 +433,7 @@ mod tests {
 
     #[test]
     fn wait_timeout_counts_only_from_the_first_look() {
-        let mut campaign = Campaign::<Bare>::new(true, true, Some(at(0)), 7);
+        let mut campaign = Campaign::<Bare>::new(rules(true, true), Some(at(0)), 7);
         for event in [E::Dialled, E::Granted(())] {
             go(&mut campaign, event.clone(), at(0));
             assert_eq!(campaign.gives_up_at(), None, "after {event:?}");
@@ -356,7 +450,7 @@ mod tests {
     fn a_failed_attempt_counts_as_a_look() {
         // Proven as it joined (no look at anyone ahead), then a setback
         // in the proof's write: the retry may be given up on.
-        let mut campaign = Campaign::<Bare>::new(true, false, Some(at(0)), 7);
+        let mut campaign = Campaign::<Bare>::new(rules(true, false), Some(at(0)), 7);
         for event in [E::Dialled, E::Granted(()), E::FirstInLine((), ())] {
             go(&mut campaign, event, at(0));
         }
@@ -447,7 +541,7 @@ mod tests {
 
     #[test]
     fn a_waiter_proven_as_it_joins_has_been_queued_and_rides_out_an_outage() {
-        let mut campaign = Campaign::<Bare>::new(true, false, None, 7);
+        let mut campaign = Campaign::<Bare>::new(rules(true, false), None, 7);
         for event in [E::Dialled, E::Granted(()), E::FirstInLine((), ())] {
             go(&mut campaign, event, at(0));
         }
@@ -462,7 +556,7 @@ mod tests {
     fn a_waiter_never_queued_fails_on_an_outage() {
         // --wait, but etcd never worked for it: a wrong endpoint, most
         // likely, not an outage to ride out.
-        let mut campaign = Campaign::<Bare>::new(true, true, None, 7);
+        let mut campaign = Campaign::<Bare>::new(rules(true, true), None, 7);
         go(&mut campaign, E::Dialled, at(0));
         let decision = go(&mut campaign, E::Etcd(Trouble::Outage), at(0));
         assert_eq!(
@@ -481,7 +575,7 @@ mod tests {
         let decision = waiting_campaign().handle(lost, at(0));
         assert_eq!(decision.action, CampaignAction::CampaignAgain);
         assert_eq!(decision.released, Some(()));
-        let mut granting = Campaign::<Bare>::new(true, true, None, 7);
+        let mut granting = Campaign::<Bare>::new(rules(true, true), None, 7);
         go(&mut granting, E::Dialled, at(0));
         let decision = granting.handle(signal, at(0));
         assert_eq!(decision.released, None, "nothing granted yet");
@@ -506,7 +600,7 @@ mod tests {
 
     #[test]
     fn without_wait_nothing_is_ridden_out() {
-        let mut campaign = Campaign::<Bare>::new(false, true, None, 7);
+        let mut campaign = Campaign::<Bare>::new(rules(false, true), None, 7);
         for event in [E::Dialled, E::Granted(()), E::Proven(())] {
             go(&mut campaign, event, at(0));
         }

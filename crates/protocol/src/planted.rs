@@ -53,12 +53,15 @@ pub enum Defect {
     /// instead of its send: a slow answer moves it past the server's
     /// expiry.
     DeadlineFromAck,
+    /// A proven win's claim starts past its re-check of the lease (the
+    /// step skipped where the claim begins, not in the check itself).
+    SkipRecheck,
 }
 
 impl Defect {
     /// Every defect: the simulator must find each. The match makes a
     /// defect added without its place here fail to compile.
-    pub const ALL: [Defect; 13] = {
+    pub const ALL: [Defect; 14] = {
         use Defect::*;
         const fn listed(defect: Defect) -> usize {
             match defect {
@@ -75,6 +78,7 @@ impl Defect {
                 ResignWithoutComparison => 10,
                 WindowBackAfterStart => 11,
                 DeadlineFromAck => 12,
+                SkipRecheck => 13,
             }
         }
         let all = [
@@ -91,6 +95,7 @@ impl Defect {
             ResignWithoutComparison,
             WindowBackAfterStart,
             DeadlineFromAck,
+            SkipRecheck,
         ];
         let mut i = 0;
         while i < all.len() {

@@ -13,6 +13,7 @@
 //! [`table::campaign`]: super::table::campaign
 
 use super::table::CampaignPhase;
+use crate::planted::{planted, Defect};
 
 /// The kinds of thing a campaign holds on its way to a win: the run's
 /// are etcd's (`run::campaign::Etcd`), the model's are nothing ([`Bare`]).
@@ -51,13 +52,58 @@ pub enum Stage<H: Holds> {
     Waiting { lease: H::Lease, place: H::Place },
     /// With several runners, our turn proven again by a write.
     Proving { lease: H::Lease, place: H::Place },
-    /// A proven win, about to claim what the command needs. `place` is
-    /// absent for a win without --wait, which never queued.
+    /// A proven win, claiming what the command needs, a step at a time.
+    /// `place` is absent for a win without --wait, which never queued.
     Claiming {
         lease: H::Lease,
         place: Option<H::Place>,
         proof: H::Proof,
+        step: ClaimStep,
     },
+}
+
+/// A claim's steps, in the protocol's order: each is the work of the
+/// Claiming phase until its event moves the claim on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClaimStep {
+    /// The guardian ready: started now if it failed to start before the
+    /// campaign. Before the window, so that a guardian that cannot start
+    /// never uses one up.
+    Guard,
+    /// Before the window (only with --once-per): the lease sure, as at
+    /// [`ClaimStep::Recheck`], so that a lease already too close to its
+    /// deadline does not spend the window on a run that cannot start.
+    Precheck,
+    /// The `--once-per` window claimed (only with --once-per).
+    Window,
+    /// Make sure the proof may still start a command: the lease is sure
+    /// to live past the point where the job would have to be stopped. A
+    /// waiter stopped or starved past its lease's local deadline learns of
+    /// its turn only on waking (a handover may be old news by then), and
+    /// the steps before this one may take an etcd round trip: its key may
+    /// be gone and the next one running. Last, so that nothing that takes
+    /// time comes between it and the start; a window claimed before a
+    /// re-check that fails goes back, since its command never started.
+    Recheck,
+    /// Nothing can keep the command from starting now: hand over the
+    /// guardian, and start. It does no IO: the run asks for it as soon as
+    /// the re-check is answered.
+    Start,
+}
+
+impl ClaimStep {
+    /// The step a proven win starts its claim with.
+    pub const FIRST: ClaimStep = ClaimStep::Guard;
+
+    /// The step after the ones that take time (the guardian, the window):
+    /// the re-check.
+    pub fn recheck() -> ClaimStep {
+        if planted(Defect::SkipRecheck) {
+            ClaimStep::Start
+        } else {
+            ClaimStep::Recheck
+        }
+    }
 }
 
 /// A claimed win: everything a run needs to start its command.
@@ -125,10 +171,12 @@ where
                 lease,
                 place,
                 proof,
+                step,
             } => Stage::Claiming {
                 lease: lease.clone(),
                 place: place.clone(),
                 proof: proof.clone(),
+                step: *step,
             },
         }
     }
@@ -162,6 +210,7 @@ impl Stage<Bare> {
                 lease: (),
                 place: Some(()),
                 proof: (),
+                step: ClaimStep::FIRST,
             },
         }
     }

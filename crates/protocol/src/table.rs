@@ -97,8 +97,10 @@ pub use crate::exit::{Code, Status};
 use crate::loss::Outcome;
 use crate::loss::{KeyLoss, PlaceLost};
 use crate::planted::{planted, Defect};
+use crate::schedule::{KillSchedule, LeaseView};
 pub use crate::signal::Signal;
-pub use crate::stage::{Bare, Holds, Stage, Won};
+pub use crate::stage::{Bare, ClaimStep, Holds, Stage, Won};
+use crate::time::Instant;
 
 /// How long a stop may take before SIGKILL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -241,8 +243,18 @@ pub enum CampaignEvent<H: Holds = Bare> {
     /// in the proof's transaction; or, Joining without --wait, written by
     /// the attempt that found nobody leading).
     Proven(H::Proof),
-    /// Claiming: the guardian is ready and the --once-per window (if any)
-    /// is ours.
+    /// Claiming, its re-check: the lease as the keeper knows it, with the
+    /// TTL etcd granted.
+    LeaseSeen {
+        view: LeaseView,
+        ttl: Duration,
+    },
+    /// Claiming: the guardian is ready.
+    GuardReady,
+    /// Claiming: the --once-per window is ours.
+    WindowClaimed,
+    /// Claiming, its last step: nothing keeps the command from starting;
+    /// the guardian, handed over.
     Claimed(H::Guard),
     /// Someone else leads (without --wait).
     Held,
@@ -271,6 +283,12 @@ impl<H: Holds> CampaignEvent<H> {
             E::Queued(_) => E::Queued(()),
             E::FirstInLine(..) => E::FirstInLine((), ()),
             E::Proven(_) => E::Proven(()),
+            E::LeaseSeen { view, ttl } => E::LeaseSeen {
+                view: *view,
+                ttl: *ttl,
+            },
+            E::GuardReady => E::GuardReady,
+            E::WindowClaimed => E::WindowClaimed,
             E::Claimed(_) => E::Claimed(()),
             E::Held => E::Held,
             E::WindowTaken => E::WindowTaken,
@@ -300,6 +318,13 @@ impl<H: Holds> std::fmt::Debug for CampaignEvent<H> {
             E::Queued(_) => f.write_str("Queued"),
             E::FirstInLine(..) => f.write_str("FirstInLine"),
             E::Proven(_) => f.write_str("Proven"),
+            E::LeaseSeen { view, ttl } => f
+                .debug_struct("LeaseSeen")
+                .field("view", view)
+                .field("ttl", ttl)
+                .finish(),
+            E::GuardReady => f.write_str("GuardReady"),
+            E::WindowClaimed => f.write_str("WindowClaimed"),
             E::Claimed(_) => f.write_str("Claimed"),
             E::Held => f.write_str("Held"),
             E::WindowTaken => f.write_str("WindowTaken"),
@@ -373,6 +398,13 @@ pub struct Policy {
     /// --max-running 1: the read that finds our turn proves the win; with
     /// more runners the proof also writes, to wake the waiter behind.
     pub single: bool,
+    /// --once-per: a claim takes the window.
+    pub once_per: bool,
+    /// --kill-after: with the TTL, the kill schedule a claim's re-check
+    /// judges the lease by.
+    pub kill_after: Duration,
+    /// When the event came.
+    pub now: Instant,
 }
 
 impl Code {
@@ -560,15 +592,22 @@ pub fn campaign<H: Holds>(stage: Stage<H>, event: CampaignEvent<H>, policy: Poli
         },
         E::FirstInLine(place, proof) => first_in_line(stage, place, proof, policy),
         E::Proven(proof) => proven(stage, proof, policy),
+        E::LeaseSeen { view, ttl } => rechecked(stage, view, ttl, policy),
+        E::GuardReady => {
+            let next = if policy.once_per {
+                ClaimStep::Precheck
+            } else {
+                ClaimStep::recheck()
+            };
+            claim_step(stage, ClaimStep::Guard, next)
+        }
+        E::WindowClaimed => claim_step(stage, ClaimStep::Window, ClaimStep::recheck()),
         E::Claimed(guard) => claimed(stage, guard),
-        E::WindowTaken => refused_claim(stage, Code::Conflict),
-        E::GuardianFailed => refused_claim(stage, Code::Own(Exit::Internal)),
+        E::WindowTaken => refused_claim(stage, ClaimStep::Window, Code::Conflict),
+        E::GuardianFailed => refused_claim(stage, ClaimStep::Guard, Code::Own(Exit::Internal)),
         E::Held | E::WaitTimeout => exit(Code::Conflict, stage),
         E::Signal(signal) => exit(Code::Signalled(signal), stage),
-        E::PlaceLost(_) if policy.wait => Answer::CampaignAgain {
-            released: stage.release(),
-        },
-        E::PlaceLost(_) => exit(Code::Conflict, stage),
+        E::PlaceLost(_) => place_lost(stage, policy),
         E::Etcd(trouble) => etcd_trouble(stage, trouble, policy),
     }
 }
@@ -589,6 +628,7 @@ fn first_in_line<H: Holds>(
             lease,
             place: Some(place),
             proof,
+            step: ClaimStep::FIRST,
         }),
         stage @ (S::Dialling
         | S::Granting
@@ -608,17 +648,84 @@ fn proven<H: Holds>(stage: Stage<H>, proof: H::Proof, policy: Policy) -> Answer<
             lease,
             place: None,
             proof,
+            step: ClaimStep::FIRST,
         }),
         S::Waiting { lease, place } | S::Proving { lease, place } => Answer::Enter(S::Claiming {
             lease,
             place: Some(place),
             proof,
+            step: ClaimStep::FIRST,
         }),
         stage @ (S::Dialling | S::Granting | S::Claiming { .. }) => Answer::Ignore(stage),
     }
 }
 
-/// The claim made, the guardian ready: the win starts its command.
+/// The claim's re-check: a proof is good for running only while the
+/// lease is sure to be alive past the point where the job would have to
+/// be stopped; otherwise the place is lost (how, the kill schedule says).
+fn rechecked<H: Holds>(
+    stage: Stage<H>,
+    view: LeaseView,
+    ttl: Duration,
+    policy: Policy,
+) -> Answer<H> {
+    let refused = KillSchedule::new(ttl, policy.kill_after).refuse_start(view, policy.now);
+    let step = match &stage {
+        Stage::Claiming { step, .. } => Some(*step),
+        Stage::Dialling
+        | Stage::Granting
+        | Stage::Joining { .. }
+        | Stage::Waiting { .. }
+        | Stage::Proving { .. } => None,
+    };
+    match (stage, step, refused) {
+        (
+            stage @ Stage::Claiming { .. },
+            Some(ClaimStep::Precheck | ClaimStep::Recheck),
+            Some(_),
+        ) => place_lost(stage, policy),
+        (stage, Some(ClaimStep::Precheck), None) => {
+            claim_step(stage, ClaimStep::Precheck, ClaimStep::Window)
+        }
+        (stage, _, None) => claim_step(stage, ClaimStep::Recheck, ClaimStep::Start),
+        (
+            stage @ (Stage::Dialling
+            | Stage::Granting
+            | Stage::Joining { .. }
+            | Stage::Waiting { .. }
+            | Stage::Proving { .. }
+            | Stage::Claiming { .. }),
+            _,
+            Some(_),
+        ) => Answer::Ignore(stage),
+    }
+}
+
+/// A claim's step `done` is done: on to `next`. In any other step or
+/// phase the event is not this work's.
+fn claim_step<H: Holds>(stage: Stage<H>, done: ClaimStep, next: ClaimStep) -> Answer<H> {
+    match stage {
+        Stage::Claiming {
+            lease,
+            place,
+            proof,
+            step,
+        } if step == done => Answer::Enter(Stage::Claiming {
+            lease,
+            place,
+            proof,
+            step: next,
+        }),
+        stage @ (Stage::Dialling
+        | Stage::Granting
+        | Stage::Joining { .. }
+        | Stage::Waiting { .. }
+        | Stage::Proving { .. }
+        | Stage::Claiming { .. }) => Answer::Ignore(stage),
+    }
+}
+
+/// The claim made, the guardian handed over: the win starts its command.
 fn claimed<H: Holds>(stage: Stage<H>, guard: H::Guard) -> Answer<H> {
     use Stage as S;
     match stage {
@@ -626,6 +733,7 @@ fn claimed<H: Holds>(stage: Stage<H>, guard: H::Guard) -> Answer<H> {
             lease,
             place,
             proof,
+            step: ClaimStep::Start,
         } => Answer::Start(Won {
             lease,
             place,
@@ -636,20 +744,34 @@ fn claimed<H: Holds>(stage: Stage<H>, guard: H::Guard) -> Answer<H> {
         | S::Granting
         | S::Joining { .. }
         | S::Waiting { .. }
-        | S::Proving { .. }) => Answer::Ignore(stage),
+        | S::Proving { .. }
+        | S::Claiming { .. }) => Answer::Ignore(stage),
     }
 }
 
-/// The claim refused: the window had its run, or no guardian.
-fn refused_claim<H: Holds>(stage: Stage<H>, code: Code) -> Answer<H> {
+/// The claim refused at its step `at`: the window had its run, or no
+/// guardian.
+fn refused_claim<H: Holds>(stage: Stage<H>, at: ClaimStep, code: Code) -> Answer<H> {
     use Stage as S;
     match stage {
-        stage @ S::Claiming { .. } => exit(code, stage),
+        stage @ S::Claiming { step, .. } if step == at => exit(code, stage),
         stage @ (S::Dialling
         | S::Granting
         | S::Joining { .. }
         | S::Waiting { .. }
-        | S::Proving { .. }) => Answer::Ignore(stage),
+        | S::Proving { .. }
+        | S::Claiming { .. }) => Answer::Ignore(stage),
+    }
+}
+
+/// Our place in the queue, or our win, is gone before the command ran:
+/// campaign again with --wait, else conflict.
+fn place_lost<H: Holds>(stage: Stage<H>, policy: Policy) -> Answer<H> {
+    match policy.wait {
+        true => Answer::CampaignAgain {
+            released: stage.release(),
+        },
+        false => exit(Code::Conflict, stage),
     }
 }
 
@@ -735,6 +857,9 @@ mod tests {
             wait,
             queued_before,
             single: true,
+            once_per: false,
+            kill_after: Duration::from_secs(10),
+            now: crate::testing::at(0),
         }
     }
 
@@ -962,13 +1087,6 @@ mod tests {
                 Joining,
                 CampaignAction::Enter(Waiting),
             ),
-            (CampaignEvent::Claimed(()), Claiming, CampaignAction::Start),
-            (
-                CampaignEvent::WindowTaken,
-                Claiming,
-                CampaignAction::Exit(Code::Conflict),
-            ),
-            (CampaignEvent::GuardianFailed, Claiming, FAIL),
         ];
         for (event, of, then) in progress {
             for phase in CampaignPhase::ALL {
@@ -983,6 +1101,134 @@ mod tests {
                     "{event:?} in {phase:?}"
                 );
             }
+        }
+    }
+
+    /// The stage of Claiming at `step`, holding nothing.
+    fn claiming(step: ClaimStep) -> Stage<Bare> {
+        Stage::Claiming {
+            lease: (),
+            place: Some(()),
+            proof: (),
+            step,
+        }
+    }
+
+    /// A claim step's event, the step it is the work of, the policy, the
+    /// step it leads to, and what the table does: with and without
+    /// --once-per.
+    type ClaimCase = (
+        CampaignEvent,
+        ClaimStep,
+        Policy,
+        Option<ClaimStep>,
+        CampaignAction,
+    );
+
+    fn claim_cases() -> [ClaimCase; 8] {
+        use ClaimStep::*;
+        let sure = CampaignEvent::LeaseSeen {
+            view: crate::testing::lease(6_000),
+            ttl: Duration::from_secs(6),
+        };
+        let (one, window) = (
+            policy(true, true),
+            Policy {
+                once_per: true,
+                ..policy(true, true)
+            },
+        );
+        let next = CampaignAction::Enter(Claiming);
+        let (taken, start) = (CampaignAction::Exit(Code::Conflict), CampaignAction::Start);
+        [
+            (CampaignEvent::GuardReady, Guard, one, Some(Recheck), next),
+            (
+                CampaignEvent::GuardReady,
+                Guard,
+                window,
+                Some(Precheck),
+                next,
+            ),
+            (sure.clone(), Precheck, window, Some(Window), next),
+            (
+                CampaignEvent::WindowClaimed,
+                Window,
+                window,
+                Some(Recheck),
+                next,
+            ),
+            (sure, Recheck, one, Some(Start), next),
+            (CampaignEvent::Claimed(()), Start, one, None, start),
+            (CampaignEvent::WindowTaken, Window, window, None, taken),
+            (CampaignEvent::GuardianFailed, Guard, one, None, FAIL),
+        ]
+    }
+
+    #[test]
+    fn a_claim_takes_its_steps_in_order_and_each_only_in_its_step() {
+        use ClaimStep::*;
+        let cases = claim_cases();
+        for (event, of, policy, next, then) in cases {
+            for step in [Guard, Precheck, Window, Recheck, Start] {
+                let answer = super::campaign(claiming(step), event.clone(), policy);
+                // The lease is seen at both of the re-checks: each has a
+                // case of its own.
+                let rechecks = [Precheck, Recheck];
+                let seen = matches!(event, CampaignEvent::LeaseSeen { .. });
+                if step != of && seen && rechecks.contains(&step) && rechecks.contains(&of) {
+                    continue;
+                }
+                if step != of {
+                    assert_eq!(
+                        answer.action(),
+                        CampaignAction::Ignore,
+                        "{event:?} at {step:?}"
+                    );
+                    continue;
+                }
+                assert_eq!(answer.action(), then, "{event:?} at {step:?}");
+                if let (Answer::Enter(Stage::Claiming { step, .. }), Some(next)) = (answer, next) {
+                    assert_eq!(step, next, "{event:?}");
+                }
+            }
+            for phase in CampaignPhase::ALL
+                .into_iter()
+                .filter(|phase| *phase != Claiming)
+            {
+                assert_eq!(campaign(phase, &event, policy), CampaignAction::Ignore);
+            }
+        }
+    }
+
+    /// The re-check refuses a proof whose lease must be being stopped at
+    /// once, or is gone: the place is lost (campaign again with --wait).
+    #[test]
+    fn a_claim_whose_lease_is_not_sure_loses_its_place() {
+        let ttl = Duration::from_secs(6);
+        let at_now = |expires| CampaignEvent::LeaseSeen {
+            view: crate::testing::lease(expires),
+            ttl,
+        };
+        let gone = CampaignEvent::LeaseSeen {
+            view: LeaseView {
+                gone: true,
+                ..crate::testing::lease(6_000)
+            },
+            ttl,
+        };
+        // Now is 0: a deadline within the margin and grace is too close.
+        for (event, wait, then) in [
+            (at_now(1_000), true, CampaignAction::CampaignAgain),
+            (at_now(1_000), false, CampaignAction::Exit(Code::Conflict)),
+            (gone, true, CampaignAction::CampaignAgain),
+            (at_now(6_000), true, CampaignAction::Enter(Claiming)),
+        ] {
+            let answer = super::campaign(
+                claiming(ClaimStep::Recheck),
+                event.clone(),
+                policy(wait, true),
+            );
+            assert_eq!(answer.action(), then, "{event:?}");
         }
     }
 
@@ -1011,9 +1257,8 @@ mod tests {
     #[test]
     fn several_runners_prove_a_waiter_s_turn_with_a_write() {
         let several = Policy {
-            wait: true,
-            queued_before: true,
             single: false,
+            ..policy(true, true)
         };
         let without_wait = Policy {
             wait: false,
