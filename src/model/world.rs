@@ -545,7 +545,7 @@ impl World {
             return false;
         }
         let phase = replica.phase.0;
-        let leading = matches!(phase, Phase::Running | Phase::Stopping);
+        let leading = phase.leads();
         match news {
             News::Work => self.has_work(r),
             News::Renew | News::Acknowledged | News::AckLate => self.keeper_has(r, news),
@@ -588,8 +588,7 @@ impl World {
                 counts && !replica.timed_out && replica.runs()
             }
             News::WaitTimeout => {
-                let campaigning =
-                    !matches!(phase, Phase::Running | Phase::Stopping | Phase::Resigning);
+                let campaigning = phase.campaigns();
                 campaigning && replica.campaign.0.gives_up_at().is_some()
             }
         }
@@ -741,10 +740,7 @@ impl World {
                 add(Fault::Refuse(r8));
             }
             // Only before the command: afterwards they change nothing.
-            let campaigning = !matches!(
-                replica.phase.0,
-                Phase::Running | Phase::Stopping | Phase::Resigning
-            );
+            let campaigning = replica.phase.0.campaigns();
             if campaigning && !replica.spawn_fails {
                 add(Fault::FailSpawn(r8));
             }

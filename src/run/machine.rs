@@ -24,6 +24,7 @@
 //! guardian armed: it kills the job's group as it is let go.
 
 use anyhow::Result;
+use std::future::Future;
 use tokio::sync::Notify;
 
 use super::campaign::{self, Campaign, Campaigner, Event};
@@ -43,7 +44,8 @@ use crate::signals::{self, Signals};
 use protocol::campaign::Next as CampaignNext;
 use protocol::lead::{self, Resigning, RunningStep, StoppingStep};
 use protocol::table::{
-    self, CampaignAction, CampaignEvent, CampaignPhase, Code, Phase, RunningEvent,
+    self, CampaignAction, CampaignEvent, CampaignPhase, CampaignSource, Code, Phase, RunningEvent,
+    CAMPAIGN_PRECEDENCE,
 };
 
 /// What a run holds, by state: its protocol state, and beside it what
@@ -148,18 +150,36 @@ async fn campaign_event(
 ) -> Event {
     let give_up_at = core.gives_up_at();
     let work_from = core.work_from();
-    let work = async {
+    let work = std::pin::pin!(async {
         if let Some(at) = work_from {
             clock::sleep_until(at).await;
         }
         campaigner.work(core.work(), session).await
-    };
-    tokio::select! {
-        biased;
-        signal = signals.recv() => CampaignEvent::Signal(signal),
-        _ = clock::sleep_until_opt(give_up_at) => CampaignEvent::WaitTimeout,
-        event = work => event,
-    }
+    });
+    let mut sources = (
+        std::pin::pin!(signals.recv()),
+        std::pin::pin!(clock::sleep_until_opt(give_up_at)),
+        work,
+    );
+    // Polled in the protocol's order: the first ready is the event.
+    std::future::poll_fn(|cx| {
+        let (signal, timeout, work) = &mut sources;
+        for source in CAMPAIGN_PRECEDENCE {
+            let ready = match source {
+                CampaignSource::Signal => signal.as_mut().poll(cx).map(CampaignEvent::Signal),
+                CampaignSource::WaitTimeout => timeout
+                    .as_mut()
+                    .poll(cx)
+                    .map(|()| CampaignEvent::WaitTimeout),
+                CampaignSource::Work => work.as_mut().poll(cx),
+            };
+            if ready.is_ready() {
+                return ready;
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// A full etcd refuses until an operator acts: a queued replica rides it

@@ -11,6 +11,7 @@
 //! real job, clock and lease, and tells what it sees of them. It sends no
 //! signal of its own accord.
 
+use std::future::Future;
 use std::time::Duration;
 
 use super::supervise::{leadership_lost, Leading};
@@ -21,7 +22,7 @@ use crate::signals::{self, Signals};
 use protocol::lead;
 use protocol::signal::Signal;
 use protocol::stop::{KillReason, Next};
-use protocol::table::{Loss, RunningEvent, StoppingEvent};
+use protocol::table::{GraceSource, Loss, RunningEvent, StoppingEvent, GRACE_PRECEDENCE};
 
 use protocol::renewal::KILL_BOUND;
 
@@ -118,12 +119,40 @@ impl<'a> Stopping<'a> {
             core.schedule(),
         );
         let keeper_alive = self.keeper_alive && loss_matters;
-        tokio::select! {
-            biased;
-            gone = child.wait_job_gone(until) => self.job_left = !gone,
-            loss = lost, if loss_matters => return Some(StoppingEvent::LeadershipLost(loss)),
-            received = signals.recv() => return Some(StoppingEvent::Signal(received)),
-            changed = renewed.changed(), if keeper_alive => self.keeper_alive = changed.is_ok(),
+        let mut sources = (
+            std::pin::pin!(child.wait_job_gone(until)),
+            std::pin::pin!(lost),
+            std::pin::pin!(signals.recv()),
+            std::pin::pin!(renewed.changed()),
+        );
+        // Polled in the protocol's order: the first ready is what happened.
+        let happened = std::future::poll_fn(|cx| {
+            let (gone, lost, signal, renewal) = &mut sources;
+            for source in GRACE_PRECEDENCE {
+                let ready = match source {
+                    GraceSource::JobGone => gone.as_mut().poll(cx).map(InGrace::Gone),
+                    GraceSource::Leadership if loss_matters => {
+                        lost.as_mut().poll(cx).map(InGrace::Lost)
+                    }
+                    GraceSource::Signal => signal.as_mut().poll(cx).map(InGrace::Signal),
+                    GraceSource::Renewed if keeper_alive => renewal
+                        .as_mut()
+                        .poll(cx)
+                        .map(|changed| InGrace::Renewed(changed.is_ok())),
+                    GraceSource::Leadership | GraceSource::Renewed => continue,
+                };
+                if ready.is_ready() {
+                    return ready;
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await;
+        match happened {
+            InGrace::Gone(gone) => self.job_left = !gone,
+            InGrace::Lost(loss) => return Some(StoppingEvent::LeadershipLost(loss)),
+            InGrace::Signal(received) => return Some(StoppingEvent::Signal(received)),
+            InGrace::Renewed(alive) => self.keeper_alive = alive,
         }
         None
     }
@@ -200,4 +229,14 @@ fn say_why(leading: &Leading<'_>, core: &lead::Stopping, why: &RunningEvent, gon
         | RunningEvent::WaitFailed
         | RunningEvent::CommandStopped(_) => {}
     }
+}
+
+/// What a stop's sources gave within its grace.
+enum InGrace {
+    /// The job gone (true), or the grace's end reached (false).
+    Gone(bool),
+    Lost(Loss),
+    Signal(Signal),
+    /// A renewal acknowledged; false once the keeper is gone.
+    Renewed(bool),
 }

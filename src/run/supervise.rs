@@ -13,6 +13,7 @@
 //! the terminal may be continued; stopping the job is
 //! [`super::stopping`]'s.
 
+use std::future::Future;
 use tokio::task::JoinHandle;
 
 use super::campaign::Won;
@@ -31,7 +32,7 @@ use crate::lease::Lease;
 use crate::signals::{self, Signals};
 use protocol::lead::Running;
 use protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
-use protocol::table::{Loss, RunningEvent, Signal};
+use protocol::table::{Loss, RunningEvent, RunningSource, Signal, RUNNING_PRECEDENCE};
 
 /// A run whose command runs.
 pub struct Leading<'a> {
@@ -136,23 +137,45 @@ impl<'a> Leading<'a> {
         } = &mut self.won;
         let schedule = running.schedule();
         let lost = leadership_lost(self.connection, lease, leadership, own, schedule);
-        let event = tokio::select! {
-            biased;
-            // First, so that after a pause of leaderrun itself the job is
-            // stopped at once, whatever else is pending.
-            loss = lost => RunningEvent::LeadershipLost(loss),
-            happened = self.child.event() => match happened {
-                ChildEvent::Exited(Ok(status)) => RunningEvent::CommandExited(crate::exit::status_of(status)),
-                ChildEvent::Exited(Err(err)) => {
-                    // Exits 125, which comes with its line.
-                    let line = format!("error: waiting for the command: {err}");
-                    crate::logging::say(crate::logging::Level::Error, &line);
-                    RunningEvent::WaitFailed
+        let mut sources = (
+            std::pin::pin!(lost),
+            std::pin::pin!(self.child.event()),
+            std::pin::pin!(signals.recv()),
+            std::pin::pin!(clock::sleep_until_opt(running.timeout_at())),
+        );
+        // Polled in the protocol's order: the first ready is the event.
+        let happened = std::future::poll_fn(|cx| {
+            let (lost, child, signal, timeout) = &mut sources;
+            for source in RUNNING_PRECEDENCE {
+                let ready = match source {
+                    RunningSource::Leadership => lost.as_mut().poll(cx).map(Happened::Lost),
+                    RunningSource::Command => child.as_mut().poll(cx).map(Happened::Child),
+                    RunningSource::Signal => signal.as_mut().poll(cx).map(Happened::Signal),
+                    RunningSource::Timeout => timeout.as_mut().poll(cx).map(|()| Happened::Timeout),
+                };
+                if ready.is_ready() {
+                    return ready;
                 }
-                ChildEvent::Stopped(signal) => RunningEvent::CommandStopped(signals::from_os(signal)),
-            },
-            signal = signals.recv() => RunningEvent::Signal(signal),
-            _ = clock::sleep_until_opt(running.timeout_at()) => RunningEvent::TimedOut,
+            }
+            std::task::Poll::Pending
+        })
+        .await;
+        let event = match happened {
+            Happened::Lost(loss) => RunningEvent::LeadershipLost(loss),
+            Happened::Child(ChildEvent::Exited(Ok(status))) => {
+                RunningEvent::CommandExited(crate::exit::status_of(status))
+            }
+            Happened::Child(ChildEvent::Exited(Err(err))) => {
+                // Exits 125, which comes with its line.
+                let line = format!("error: waiting for the command: {err}");
+                crate::logging::say(crate::logging::Level::Error, &line);
+                RunningEvent::WaitFailed
+            }
+            Happened::Child(ChildEvent::Stopped(signal)) => {
+                RunningEvent::CommandStopped(signals::from_os(signal))
+            }
+            Happened::Signal(signal) => RunningEvent::Signal(signal),
+            Happened::Timeout => RunningEvent::TimedOut,
         };
         #[cfg(debug_assertions)]
         panic_if_asked(&event);
@@ -254,4 +277,13 @@ pub async fn leadership_lost(
             loss = &mut key => return Loss::Key(loss),
         }
     }
+}
+
+/// What a running command's sources gave, before it is the protocol's
+/// event.
+enum Happened {
+    Lost(Loss),
+    Child(ChildEvent),
+    Signal(Signal),
+    Timeout,
 }

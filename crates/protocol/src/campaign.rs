@@ -15,7 +15,6 @@ use std::time::Duration;
 use super::stage::{ClaimStep, Holds, Stage, Won};
 use super::table::{
     self, retry_ceiling, Answer, CampaignAction, CampaignEvent, CampaignPhase, Code, Policy,
-    Trouble,
 };
 use crate::backoff::Backoff;
 use crate::time::Instant;
@@ -274,7 +273,6 @@ impl<H: Holds> Campaign<H> {
 
     /// `event` happened at `now`: what to do, and the campaign moved on.
     pub fn handle(self, event: CampaignEvent<H>, now: Instant) -> Decision<H> {
-        use CampaignEvent as E;
         let Campaign {
             stage,
             mut memory,
@@ -285,7 +283,7 @@ impl<H: Holds> Campaign<H> {
         // is ignored: then it still waits).
         let waited = pace.retry_at.take();
         memory.learn(phase, &event);
-        let full = matches!(event, E::Etcd(Trouble::Full));
+        let full = event.full();
         let answer = table::campaign(stage, event, memory.policy(now));
         let action = answer.action();
         let mut warn_full = false;
@@ -389,6 +387,7 @@ mod tests {
     use crate::exit::Exit;
     use crate::stage::Bare;
     use crate::table::Code;
+    use crate::table::Trouble;
     use CampaignEvent as E;
     use CampaignPhase::*;
 

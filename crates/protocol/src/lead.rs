@@ -248,7 +248,13 @@ impl Resigning {
         Resigning {
             code,
             trust_proof: order.trust_gone,
-            restore_terminal: !matches!(code, Code::Command(status) if !status.signalled),
+            // A command that exited by itself left the terminal as it
+            // wanted it; anything else (a signal, a stop of ours) is
+            // leaderrun's to restore.
+            restore_terminal: match code {
+                Code::Command(status) => status.signalled,
+                Code::Conflict | Code::Signalled(_) | Code::Own(_) => true,
+            },
         }
     }
 }

@@ -42,6 +42,16 @@ enum Step {
     Killed,
 }
 
+impl Deadline {
+    /// Whether the lease is kept through the stop (a loss then matters).
+    fn kept(self) -> bool {
+        match self {
+            Deadline::Kept { .. } => true,
+            Deadline::Fixed(_) => false,
+        }
+    }
+}
+
 /// When SIGKILL goes out if the job is still there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Deadline {
@@ -156,7 +166,7 @@ impl Stop {
             Step::Grace if planted(Defect::GoneAtKillSignal) => Want::Gone,
             Step::Grace => Want::AwaitGone {
                 until: self.due(now, lease),
-                loss_matters: matches!(self.deadline, Deadline::Kept { .. }) && self.cut.is_none(),
+                loss_matters: self.deadline.kept() && self.cut.is_none(),
             },
             Step::Killing => Want::Kill,
             Step::Killed => Want::Abandoned,
@@ -221,9 +231,10 @@ impl Stop {
             (Step::Grace, _) => KillReason::Outlived,
             (Step::Killing | Step::Killed, _) => KillReason::Already,
         };
-        if matches!(self.step, Step::Starting | Step::Grace) {
-            self.step = Step::Killing;
-        }
+        self.step = match self.step {
+            Step::Starting | Step::Grace => Step::Killing,
+            step @ (Step::Killing | Step::Killed) => step,
+        };
         reason
     }
 

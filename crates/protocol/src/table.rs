@@ -139,6 +139,35 @@ pub enum CampaignPhase {
     Claiming,
 }
 
+impl Phase {
+    /// A run that leads: its command runs, or its job is being stopped.
+    pub fn leads(self) -> bool {
+        match self {
+            Phase::Running | Phase::Stopping => true,
+            Phase::Dialling
+            | Phase::Granting
+            | Phase::Joining
+            | Phase::Waiting
+            | Phase::Proving
+            | Phase::Claiming
+            | Phase::Resigning => false,
+        }
+    }
+
+    /// A run before its command: campaigning.
+    pub fn campaigns(self) -> bool {
+        match self {
+            Phase::Dialling
+            | Phase::Granting
+            | Phase::Joining
+            | Phase::Waiting
+            | Phase::Proving
+            | Phase::Claiming => true,
+            Phase::Running | Phase::Stopping | Phase::Resigning => false,
+        }
+    }
+}
+
 impl From<CampaignPhase> for Phase {
     fn from(phase: CampaignPhase) -> Phase {
         match phase {
@@ -273,6 +302,29 @@ pub enum CampaignEvent<H: Holds = Bare> {
 }
 
 impl<H: Holds> CampaignEvent<H> {
+    /// etcd said its database is full.
+    pub fn full(&self) -> bool {
+        use CampaignEvent as E;
+        match self {
+            E::Etcd(trouble) => trouble.full(),
+            E::Dialled
+            | E::Granted(_)
+            | E::Queued(_)
+            | E::FirstInLine(..)
+            | E::Proven(_)
+            | E::LeaseSeen { .. }
+            | E::GuardReady
+            | E::WindowClaimed
+            | E::Claimed(_)
+            | E::Held
+            | E::WindowTaken
+            | E::GuardianFailed
+            | E::Signal(_)
+            | E::WaitTimeout
+            | E::PlaceLost(_) => false,
+        }
+    }
+
     /// The event without what it brings: what logs, explanations and
     /// the model's traces show.
     pub fn bare(&self) -> CampaignEvent {
@@ -373,6 +425,73 @@ pub enum StoppingEvent {
     GraceOver,
 }
 
+/// Where a campaign's events come from, each a source the run waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CampaignSource {
+    /// A forwarded signal.
+    Signal,
+    /// --wait-timeout's end.
+    WaitTimeout,
+    /// The work of the phase (after its backoff).
+    Work,
+}
+
+/// Which of a campaign's events is taken when several are ready at once:
+/// the user's word first (a signal, then the deadline asked for), so
+/// that a campaign whose work is always ready still ends when asked.
+pub const CAMPAIGN_PRECEDENCE: [CampaignSource; 3] = [
+    CampaignSource::Signal,
+    CampaignSource::WaitTimeout,
+    CampaignSource::Work,
+];
+
+/// Where a running command's events come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunningSource {
+    /// The lease, its local deadline and our key.
+    Leadership,
+    /// The command: its exit, or its stop for the terminal.
+    Command,
+    /// A forwarded signal.
+    Signal,
+    /// --timeout's end.
+    Timeout,
+}
+
+/// Which of a running command's events is taken when several are ready
+/// at once: leadership first, so that after a pause of leaderrun itself
+/// (SIGSTOP, a suspended machine) the job is stopped at once whatever
+/// else is pending; then the command's own end, which is its status.
+pub const RUNNING_PRECEDENCE: [RunningSource; 4] = [
+    RunningSource::Leadership,
+    RunningSource::Command,
+    RunningSource::Signal,
+    RunningSource::Timeout,
+];
+
+/// Where a stop's events come from, within its grace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GraceSource {
+    /// The job gone (or the grace's end reached).
+    JobGone,
+    /// Leadership lost, during a stop that kept it.
+    Leadership,
+    /// A forwarded signal.
+    Signal,
+    /// A renewal acknowledged, which may move the grace's end.
+    Renewed,
+}
+
+/// Which of a stop's events is taken when several are ready at once: the
+/// job gone first (nothing is left to stop), then a loss, which cuts the
+/// grace.
+pub const GRACE_PRECEDENCE: [GraceSource; 4] = [
+    GraceSource::JobGone,
+    GraceSource::Leadership,
+    GraceSource::Signal,
+    GraceSource::Renewed,
+];
+
 /// How an etcd request failed, as far as the table cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trouble {
@@ -385,6 +504,16 @@ pub enum Trouble {
     /// Anything else: unreachable, timed out, an election in etcd, a
     /// lease not found.
     Outage,
+}
+
+impl Trouble {
+    /// etcd's database is full (an operator must act).
+    pub fn full(self) -> bool {
+        match self {
+            Trouble::Full => true,
+            Trouble::Refused | Trouble::Outage => false,
+        }
+    }
 }
 
 /// What the policy of a campaign needs to know beyond the phase.
@@ -781,8 +910,18 @@ pub fn running(event: &RunningEvent) -> RunningAction {
         RunningAction::Stop(StopOrder {
             code,
             grace,
-            exited: matches!(code, Code::Command(_)),
-            trust_gone: !matches!(event, RunningEvent::WaitFailed),
+            exited: match code {
+                Code::Command(_) => true,
+                Code::Conflict | Code::Signalled(_) | Code::Own(_) => false,
+            },
+            trust_gone: match event {
+                RunningEvent::WaitFailed => false,
+                RunningEvent::Signal(_)
+                | RunningEvent::LeadershipLost(_)
+                | RunningEvent::CommandExited(_)
+                | RunningEvent::TimedOut
+                | RunningEvent::CommandStopped(_) => true,
+            },
         })
     };
     match event {
