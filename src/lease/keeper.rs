@@ -54,7 +54,17 @@ pub(super) async fn keep_alive(
         }
         tracing::info!("lease keep-alive interrupted: {broken:#}; reconnecting");
         let trouble = format!("{broken:#}");
-        publish.send_modify(|state| state.trouble = Some(trouble.into()));
+        // Told only when it says something new: a partition fails every
+        // attempt alike, and each telling would wake whoever watches the
+        // lease for nothing (and hide a watcher's own deadline behind
+        // those wake-ups, which a test of it must not have).
+        publish.send_if_modified(|state| {
+            let new = state.trouble.as_deref() != Some(trouble.as_str());
+            if new {
+                state.trouble = Some(trouble.into());
+            }
+            new
+        });
         retry::wait(&mut backoff).await;
     }
 }

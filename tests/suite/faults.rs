@@ -179,6 +179,48 @@ fn slow_answers_date_the_local_deadline_from_the_renewals_send() {
     assert_eq!(code, Some(124), "{stderr}");
 }
 
+/// Cut off just after a renewal, a job that ends on SIGTERM is stopped
+/// when the kill schedule says (the margin and the grace before the local
+/// deadline, dated from the renewal's send), by the run's own wake-up: the
+/// keeper tells the run of its failures only when they are new, so no
+/// wake-up of its own can stand in for a deadline the run sleeps past.
+#[test]
+fn a_partitioned_leader_stops_its_job_when_its_schedule_says() {
+    let ttl = Duration::from_secs(6);
+    let etcd = Etcd::start();
+    let proxy = Proxy::start(etcd.client_port());
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("a");
+    let mut a = Replica::spawn(
+        leaderrun(&proxy.endpoint())
+            .args(["--name", "jobs/stop-from", "--ttl", &seconds(ttl)])
+            .args(DEBUG_JSON)
+            .arg("--")
+            .args(pid_job(&pidfile)),
+    );
+    let child = read_pid(&pidfile, SOON);
+    let deadline = a.renewal_acknowledged(ttl);
+    proxy.cut();
+    await_condition(ttl * 3, "the child to be stopped", || killed(child));
+    let died = Instant::now();
+    // The schedule at a 6 s TTL and the default --kill-after: SIGTERM the
+    // grace (0.9 s) and the margin (0.6 s) before the deadline.
+    let grace = Duration::from_millis(900);
+    let stop_from = deadline - margin(ttl) - grace;
+    let died = died - crate::common::stalls::stalled_between(deadline - ttl, died);
+    eprintln!(
+        "the job died {:?} after the stop was due",
+        died.saturating_duration_since(stop_from)
+    );
+    assert!(
+        died <= stop_from + margin(ttl) / 2,
+        "the job died {:?} after its stop was due ({grace:?} and the margin before the deadline)",
+        died - stop_from
+    );
+    let (code, stderr) = a.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
+}
+
 #[test]
 fn short_etcd_restart_keeps_leadership_and_long_outage_stops_the_child() {
     // The shortest TTL a renewal can be told apart at (see
