@@ -30,7 +30,10 @@
 //! fast path of a change of leader (who is behind us, what is passed on,
 //! the lease left to expire) and its one switch. Nothing here keeps the
 //! lease alive or runs processes, but for the look-up behind us, a task
-//! of its own beside the command.
+//! of its own beside the command. The rules applied to what etcd answers
+//! (whether a key is still ours, whether a place runs, who runs, the
+//! records' plan) are the protocol's (`protocol::line`,
+//! `protocol::records`): this folder asks etcd and applies them.
 //!
 //! Only keys `<name>/<lease hex>` are candidates ([`name::is_candidate`]).
 //! The keys of an election whose name extends ours (`<name>/sub/<lease>`)

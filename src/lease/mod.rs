@@ -10,7 +10,9 @@
 //!
 //! This folder owns one lease's life: granting it, renewing it (`keeper.rs`)
 //! and revoking it. It publishes what it learns ([`LeaseState`]) and decides
-//! nothing: what a lost lease means is `protocol::table`'s business.
+//! nothing: when a renewal is due, how long its answer may take and what
+//! deadline it gives are `protocol::renewal`'s, and what a lost lease
+//! means is `protocol::table`'s.
 
 use std::time::Duration;
 

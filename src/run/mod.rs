@@ -5,9 +5,14 @@
 //! table, and the protocol states that ask it), the only place that
 //! decides; [`machine`] is the one loop that feeds them and does what they
 //! say, over states that each carry what they hold:
-//! [`campaign`] (everything before the command exists), [`supervise`] (the
-//! command running), [`stopping`] (the kill sequence, as
-//! `protocol::lead` asks for it), and [`session`] (what the run holds in etcd, and the way out).
+//! [`campaign`] (everything before the command exists, each claim step as
+//! the protocol orders them), [`supervise`] (the command running),
+//! [`stopping`] (the kill sequence, as `protocol::lead` asks for it), and
+//! [`session`] (what the run holds in etcd, and the way out, as
+//! `protocol::resign` asks for it). Each state waits on its sources in the
+//! order the protocol gives (`protocol::table`'s precedences). What is
+//! still chosen here, and why, docs/design.md lists ("What the run still
+//! does itself").
 //! The handoff's fast path (`election::handoff`) is used here, behind its
 //! one switch; [`explain`] says why a run did not run. This file starts the guardian,
 //! dials etcd and hands over to the machine.

@@ -10,14 +10,17 @@
 //! **The rule of entitlement**, from the promise that records never claim
 //! what is not theirs: a run's end records are written as the latest only
 //! by the transaction that deletes its key, whose comparison (the key
-//! created at our token, on our lease) etcd judges as it writes. A run asks
-//! for that transaction only if it has not lost its leadership: a lost run
-//! (its lease gone, its key deleted, replaced or overwritten, or its local
-//! deadline passed) cannot know that no other run started after its loss,
-//! so it gives its lease back first and writes as a run no longer
-//! entitled, only where nothing was written since its win. Anything else
-//! that keeps the transaction from being written (the comparison failed,
-//! no answer within the bound) falls back to the same.
+//! created at our token, on our lease) etcd judges as it writes; nothing
+//! else is the entitlement. A run asks for that transaction only if it has
+//! not lost its leadership (its lease gone, its key deleted, replaced or
+//! overwritten, or its local deadline passed): a lost run's leadership is
+//! already declared over, the transaction would cost a bounded round trip
+//! to an etcd most often out of its reach, and the next in line wakes on
+//! its key's deletion either way. So it gives its lease back first and
+//! writes as a run no longer entitled, only where nothing was written
+//! since its win. Anything else that keeps the transaction from being
+//! written (the comparison failed, no answer within the bound) falls back
+//! to the same.
 
 use crate::loss::Outcome;
 use crate::planted::{planted, Defect};
