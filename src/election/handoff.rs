@@ -28,6 +28,7 @@ use super::holder::{Behind, Holder, Proclaimed};
 use super::{line, name, Election, Leadership};
 use crate::clock;
 use crate::etcd::ids::{LeaseId, Token};
+use crate::etcd::kv::Kv;
 use crate::etcd::Connection;
 use crate::logging::events;
 
@@ -200,10 +201,16 @@ impl Election<'_> {
         let next = self
             .first_candidates(page, SortOrder::Ascend, 1 + PASSED_ON)
             .await?;
-        // Only leaderruns of one runner, up to the first that is not.
+        // The one just behind, if it takes a handover (the protocol's
+        // rule), then the leaderruns of one runner behind it, up to the
+        // first that is not, passed on.
+        let takes = |kv: &&Kv| Proclaimed::read(&kv.value).max_running() == Some(1);
+        if protocol::line::successor(next.iter(), takes).is_none() {
+            return Ok(None);
+        }
         let line = next
             .iter()
-            .take_while(|kv| Proclaimed::read(&kv.value).max_running() == Some(1))
+            .take_while(takes)
             .map_while(Behind::read)
             .collect();
         Ok(Successor::first_of(line, leadership.token))

@@ -595,18 +595,21 @@ impl World {
         self.next_behind(replica.token?)
     }
 
-    /// The candidate key just behind token `token`, if it is a replica's
-    /// (another writer's is never handed over to).
+    /// Whom a resignation behind token `token` hands over to, by the
+    /// protocol's rule: the candidate just behind, if it is a replica's
+    /// (another writer's never takes a handover).
     fn next_behind(&self, token: i64) -> Option<Key> {
-        self.etcd
+        let mut behind: Vec<_> = self
+            .etcd
             .keys
             .iter()
             .filter(|(key, found)| matches!(key, Key::Candidate(_)) && found.create > token)
-            .min_by_key(|(_, found)| found.create)
-            .filter(|(_, found)| {
-                matches!(found.value, Value::Candidate(Some(_)) | Value::HandedOver)
-            })
-            .map(|(key, _)| *key)
+            .collect();
+        behind.sort_by_key(|(_, found)| found.create);
+        let takes = |(_, found): &(&Key, &super::etcd::Version)| {
+            matches!(found.value, Value::Candidate(Some(_)) | Value::HandedOver)
+        };
+        protocol::line::successor(behind, takes).map(|(key, _)| *key)
     }
 
     /// The handover: the resignation's transaction (at `revision`)

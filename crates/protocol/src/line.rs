@@ -46,6 +46,19 @@ pub fn running<T>(
         .collect()
 }
 
+/// Whom a resignation hands over to: of the candidates behind ours (in
+/// line order), the first, if it takes a handover (a leaderrun of one
+/// runner, which watches its own key for one; another tool's candidate
+/// watches only the key ahead of it, and is never handed over to).
+/// Nobody behind the first is: the handover proves the turn of the one
+/// just behind our key.
+pub fn successor<T>(
+    behind: impl IntoIterator<Item = T>,
+    takes_handover: impl Fn(&T) -> bool,
+) -> Option<T> {
+    behind.into_iter().next().filter(takes_handover)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,6 +80,15 @@ mod tests {
         assert!(!among_first(1, 1));
         assert!(among_first(2, 3));
         assert!(!among_first(3, 3));
+    }
+
+    #[test]
+    fn a_handover_goes_to_the_one_just_behind_or_to_nobody() {
+        // (token, takes a handover)
+        let takes = |(_, takes): &(i64, bool)| *takes;
+        assert_eq!(successor([(5, true), (6, true)], takes), Some((5, true)));
+        assert_eq!(successor([(5, false), (6, true)], takes), None);
+        assert_eq!(successor(Vec::<(i64, bool)>::new(), takes), None);
     }
 
     #[test]
