@@ -489,15 +489,41 @@ impl World {
 
     /// Our end into `last-started` by a read and a swap (atomic here).
     fn write_started(&mut self, r: usize) {
-        let (value, token) = self.record_value(r);
         let revision = self.etcd.revision + 1;
-        let written = self
-            .etcd
-            .record(Which::Started, Guard::NoLaterStart, value, revision);
-        if written {
+        if self.write_record(r, Which::Started, Guard::NoLaterStart, revision) {
             self.etcd.revision = revision;
         }
-        self.wrote(Which::Started, written, token);
+    }
+
+    /// One of replica `r`'s end records, written with `guard` at
+    /// `revision` if etcd lets it land: whether it did. Ghost: a lost
+    /// run's record that lands over a `last-finished` written after its
+    /// win (its job ended at its loss, before that run's, perhaps long
+    /// before it could reach etcd again).
+    fn write_record(&mut self, r: usize, which: Which, guard: Guard, revision: i64) -> bool {
+        let (value, token) = self.record_value(r);
+        let newer_there = match (which, value) {
+            (
+                Which::Finished,
+                Value::Record {
+                    outcome, proven, ..
+                },
+            ) => {
+                outcome == Outcome::Lost
+                    && self
+                        .etcd
+                        .keys
+                        .get(&Key::Finished)
+                        .is_some_and(|found| found.modified > proven)
+            }
+            _ => false,
+        };
+        let written = self.etcd.record(which, guard, value, revision);
+        if written && newer_there {
+            self.lost_over_newer = Some(token);
+        }
+        self.wrote(which, written, token);
+        written
     }
 
     /// The record replica `r`'s run writes, and its token.
@@ -527,7 +553,6 @@ impl World {
         mut say: Say,
     ) -> Resigned {
         let (key, token, lease) = self.ids(r);
-        let (value, _) = self.record_value(r);
         let not_written = Resigned {
             written: None,
             started_behind: false,
@@ -545,9 +570,8 @@ impl World {
         }
         let mut started_behind = false;
         for (which, guard) in writes.iter().copied() {
-            let written = self.etcd.record(which, guard, value, revision);
+            let written = self.write_record(r, which, guard, revision);
             started_behind |= which == Which::Started && !written;
-            self.wrote(which, written, token);
         }
         self.etcd.revision = revision;
         self.finished_floor = self.finished_floor.max(revision);
@@ -563,24 +587,19 @@ impl World {
     /// `last-succeeded` in one write, then `last-started` by a read and a
     /// swap.
     fn write_unentitled(&mut self, r: usize, writes: &[(Which, Guard)], mut say: Say) {
-        let (value, token) = self.record_value(r);
         let revision = self.etcd.revision + 1;
         let mut any = false;
         for (which, guard) in writes.iter().copied().filter(|(w, _)| *w != Which::Started) {
-            let written = self.etcd.record(which, guard, value, revision);
-            any |= written;
-            self.wrote(which, written, token);
+            any |= self.write_record(r, which, guard, revision);
         }
         if any {
             self.etcd.revision = revision;
         }
         for (which, guard) in writes.iter().copied().filter(|(w, _)| *w == Which::Started) {
             let revision = self.etcd.revision + 1;
-            let written = self.etcd.record(which, guard, value, revision);
-            if written {
+            if self.write_record(r, which, guard, revision) {
                 self.etcd.revision = revision;
             }
-            self.wrote(which, written, token);
         }
         say!(say, "replica {r} writes its records unentitled");
     }

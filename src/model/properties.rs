@@ -107,6 +107,11 @@ fn records(world: &World) -> Option<String> {
             ));
         }
     }
+    if let Some(token) = world.lost_over_newer {
+        return Some(format!(
+            "records: token {token}'s run, lost, replaced a last-finished written after its win (its job ended at its loss, before that run's)"
+        ));
+    }
     if let Some((token, outcome)) = record(Key::Succeeded) {
         if outcome != Outcome::Succeeded || !world.says_truth(token, outcome) {
             return Some(format!(

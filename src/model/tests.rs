@@ -342,6 +342,18 @@ fn a_resignation_that_does_not_compare_its_key_is_caught() {
 }
 
 #[test]
+fn a_lost_run_that_resigns_as_entitled_is_caught() {
+    // Two runners: one cut off long enough to stop its job, healed before
+    // etcd expires its lease, resigns with its key intact; its record then
+    // replaces that of the runner that finished after its job was stopped.
+    caught(
+        Defect::LostResignsEntitled,
+        bounds(2, 2, 1, &[Kind::Network]),
+        "records",
+    );
+}
+
+#[test]
 fn a_window_given_back_after_its_command_started_is_caught() {
     // The window's give-back is the production way out's: given back
     // after a run, it lets the replica behind run in the same window.

@@ -446,6 +446,9 @@ pub struct World {
     /// Ghost: the latest end, by revision, of a run entitled to write the
     /// last-finished record or that wrote it.
     pub finished_floor: i64,
+    /// Ghost: a lost run (this token) whose record replaced a
+    /// `last-finished` written after its win.
+    pub lost_over_newer: Option<i64>,
     /// Ghost: how many commands started.
     pub starts: u8,
     /// Ghost: the latest start (in start order) written to last-started.
@@ -494,6 +497,7 @@ impl World {
             max_started: 0,
             token_went_back: false,
             finished_floor: 0,
+            lost_over_newer: None,
             starts: 0,
             started_floor: 0,
             once_per,

@@ -56,12 +56,17 @@ pub enum Defect {
     /// A proven win's claim starts past its re-check of the lease (the
     /// step skipped where the claim begins, not in the check itself).
     SkipRecheck,
+    /// A run that lost its leadership asks for the entitled resignation:
+    /// with its key still intact (its local deadline passed, etcd slow to
+    /// expire the lease), its records claim to have finished last over
+    /// runs that finished after its job was stopped.
+    LostResignsEntitled,
 }
 
 impl Defect {
     /// Every defect: the simulator must find each. The match makes a
     /// defect added without its place here fail to compile.
-    pub const ALL: [Defect; 14] = {
+    pub const ALL: [Defect; 15] = {
         use Defect::*;
         const fn listed(defect: Defect) -> usize {
             match defect {
@@ -79,6 +84,7 @@ impl Defect {
                 WindowBackAfterStart => 11,
                 DeadlineFromAck => 12,
                 SkipRecheck => 13,
+                LostResignsEntitled => 14,
             }
         }
         let all = [
@@ -96,6 +102,7 @@ impl Defect {
             WindowBackAfterStart,
             DeadlineFromAck,
             SkipRecheck,
+            LostResignsEntitled,
         ];
         let mut i = 0;
         while i < all.len() {

@@ -13,14 +13,15 @@
 //! created at our token, on our lease) etcd judges as it writes; nothing
 //! else is the entitlement. A run asks for that transaction only if it has
 //! not lost its leadership (its lease gone, its key deleted, replaced or
-//! overwritten, or its local deadline passed): a lost run's leadership is
-//! already declared over, the transaction would cost a bounded round trip
-//! to an etcd most often out of its reach, and the next in line wakes on
-//! its key's deletion either way. So it gives its lease back first and
-//! writes as a run no longer entitled, only where nothing was written
-//! since its win. Anything else that keeps the transaction from being
-//! written (the comparison failed, no answer within the bound) falls back
-//! to the same.
+//! overwritten, or its local deadline passed): a lost run's job ended at
+//! its loss, which may be long before it reaches etcd again, and its key
+//! may still be intact then (a partition healed before etcd expired the
+//! lease); as entitled, it would claim to have finished last over runs
+//! that finished after its job was stopped. So it gives its lease back
+//! first and writes as a run no longer entitled, only where nothing was
+//! written since its win. Anything else that keeps the transaction from
+//! being written (the comparison failed, no answer within the bound)
+//! falls back to the same.
 
 use crate::loss::Outcome;
 use crate::planted::{planted, Defect};
@@ -48,7 +49,7 @@ pub struct Leaving {
 /// resignation (the module's rule).
 pub fn claims_entitlement(outcome: Outcome) -> bool {
     match outcome {
-        Outcome::Lost => false,
+        Outcome::Lost => planted(Defect::LostResignsEntitled),
         Outcome::Running
         | Outcome::Succeeded
         | Outcome::Failed
