@@ -12,7 +12,9 @@
 use super::etcd::{Key, Value};
 use std::time::Duration;
 
-use super::world::{at, ms, Held, Job, Led, Proc, Say, World, C, KILL_AFTER, NOW, TTL};
+use super::world::{
+    at, ms, Held, Job, Led, Modelled, Proc, Proof, Say, World, C, KILL_AFTER, NOW, TTL,
+};
 use crate::election::record::Outcome;
 use crate::election::{KeyLoss, PlaceLost};
 use crate::exit::Exit;
@@ -22,44 +24,71 @@ use protocol::line::{among_first, judge_version};
 use protocol::records::{Guard, Which};
 use protocol::renewal::Renewals;
 use protocol::resign::{Effect, Fed, LeaseEnd, Leaving, Resignation, Resigned};
-use protocol::stage::Bare;
-use protocol::stage::ClaimStep;
+use protocol::stage::{ClaimStep, Won};
 use protocol::stop::{LeaseView, Next};
 use protocol::table::{self, CampaignEvent, Phase, StoppingEvent, Trouble};
 const SIGTERM: protocol::signal::Signal = protocol::signal::Signal::SIGTERM;
 
 const CONFLICT: i32 = 75;
 
-/// The work a campaign asks for, without what it works on.
+/// The work a campaign asks for, with the ids of what it works on (read
+/// from what the production campaign holds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Asked {
     Dial,
     Grant,
-    Join(Join),
-    Wait,
-    Prove,
-    Claim(ClaimStep),
+    Join {
+        how: Join,
+        lease: i64,
+    },
+    Wait {
+        lease: i64,
+        token: i64,
+    },
+    Prove {
+        lease: i64,
+        token: i64,
+    },
+    Claim {
+        step: ClaimStep,
+        lease: i64,
+        proof: Proof,
+    },
 }
 
 impl World {
     /// The work replica `r`'s campaign asks for, and what came of it.
-    pub(super) fn work(&mut self, r: usize, mut say: Say) -> CampaignEvent {
+    pub(super) fn work(&mut self, r: usize, mut say: Say) -> CampaignEvent<Modelled> {
         let asked = match self.replicas[r].campaign.0.work() {
             Work::Dial => Asked::Dial,
             Work::Grant => Asked::Grant,
-            Work::Join { how, .. } => Asked::Join(how),
-            Work::Wait { .. } => Asked::Wait,
-            Work::Prove { .. } => Asked::Prove,
-            Work::Claim { step, .. } => Asked::Claim(step),
+            Work::Join { how, lease } => Asked::Join { how, lease: *lease },
+            Work::Wait { lease, place } => Asked::Wait {
+                lease: *lease,
+                token: *place,
+            },
+            Work::Prove { lease, place } => Asked::Prove {
+                lease: *lease,
+                token: *place,
+            },
+            Work::Claim { step, lease, proof } => Asked::Claim {
+                step,
+                lease: *lease,
+                proof: *proof,
+            },
         };
         let needs_etcd = match asked {
-            Asked::Claim(step) => step == ClaimStep::Window,
-            Asked::Dial | Asked::Grant | Asked::Join(_) | Asked::Wait | Asked::Prove => true,
+            Asked::Claim { step, .. } => step == ClaimStep::Window,
+            Asked::Dial
+            | Asked::Grant
+            | Asked::Join { .. }
+            | Asked::Wait { .. }
+            | Asked::Prove { .. } => true,
         };
         if let Some(trouble) = self.request_trouble(r).filter(|_| needs_etcd) {
             return CampaignEvent::Etcd(trouble);
         }
-        let reads_the_line = matches!(asked, Asked::Wait | Asked::Prove);
+        let reads_the_line = matches!(asked, Asked::Wait { .. } | Asked::Prove { .. });
         if reads_the_line && std::mem::take(&mut self.replicas[r].compacted) {
             say!(say, "replica {r}'s read of the line meets the compaction");
             return CampaignEvent::Etcd(Trouble::Outage);
@@ -76,26 +105,30 @@ impl World {
                 });
                 replica.lost_seen = false;
                 say!(say, "replica {r} is granted lease {id}");
-                CampaignEvent::Granted(())
+                CampaignEvent::Granted(id)
             }
-            Asked::Join(how) => self.join(r, how, say),
-            Asked::Wait => self.look(r),
-            Asked::Prove => self.prove(r),
-            Asked::Claim(step) => self.claim(r, step),
+            Asked::Join { how, lease } => self.join(r, how, lease, say),
+            Asked::Wait { lease, token } => self.look(r, lease, token),
+            Asked::Prove { lease, token } => self.prove(r, lease, token),
+            Asked::Claim { step, lease, proof } => self.claim(r, step, lease, proof),
         }
     }
 
     fn ids(&self, r: usize) -> (Key, i64, i64) {
         let replica = &self.replicas[r];
         let held = replica.lease.expect("a lease by now");
-        (Key::Candidate(held.id), replica.token.unwrap_or(0), held.id)
+        (
+            Key::Candidate(held.id),
+            replica.token.expect("a won run's token"),
+            held.id,
+        )
     }
 
     /// Writes our key if absent, and reads the line, in one transaction
     /// (tried: the run's transaction writes only if a slot is free, which
     /// the model's atomic step gives alike, its key left to its lease).
-    fn join(&mut self, r: usize, how: Join, mut say: Say) -> CampaignEvent {
-        let (key, _, lease) = self.ids(r);
+    fn join(&mut self, r: usize, how: Join, lease: i64, mut say: Say) -> CampaignEvent<Modelled> {
+        let key = Key::Candidate(lease);
         if !self.etcd.leases.contains_key(&lease) {
             // etcd refuses a put on a lease it does not know ("requested
             // lease not found"): an error like any other to the run.
@@ -108,17 +141,17 @@ impl World {
             self.etcd.revision = revision;
         }
         let (token, _) = self.etcd.version(key).expect("just written");
-        self.replicas[r].token = Some(token);
         say!(say, "replica {r} is in line with token {token}");
         let intact = judge_version(self.etcd.version(key), token, lease).is_none();
         let proven = intact && among_first(self.etcd.ahead_of(token), self.slots);
-        if proven {
-            self.replicas[r].proven_at = Some(self.etcd.revision);
-        }
+        let proof = Proof {
+            token,
+            at: self.etcd.revision,
+        };
         match (how, proven) {
-            (Join::Enqueue, true) => CampaignEvent::FirstInLine((), ()),
-            (Join::Enqueue, false) => CampaignEvent::Queued(()),
-            (Join::Try, true) => CampaignEvent::Proven(()),
+            (Join::Enqueue, true) => CampaignEvent::FirstInLine(token, proof),
+            (Join::Enqueue, false) => CampaignEvent::Queued(token),
+            (Join::Try, true) => CampaignEvent::Proven(proof),
             (Join::Try, false) => CampaignEvent::Held,
         }
     }
@@ -126,19 +159,18 @@ impl World {
     /// A waiter woken: its key and the line ahead, read at one revision;
     /// or, on the fast path, its own key's watch showing the handover to
     /// it, which proves its turn at the handover's revision with no read.
-    fn look(&mut self, r: usize) -> CampaignEvent {
-        let (key, token, lease) = self.ids(r);
+    fn look(&mut self, r: usize, lease: i64, token: i64) -> CampaignEvent<Modelled> {
+        let key = Key::Candidate(lease);
         if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
             return CampaignEvent::PlaceLost(PlaceLost::Key(loss));
         }
-        let proven_at = self.handed_over(r).unwrap_or(self.etcd.revision);
-        self.replicas[r].proven_at = Some(proven_at);
-        CampaignEvent::Proven(())
+        let at = self.handed_over(r).unwrap_or(self.etcd.revision);
+        CampaignEvent::Proven(Proof { token, at })
     }
 
     /// With several runners: the proof's transaction rewrites our key.
-    fn prove(&mut self, r: usize) -> CampaignEvent {
-        let (key, token, lease) = self.ids(r);
+    fn prove(&mut self, r: usize, lease: i64, token: i64) -> CampaignEvent<Modelled> {
+        let key = Key::Candidate(lease);
         if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
             return CampaignEvent::PlaceLost(PlaceLost::Key(loss));
         }
@@ -149,33 +181,46 @@ impl World {
         if !among_first(self.etcd.ahead_of(token), self.slots) {
             return CampaignEvent::PlaceLost(PlaceLost::Key(KeyLoss::Deleted));
         }
-        self.replicas[r].proven_at = Some(revision);
-        CampaignEvent::Proven(())
+        CampaignEvent::Proven(Proof {
+            token,
+            at: revision,
+        })
     }
 
     /// A step of the claim, as the production campaign orders them.
-    fn claim(&mut self, r: usize, step: ClaimStep) -> CampaignEvent {
+    fn claim(
+        &mut self,
+        r: usize,
+        step: ClaimStep,
+        lease: i64,
+        proof: Proof,
+    ) -> CampaignEvent<Modelled> {
+        let held = self.replicas[r].lease.expect("a lease's keeper by now");
+        assert_eq!(
+            held.id, lease,
+            "replica {r} claims on a lease it does not keep"
+        );
         match step {
             ClaimStep::Precheck | ClaimStep::Recheck => CampaignEvent::LeaseSeen {
-                view: self.lease_view(r),
+                view: held.view(),
                 ttl: ms(TTL),
             },
             // The run's guardian is started before the campaign; only if
             // that failed is it started again here, and may fail again.
             ClaimStep::Guard if self.replicas[r].guardian_fails => CampaignEvent::GuardianFailed,
             ClaimStep::Guard => CampaignEvent::GuardReady,
-            ClaimStep::Window => self.claim_window(r),
+            ClaimStep::Window => self.claim_window(r, lease, proof.token),
             ClaimStep::Start => CampaignEvent::Claimed(()),
         }
     }
 
     /// The window's marker written, in one transaction with our key still
     /// ours, if no marker is there; else the marker read.
-    fn claim_window(&mut self, r: usize) -> CampaignEvent {
+    fn claim_window(&mut self, r: usize, lease: i64, token: i64) -> CampaignEvent<Modelled> {
         if let Some(trouble) = self.request_trouble(r) {
             return CampaignEvent::Etcd(trouble);
         }
-        let (key, token, lease) = self.ids(r);
+        let key = Key::Candidate(lease);
         if let Some(loss) = judge_version(self.etcd.version(key), token, lease) {
             return CampaignEvent::PlaceLost(PlaceLost::Key(loss));
         }
@@ -192,10 +237,16 @@ impl World {
     /// holds given back, as every way out does). A campaign that started
     /// its command or ended keeps its last state, which no later step
     /// reads.
-    pub(super) fn follow_decision(&mut self, r: usize, decision: Decision<Bare>, mut say: Say) {
+    pub(super) fn follow_decision(&mut self, r: usize, decision: Decision<Modelled>, mut say: Say) {
         match decision.next {
             campaign::Next::Campaign(next) => {
-                if decision.released.is_some() {
+                if let Some(released) = decision.released {
+                    let kept = self.replicas[r].lease.map(|held| held.id);
+                    assert_eq!(
+                        kept,
+                        Some(released),
+                        "replica {r} lets go of a lease it does not keep"
+                    );
                     self.give_back(r);
                     let replica = &mut self.replicas[r];
                     replica.lease = None;
@@ -206,7 +257,8 @@ impl World {
                 self.replicas[r].campaign = C(next);
                 self.follow_campaign(r);
             }
-            campaign::Next::Start(_) if self.replicas[r].spawn_fails => {
+            campaign::Next::Start(won) if self.replicas[r].spawn_fails => {
+                self.won(r, &won);
                 // Nothing ran: the run resigns with a record saying so.
                 say!(say, "replica {r}'s command cannot be spawned");
                 let code = table::spawn_failed(Exit::NotFound);
@@ -217,7 +269,8 @@ impl World {
                 replica.ending = Some((code.value(CONFLICT), code.outcome()));
                 replica.phase.0 = Phase::Resigning;
             }
-            campaign::Next::Start(_) => {
+            campaign::Next::Start(won) => {
+                self.won(r, &won);
                 // The instant --timeout ends is the model's to choose (any
                 // moment while the command runs): only whether it counts
                 // is the run's.
@@ -233,6 +286,21 @@ impl World {
                 self.replicas[r].proc = Proc::Done(code.value(CONFLICT));
             }
         }
+    }
+
+    /// A win, as the production campaign hands it over: the run goes on
+    /// with its token and its proof's revision, on the lease its keeper
+    /// keeps.
+    fn won(&mut self, r: usize, won: &Won<Modelled>) {
+        let replica = &mut self.replicas[r];
+        let kept = replica.lease.map(|held| held.id);
+        assert_eq!(
+            kept,
+            Some(won.lease),
+            "replica {r} won on a lease it does not keep"
+        );
+        replica.token = Some(won.proof.token);
+        replica.proven_at = Some(won.proof.at);
     }
 
     /// The replica's phase, as its campaign moved it.

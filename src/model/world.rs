@@ -34,8 +34,8 @@ use protocol::lead::{Running, Stopping};
 use protocol::line::{among_first, judge_version};
 use protocol::renewal::{Acknowledged, Renewals};
 use protocol::schedule::{KillSchedule, LeaseVerdict, LeaseView};
-use protocol::stage::Bare;
 use protocol::stage::ClaimStep;
+use protocol::stage::Holds;
 use protocol::stop::Next;
 use protocol::table::{
     CampaignAction, CampaignEvent, CampaignPhase, Loss, Phase, RunningEvent, Signal, Status,
@@ -75,16 +75,67 @@ pub(super) fn millis(instant: Instant) -> u32 {
     instant.since_boot().as_millis() as u32
 }
 
+/// What a modelled campaign holds, through the production stages: its
+/// lease's id, its place in line (its key's token), its proof (the token
+/// and the revision it was proven at). The model reads them back from the
+/// campaign for each piece of work it does, so that a core that drops or
+/// mixes up a held value shows in the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Modelled;
+
+/// A modelled proof: our key's token, proven among the first at `at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Proof {
+    pub token: i64,
+    pub at: i64,
+}
+
+impl Holds for Modelled {
+    type Lease = i64;
+    type Place = i64;
+    type Proof = Proof;
+    type Guard = ();
+}
+
 /// A replica's campaign, the production state, hashed as its phase (with
-/// its claim's step) and what it has learnt. Its pace (when a retry may run, when
+/// its claim's step), what it holds and what it has learnt. Its pace (when a retry may run, when
 /// --wait-timeout ends it) is left out: the model lets a phase's work
 /// happen at any moment, which takes in every backoff.
 #[derive(Debug, Clone, Copy)]
-pub struct C(pub Campaign<Bare>);
+pub struct C(pub Campaign<Modelled>);
+
+/// A campaign's phase, claim step, holdings and memory: what tells two
+/// campaigns apart.
+type CampaignKey = (
+    CampaignPhase,
+    Option<ClaimStep>,
+    (Option<i64>, Option<i64>, Option<Proof>),
+    Memory,
+);
 
 impl C {
-    fn key(&self) -> (CampaignPhase, Option<ClaimStep>, Memory) {
-        (self.0.phase(), self.0.claim_step(), self.0.memory())
+    fn key(&self) -> CampaignKey {
+        let held = self.0.holding();
+        (
+            self.0.phase(),
+            self.0.claim_step(),
+            (
+                held.lease.copied(),
+                held.place.copied(),
+                held.proof.copied(),
+            ),
+            self.0.memory(),
+        )
+    }
+
+    /// The token of the key it holds in line, if it holds one.
+    pub fn token(&self) -> Option<i64> {
+        let held = self.0.holding();
+        match (held.place, held.proof) {
+            (_, Some(proof)) => Some(proof.token),
+            (Some(token), None) => Some(*token),
+            (None, None) => None,
+        }
     }
 }
 
@@ -623,9 +674,20 @@ impl World {
         }
     }
 
+    /// The token of replica `r`'s key: the campaign's while it
+    /// campaigns (what it holds), the run's once it won.
+    pub(super) fn token_of(&self, r: usize) -> Option<i64> {
+        let replica = &self.replicas[r];
+        if replica.phase.0.campaigns() {
+            replica.campaign.token()
+        } else {
+            replica.token
+        }
+    }
+
     fn key_loss(&self, r: usize) -> Option<KeyLoss> {
         let replica = &self.replicas[r];
-        let (key, token, held) = (replica.key()?, replica.token?, replica.lease?);
+        let (key, token, held) = (replica.key()?, self.token_of(r)?, replica.lease?);
         judge_version(self.etcd.version(key), token, held.id)
     }
 
@@ -657,13 +719,13 @@ impl World {
         let replica = &self.replicas[r];
         let key = replica.key().filter(|_| replica.fast)?;
         let found = self.etcd.keys.get(&key)?;
-        let ours = replica.token == Some(found.create) && replica.lease?.id == found.lease;
+        let ours = self.token_of(r) == Some(found.create) && replica.lease?.id == found.lease;
         (ours && found.value == Value::HandedOver).then_some(found.modified)
     }
 
     /// The proof's rule, on our key read now.
     fn turn(&self, r: usize) -> bool {
-        let token = self.replicas[r].token.unwrap_or(i64::MAX);
+        let token = self.token_of(r).unwrap_or(i64::MAX);
         among_first(self.etcd.ahead_of(token), self.slots)
     }
 
@@ -1007,7 +1069,10 @@ impl World {
         };
         let event = self.campaign_event(r, news, say.as_deref_mut());
         let now = at(self.now);
-        let decision = self.replicas[r].campaign.0.handle(event.clone(), now);
+        // What a trace shows of it: its name and data, not what it brings.
+        let event_shown = event.bare();
+        let decision = self.replicas[r].campaign.0.handle(event, now);
+        let event = event_shown;
         let action = decision.action;
         say!(say, "replica {r} in {phase:?}: {event:?} -> {action:?}");
         // A phase's own work never gives an event its table ignores: it
@@ -1039,7 +1104,7 @@ impl World {
     }
 
     /// What `news` is to a campaign.
-    fn campaign_event(&mut self, r: usize, news: News, say: Say) -> CampaignEvent {
+    fn campaign_event(&mut self, r: usize, news: News, say: Say) -> CampaignEvent<Modelled> {
         match news {
             News::Work => self.work(r, say),
             News::LeaseGone => {

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use super::stage::{ClaimStep, Holds, Stage, Won};
+use super::stage::{ClaimStep, Holding, Holds, Stage, Won};
 use super::table::{
     self, retry_ceiling, Answer, CampaignAction, CampaignEvent, CampaignPhase, Code, Policy,
 };
@@ -216,6 +216,11 @@ impl<H: Holds> Campaign<H> {
     /// The phase whose work is to be done.
     pub fn phase(&self) -> CampaignPhase {
         self.stage.phase()
+    }
+
+    /// What its phase holds: its lease, its place in line, its proof.
+    pub fn holding(&self) -> Holding<'_, H> {
+        self.stage.holding()
     }
 
     /// Where its claim is, while it claims.

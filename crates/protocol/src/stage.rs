@@ -106,6 +106,13 @@ impl ClaimStep {
     }
 }
 
+/// What a stage holds, each if it holds it.
+pub struct Holding<'a, H: Holds> {
+    pub lease: Option<&'a H::Lease>,
+    pub place: Option<&'a H::Place>,
+    pub proof: Option<&'a H::Proof>,
+}
+
 /// A claimed win: everything a run needs to start its command.
 pub struct Won<H: Holds> {
     pub lease: H::Lease,
@@ -125,6 +132,28 @@ impl<H: Holds> Stage<H> {
             Stage::Waiting { .. } => CampaignPhase::Waiting,
             Stage::Proving { .. } => CampaignPhase::Proving,
             Stage::Claiming { .. } => CampaignPhase::Claiming,
+        }
+    }
+
+    /// What it holds: its lease, its place in line, its proof.
+    pub fn holding(&self) -> Holding<'_, H> {
+        let (lease, place, proof) = match self {
+            Stage::Dialling | Stage::Granting => (None, None, None),
+            Stage::Joining { lease } => (Some(lease), None, None),
+            Stage::Waiting { lease, place } | Stage::Proving { lease, place } => {
+                (Some(lease), Some(place), None)
+            }
+            Stage::Claiming {
+                lease,
+                place,
+                proof,
+                ..
+            } => (Some(lease), place.as_ref(), Some(proof)),
+        };
+        Holding {
+            lease,
+            place,
+            proof,
         }
     }
 
