@@ -204,14 +204,13 @@ async fn taken(
 /// not: README's --once-per asks for a window longer than the clocks' skew.
 /// `now` is our clock's time.
 fn opened_within(value: &[u8], window: Duration, now: SystemTime) -> Option<LastRun> {
-    let last = record::decode(value).filter(|last| last.outcome != record::Outcome::NotStarted)?;
+    let last = record::decode(value)?;
     let ours = whole_seconds(window).unsigned_abs();
-    let theirs = last.once_per_s.filter(|theirs| *theirs != ours)?;
-    let began = humantime::parse_rfc3339(&last.started).ok()?;
-    let age = now.duration_since(began).unwrap_or_default();
-    if age >= window {
-        return None;
-    }
+    let age = humantime::parse_rfc3339(&last.started)
+        .ok()
+        .map(|began| now.duration_since(began).unwrap_or_default());
+    let theirs =
+        protocol::window::other_window_open(last.outcome, last.once_per_s, age, ours, window)?;
     let holder = Holder {
         host: last.host,
         pid: last.pid,
@@ -231,7 +230,7 @@ fn opened_within(value: &[u8], window: Duration, now: SystemTime) -> Option<Last
 /// first: refuse rather than guess.
 fn agreed(marker: Marker, election: &str, seconds: i64) -> Result<Marker> {
     match marker.last.window_s {
-        Some(theirs) if i64::try_from(theirs).ok() != Some(seconds) => Err(Disagreement(format!(
+        Some(theirs) if !protocol::window::agrees(Some(theirs), seconds.unsigned_abs()) => Err(Disagreement(format!(
                 "--once-per {} disagrees with the window {election} already has, {} (opened {}): give every replica the same --once-per",
                 humantime::format_duration(Duration::from_secs(seconds.unsigned_abs())),
                 humantime::format_duration(Duration::from_secs(theirs)),

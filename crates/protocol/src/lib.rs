@@ -30,7 +30,8 @@
 //!   and how a run ends), [`backoff`] (every retry's pace, seeded);
 //! - the rules the run and the model checker apply to what etcd says:
 //!   [`line`] (whether a key is still ours, whether a place runs, who
-//!   runs) and [`records`] (the run records' plan and guards);
+//!   runs), [`records`] (the run records' plan and guards) and
+//!   [`window`] (the `--once-per` window's judgements);
 //! - [`planted`]: the defects the model checker and simulator must catch.
 
 pub mod backoff;
@@ -49,6 +50,7 @@ pub mod stage;
 pub mod stop;
 pub mod table;
 pub mod time;
+pub mod window;
 
 /// What tests (the protocol's own, and leaderrun's model checker) build
 /// their instants and leases from, in milliseconds since boot.
@@ -78,7 +80,7 @@ pub mod testing {
 #[cfg(test)]
 mod tests {
     /// Each file of this crate, as written.
-    const FILES: [(&str, &str); 17] = [
+    const FILES: [(&str, &str); 18] = [
         ("lib.rs", include_str!("lib.rs")),
         ("backoff.rs", include_str!("backoff.rs")),
         ("campaign.rs", include_str!("campaign.rs")),
@@ -96,6 +98,7 @@ mod tests {
         ("stop.rs", include_str!("stop.rs")),
         ("table.rs", include_str!("table.rs")),
         ("time.rs", include_str!("time.rs")),
+        ("window.rs", include_str!("window.rs")),
     ];
 
     /// What the standard library offers that no code here may name: its
