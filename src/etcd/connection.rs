@@ -290,7 +290,7 @@ impl Connection {
         } else if is_no_space(err) {
             anyhow!(NoSpace(message))
         } else {
-            anyhow!(message)
+            anyhow!(Answered(message))
         };
         err.context(format!("etcd at {url} refused {what}"))
     }
@@ -310,7 +310,9 @@ impl Connection {
                 "TLS handshake with etcd at {endpoints} failed ({what}): {last_error:#}{hint}"
             )));
         }
-        anyhow!("etcd unreachable at {endpoints} ({what}): {last_error:#}{hint}")
+        anyhow!(Unreachable(format!(
+            "etcd unreachable at {endpoints} ({what}): {last_error:#}{hint}"
+        )))
     }
 
     /// Authenticates the client of the endpoint at `index` again: every
@@ -422,6 +424,53 @@ pub struct Refused(String);
 impl Refused {
     pub fn new(message: impl Into<String>) -> Self {
         Refused(message.into())
+    }
+}
+
+/// etcd answered no, in a way another endpoint would repeat but a later
+/// attempt may not (a lease not found, a key's revision compacted).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Answered(String);
+
+/// No endpoint answered the request within its bounds.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Unreachable(String);
+
+/// Every way a request to etcd fails, each a type the connection raises:
+/// what a caller routes, matching every kind, so that a new kind of
+/// failure stops the compiler where it is routed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Credentials, a permission or a certificate refused ([`Refused`]);
+    /// an answer too large to read: the same at every endpoint and every
+    /// retry.
+    Refused,
+    /// etcd's database is full ([`NoSpace`]).
+    Full,
+    /// etcd said no, as a later attempt may not ([`Answered`]).
+    Answered,
+    /// No endpoint answered ([`Unreachable`]).
+    Unreachable,
+}
+
+impl Failure {
+    /// The failure of a request to etcd behind `err`, if it is one.
+    pub fn of(err: &anyhow::Error) -> Option<Failure> {
+        err.chain().find_map(|cause| {
+            if cause.is::<Refused>() {
+                Some(Failure::Refused)
+            } else if cause.is::<NoSpace>() {
+                Some(Failure::Full)
+            } else if cause.is::<Answered>() {
+                Some(Failure::Answered)
+            } else if cause.is::<Unreachable>() {
+                Some(Failure::Unreachable)
+            } else {
+                None
+            }
+        })
     }
 }
 
@@ -557,4 +606,32 @@ pub fn describe(err: &etcd_client::Error) -> String {
         source = cause.source();
     }
     parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind of failure the connection raises is found under its
+    /// contexts; anything else is none of them.
+    #[test]
+    fn every_failure_is_told_by_its_kind() {
+        let cases = [
+            (anyhow!(Refused::new("denied")), Failure::Refused),
+            (anyhow!(NoSpace("full".into())), Failure::Full),
+            (
+                anyhow!(Answered("lease not found".into())),
+                Failure::Answered,
+            ),
+            (
+                anyhow!(Unreachable("no answer".into())),
+                Failure::Unreachable,
+            ),
+        ];
+        for (err, kind) in cases {
+            let err = Err::<(), _>(err).context("campaigning").unwrap_err();
+            assert_eq!(Failure::of(&err), Some(kind), "{err:#}");
+        }
+        assert_eq!(Failure::of(&anyhow!("a bound of our own ran out")), None);
+    }
 }

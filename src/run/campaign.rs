@@ -32,7 +32,7 @@ use crate::election::{
     Queued, Turn,
 };
 use crate::error;
-use crate::etcd::connection::{NoSpace, Refused};
+use crate::etcd::connection::Failure;
 use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::Connection;
 use crate::lease::Lease;
@@ -372,17 +372,22 @@ fn key_gone() -> Event {
     CampaignEvent::PlaceLost(PlaceLost::Key(KeyLoss::Deleted))
 }
 
-/// What kind of failure an etcd error is, for the table: refused when no
-/// retry and no wait will change it (etcd turned down our credentials, a
-/// permission, or our certificate with the TLS files read again; or the
-/// replicas disagree on a setting that must be the same on all of them).
+/// What kind of failure an error of the campaign's work is, for the
+/// table: every kind of failure the etcd layer raises, matched (a new
+/// kind stops the compiler here), and replicas that disagree on a setting
+/// that must be the same on all of them, which no retry changes.
 fn trouble(err: &anyhow::Error) -> Trouble {
-    if error::find::<Refused>(err).is_some() || error::find::<Disagreement>(err).is_some() {
-        Trouble::Refused
-    } else if error::find::<NoSpace>(err).is_some() {
-        Trouble::Full
-    } else {
-        Trouble::Outage
+    if error::find::<Disagreement>(err).is_some() {
+        return Trouble::Refused;
+    }
+    match Failure::of(err) {
+        Some(Failure::Refused) => Trouble::Refused,
+        Some(Failure::Full) => Trouble::Full,
+        Some(Failure::Answered | Failure::Unreachable) => Trouble::Outage,
+        // Raised outside the etcd layer: a bound of the campaign's own that
+        // ran out, or an answer that lacks what it must hold. Ridden out as
+        // an outage, as the request it came of would be.
+        None => Trouble::Outage,
     }
 }
 
