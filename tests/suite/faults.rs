@@ -15,13 +15,7 @@ fn partitioned_leader_stops_before_the_next_one_starts() {
     let proxy = Proxy::start(etcd.client_port());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
-    let mut a = Replica::spawn(
-        leaderrun(&proxy.endpoint())
-            .args(["--name", "jobs/partition", "--ttl", &seconds(ttl)])
-            .args(DEBUG_JSON)
-            .arg("--")
-            .args(pid_job(&pidfile)),
-    );
+    let mut a = behind(&proxy, "jobs/partition", ttl, pid_job(&pidfile));
     let a_child = read_pid(&pidfile, SOON);
     let a_token = etcd.candidates("jobs/partition")[0].1;
     let report = dir.path().join("b");
@@ -153,13 +147,7 @@ fn slow_answers_date_the_local_deadline_from_the_renewals_send() {
     let proxy = Proxy::start(etcd.client_port());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
-    let mut a = Replica::spawn(
-        leaderrun(&proxy.endpoint())
-            .args(["--name", "jobs/slow", "--ttl", &seconds(ttl)])
-            .args(DEBUG_JSON)
-            .arg("--")
-            .args(stubborn_job(&pidfile)),
-    );
+    let mut a = behind(&proxy, "jobs/slow", ttl, stubborn_job(&pidfile));
     let child = read_pid(&pidfile, SOON);
     proxy.delay_answers(late);
     // The first renewal acknowledged after the delay began may have been
@@ -191,13 +179,7 @@ fn a_partitioned_leader_stops_its_job_when_its_schedule_says() {
     let proxy = Proxy::start(etcd.client_port());
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("a");
-    let mut a = Replica::spawn(
-        leaderrun(&proxy.endpoint())
-            .args(["--name", "jobs/stop-from", "--ttl", &seconds(ttl)])
-            .args(DEBUG_JSON)
-            .arg("--")
-            .args(pid_job(&pidfile)),
-    );
+    let mut a = behind(&proxy, "jobs/stop-from", ttl, pid_job(&pidfile));
     let child = read_pid(&pidfile, SOON);
     let deadline = a.renewal_acknowledged(ttl);
     proxy.cut();
@@ -380,4 +362,16 @@ fn a_waiter_whose_lease_died_never_runs_under_the_dead_key() {
     let key = record.split_whitespace().next().unwrap();
     assert_ne!(key, dead_key, "ran under the dead key");
     assert!(stderr.contains("campaigning again"), "{stderr}");
+}
+
+/// A leader of `name` reaching etcd through `proxy`, with a `ttl` lease,
+/// its debug lines as JSON (its renewals among them), running `job`.
+fn behind(proxy: &Proxy, name: &str, ttl: Duration, job: Vec<String>) -> Replica {
+    Replica::spawn(
+        leaderrun(&proxy.endpoint())
+            .args(["--name", name, "--ttl", &seconds(ttl)])
+            .args(DEBUG_JSON)
+            .arg("--")
+            .args(job),
+    )
 }
