@@ -1,7 +1,9 @@
 //! The protocol's crate (`crates/protocol`) does no IO because it cannot:
 //! nothing in its dependency tree is a crate that does. This holds the
 //! tree, as cargo resolves it, to an allowance of pure crates, and shows
-//! that the check fails once a crate that does IO is added.
+//! that the check fails once a crate that does IO is added. What the
+//! standard library offers every crate (its files, sockets, processes and
+//! clocks) is kept out of the crate's text.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -96,4 +98,48 @@ fn the_check_fails_when_a_crate_that_does_io_is_added() {
     .unwrap();
     let tree = dependency_tree(&copy.path().join("Cargo.toml"), &[]);
     assert_eq!(not_allowed(&tree), ["libc"]);
+}
+
+/// What the standard library offers that no code of the protocol's may
+/// name: its IO, and its clocks. (Crates that do IO it cannot name at
+/// all: it does not depend on them.)
+const FORBIDDEN: [&str; 10] = [
+    "std::process",
+    "std::net",
+    "std::fs",
+    "std::io",
+    "std::env",
+    "std::thread::sleep",
+    "std::time::Instant",
+    "SystemTime",
+    "::now()",
+    "unsafe",
+];
+
+#[test]
+fn the_protocol_names_no_io_nor_clock_of_the_standard_library() {
+    let mut read = 0;
+    for entry in std::fs::read_dir(protocol_dir().join("src")).expect("the crate's src") {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Its own unit tests may build what they like.
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or(&text);
+        for line in code
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+        {
+            for name in FORBIDDEN {
+                assert!(
+                    !line.contains(name),
+                    "{} names {name}: {line}",
+                    path.display()
+                );
+            }
+        }
+        read += 1;
+    }
+    assert!(read >= 10, "only {read} files read");
 }

@@ -8,7 +8,7 @@
 //! A crate of its own so that purity is the compiler's to hold: its
 //! dependencies name nothing that does IO (leaderrun's `tests/purity.rs`
 //! holds them to an allowance of pure crates), so it cannot name tokio,
-//! etcd-client, nix or rustix; and a test below keeps the standard
+//! etcd-client, nix or rustix; and the same test file keeps the standard
 //! library's IO and clocks out of its text.
 //!
 //! What it owns:
@@ -73,77 +73,6 @@ pub mod testing {
         LeaseView {
             expires: at(expires),
             gone: false,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// Each file of this crate, as written.
-    const FILES: [(&str, &str); 18] = [
-        ("lib.rs", include_str!("lib.rs")),
-        ("backoff.rs", include_str!("backoff.rs")),
-        ("campaign.rs", include_str!("campaign.rs")),
-        ("exit.rs", include_str!("exit.rs")),
-        ("lead.rs", include_str!("lead.rs")),
-        ("line.rs", include_str!("line.rs")),
-        ("loss.rs", include_str!("loss.rs")),
-        ("planted.rs", include_str!("planted.rs")),
-        ("records.rs", include_str!("records.rs")),
-        ("renewal.rs", include_str!("renewal.rs")),
-        ("resign.rs", include_str!("resign.rs")),
-        ("schedule.rs", include_str!("schedule.rs")),
-        ("signal.rs", include_str!("signal.rs")),
-        ("stage.rs", include_str!("stage.rs")),
-        ("stop.rs", include_str!("stop.rs")),
-        ("table.rs", include_str!("table.rs")),
-        ("time.rs", include_str!("time.rs")),
-        ("window.rs", include_str!("window.rs")),
-    ];
-
-    /// What the standard library offers that no code here may name: its
-    /// IO, and its clocks. (Crates that do IO cannot be named at all: the
-    /// crate does not depend on them.)
-    const FORBIDDEN: [&str; 10] = [
-        "std::process",
-        "std::net",
-        "std::fs",
-        "std::io",
-        "std::env",
-        "std::thread::sleep",
-        "std::time::Instant",
-        "SystemTime",
-        "::now()",
-        "unsafe",
-    ];
-
-    #[test]
-    fn the_protocol_does_no_io_and_reads_no_clock() {
-        for (file, text) in FILES {
-            // Its own tests may do as they like.
-            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
-            for line in code
-                .lines()
-                .filter(|line| !line.trim_start().starts_with("//"))
-            {
-                for name in FORBIDDEN {
-                    assert!(
-                        !line.contains(name),
-                        "crates/protocol/src/{file} names {name}: {line}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_check_sees_every_file() {
-        let listed: Vec<&str> = FILES.iter().map(|(file, _)| *file).collect();
-        let on_disk = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))
-            .expect("the crate's src is readable")
-            .map(|entry| entry.unwrap().file_name().into_string().unwrap());
-        for file in on_disk {
-            assert!(listed.contains(&file.as_str()), "{file} is not checked");
         }
     }
 }
