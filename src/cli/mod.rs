@@ -14,8 +14,8 @@ mod parse;
 mod values;
 
 use parse::{
-    parse_conflict_exit_code, parse_dial_timeout, parse_duration, parse_max_running, parse_signal,
-    parse_timeout, parse_ttl, parse_wait_timeout, parse_window,
+    parse_conflict_exit_code, parse_dial_timeout, parse_duration, parse_kill_after,
+    parse_max_running, parse_signal, parse_timeout, parse_ttl, parse_wait_timeout, parse_window,
 };
 
 use std::ffi::OsString;
@@ -364,7 +364,7 @@ pub struct ChildArgs {
     /// Send SIGKILL this long after --kill-signal if the group is still
     /// there. On loss of leadership it is shortened so that SIGKILL lands
     /// before the lease could expire on the server (the warning says so).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_kill_after, allow_hyphen_values = true)]
     pub kill_after: Duration,
 
     /// Stop the command if it runs longer than this (--kill-signal, then

@@ -88,6 +88,16 @@ pub fn parse_wait_timeout(text: &str) -> Result<Duration, String> {
     )
 }
 
+/// --kill-after: up to a year, as --timeout; longer is no bound at all.
+pub fn parse_kill_after(text: &str) -> Result<Duration, String> {
+    bounded(
+        text,
+        "--kill-after",
+        (Duration::ZERO, "0"),
+        (DAY * 366, "366 days"),
+    )
+}
+
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     bounded(text, "the TTL", WHOLE_SECOND, (DAY, "24h"))
 }
@@ -150,6 +160,12 @@ mod tests {
             "the TTL must be at least 1s (etcd counts leases in whole seconds)"
         );
         assert_eq!(parse_ttl("2d").unwrap_err(), "the TTL must be at most 24h");
+        // No grace is longer than a year: a larger one never came to SIGKILL.
+        assert_eq!(
+            parse_kill_after("18446744073709551615s").unwrap_err(),
+            "--kill-after must be at most 366 days"
+        );
+        assert_eq!(parse_kill_after("0"), Ok(Duration::ZERO));
         assert_eq!(parse_window("1d"), Ok(Duration::from_secs(86400)));
         assert!(parse_window("0s").is_err() && parse_window("400days").is_err());
         assert!(parse_dial_timeout("0").is_err() && parse_dial_timeout("10ms").is_ok());

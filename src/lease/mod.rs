@@ -75,9 +75,16 @@ impl Lease {
         })
     }
 
-    /// A receiver that sees every change of the lease's state.
+    /// A receiver that sees every change of the lease's state from now
+    /// on. The state as it is now counts as seen: a clone of a receiver
+    /// keeps the version it was cloned from, and this one's never moves,
+    /// so a plain clone saw every renewal since the grant as news at once,
+    /// and a stop's grace, which waits for the next renewal, spun a core
+    /// until SIGKILL.
     pub fn watch(&self) -> watch::Receiver<LeaseState> {
-        self.state.clone()
+        let mut state = self.state.clone();
+        state.mark_unchanged();
+        state
     }
 
     pub fn state(&self) -> LeaseState {

@@ -82,6 +82,55 @@ fn a_timeout_gives_the_whole_kill_after_while_the_lease_is_kept() {
     assert!(!stderr.contains("SIGKILL before"), "{stderr}");
 }
 
+/// A kept stop waits out its grace asleep: renewals go on during it (here
+/// every 2 s of a 6 s TTL), and each moves the grace's end, but none may
+/// make the wait spin. Measured by the kernel's count of leaderrun's CPU
+/// time over 4 s of the grace, with a renewal or two among them: it spun a
+/// whole core from the first renewal on, when every fresh watch of the
+/// lease took the renewals before it for news.
+#[test]
+fn a_kept_stop_waits_out_its_grace_asleep() {
+    let etcd = Etcd::shared();
+    let name = unique("jobs/t-asleep");
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
+        pidfile.display()
+    );
+    let mut replica = lr(etcd)
+        .name(&name)
+        .ttl(Duration::from_secs(6))
+        .args(["--timeout", "1s", "--kill-after", "8s"])
+        .spawn(["sh", "-c", &script]);
+    read_pid(&pidfile, Duration::from_secs(20));
+    // The stop begins a second after the start; measure well inside it.
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = cpu_ticks(replica.pid());
+    let from = std::time::Instant::now();
+    std::thread::sleep(Duration::from_secs(4));
+    let spent = cpu_ticks(replica.pid()) - before;
+    let over = from.elapsed();
+    let (code, stderr) = replica.finish(LIMIT);
+    assert_eq!(code, Some(123), "{stderr}");
+    // Ticks of 10 ms: a quarter of the time is far above a sleeper's
+    // wake-ups, and far below a spin's whole core.
+    assert!(
+        spent * 10 < over.as_millis() as u64 / 4,
+        "leaderrun used {} ms of CPU in {over:?} of a grace: {stderr}",
+        spent * 10
+    );
+}
+
+/// The CPU time `pid` has used, user and system, in the kernel's ticks
+/// (100 a second on Linux).
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("leaderrun runs");
+    // After the command's name, which may hold spaces: its fields 14, 15.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
 /// The key deleted during that whole --kill-after: leadership is lost, and
 /// the next leader may start at once, so the grace is cut to the loss's.
 /// The old job ran beside the new leader for the whole --kill-after.
