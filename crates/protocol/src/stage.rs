@@ -12,8 +12,44 @@
 //!
 //! [`table::campaign`]: super::table::campaign
 
-use super::table::CampaignPhase;
 use crate::planted::{planted, Defect};
+
+/// The phases before the command exists: the campaign's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CampaignPhase {
+    Dialling,
+    Granting,
+    Joining,
+    Waiting,
+    Proving,
+    Claiming,
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl CampaignPhase {
+    /// Every campaign phase, in order: what the tests walk. The match
+    /// makes a phase added without its place here fail to compile.
+    pub const ALL: [CampaignPhase; 6] = {
+        use CampaignPhase::*;
+        const fn listed(phase: CampaignPhase) -> usize {
+            match phase {
+                Dialling => 0,
+                Granting => 1,
+                Joining => 2,
+                Waiting => 3,
+                Proving => 4,
+                Claiming => 5,
+            }
+        }
+        let all = [Dialling, Granting, Joining, Waiting, Proving, Claiming];
+        let mut i = 0;
+        while i < all.len() {
+            assert!(listed(all[i]) == i);
+            i += 1;
+        }
+        all
+    };
+}
 
 /// The kinds of thing a campaign holds on its way to a win: the run's
 /// are etcd's (`run::campaign::Etcd`), the model's are nothing ([`Bare`]).

@@ -99,7 +99,7 @@ use crate::loss::{KeyLoss, PlaceLost};
 use crate::planted::{planted, Defect};
 use crate::schedule::{KillSchedule, LeaseView};
 pub use crate::signal::Signal;
-pub use crate::stage::{Bare, ClaimStep, Holds, Stage, Won};
+pub use crate::stage::{Bare, CampaignPhase, ClaimStep, Holds, Stage, Won};
 use crate::time::Instant;
 
 /// How long a stop may take before SIGKILL.
@@ -126,17 +126,6 @@ pub enum Phase {
     Running,
     Stopping,
     Resigning,
-}
-
-/// The phases before the command exists: the campaign's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CampaignPhase {
-    Dialling,
-    Granting,
-    Joining,
-    Waiting,
-    Proving,
-    Claiming,
 }
 
 impl Phase {
@@ -179,32 +168,6 @@ impl From<CampaignPhase> for Phase {
             CampaignPhase::Claiming => Phase::Claiming,
         }
     }
-}
-
-#[cfg(any(test, feature = "testing"))]
-impl CampaignPhase {
-    /// Every campaign phase, in order: what the tests walk. The match
-    /// makes a phase added without its place here fail to compile.
-    pub const ALL: [CampaignPhase; 6] = {
-        use CampaignPhase::*;
-        const fn listed(phase: CampaignPhase) -> usize {
-            match phase {
-                Dialling => 0,
-                Granting => 1,
-                Joining => 2,
-                Waiting => 3,
-                Proving => 4,
-                Claiming => 5,
-            }
-        }
-        let all = [Dialling, Granting, Joining, Waiting, Proving, Claiming];
-        let mut i = 0;
-        while i < all.len() {
-            assert!(listed(all[i]) == i);
-            i += 1;
-        }
-        all
-    };
 }
 
 /// Why leadership ended while the command ran.
