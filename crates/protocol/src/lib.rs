@@ -52,9 +52,10 @@ pub mod table;
 pub mod time;
 pub mod window;
 
-/// What tests (the protocol's own, and leaderrun's model checker) build
-/// their instants and leases from, in milliseconds since boot.
-pub mod testing {
+/// What the protocol's own tests build their instants and leases from, in
+/// milliseconds since boot.
+#[cfg(test)]
+mod testing {
     use std::time::Duration;
 
     use super::schedule::LeaseView;

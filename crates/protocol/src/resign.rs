@@ -234,11 +234,6 @@ impl Resignation {
         }
     }
 
-    /// What it knows as it began.
-    pub fn leaving(&self) -> Leaving {
-        self.leaving
-    }
-
     /// Whether this way out asks for the entitled resignation.
     pub fn entitled(&self) -> bool {
         self.leaving.lease && self.leaving.outcome.is_some_and(claims_entitlement)
