@@ -32,14 +32,10 @@ fn a_command_that_ignores_term_is_killed_after_kill_after() {
     let jobs_t = unique("jobs/t");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let script = format!(
-        "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
-        pidfile.display()
-    );
     let mut replica = lr(etcd)
         .name(&jobs_t)
         .args(["--timeout", "1s", "--kill-after", "1s"])
-        .spawn(["sh", "-c", &script]);
+        .spawn(ignores_term(&pidfile));
     let background = read_pid(&pidfile, Duration::from_secs(20));
     let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(123), "{stderr}");
@@ -59,16 +55,12 @@ fn a_timeout_gives_the_whole_kill_after_while_the_lease_is_kept() {
     let jobs_t_grace = unique("jobs/t-grace");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let script = format!(
-        "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
-        pidfile.display()
-    );
     let began = std::time::Instant::now();
     let mut replica = lr(etcd)
         .name(&jobs_t_grace)
         .ttl(Duration::from_secs(10))
         .args(["--timeout", "1s", "--kill-after", "11s"])
-        .spawn(["sh", "-c", &script]);
+        .spawn(ignores_term(&pidfile));
     let background = read_pid(&pidfile, Duration::from_secs(20));
     let (code, stderr) = replica.finish(LIMIT);
     assert_eq!(code, Some(123), "{stderr}");
@@ -94,15 +86,11 @@ fn a_kept_stop_waits_out_its_grace_asleep() {
     let name = unique("jobs/t-asleep");
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let script = format!(
-        "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
-        pidfile.display()
-    );
     let mut replica = lr(etcd)
         .name(&name)
         .ttl(Duration::from_secs(6))
         .args(["--timeout", "1s", "--kill-after", "8s"])
-        .spawn(["sh", "-c", &script]);
+        .spawn(ignores_term(&pidfile));
     read_pid(&pidfile, Duration::from_secs(20));
     // The stop begins a second after the start; measure well inside it.
     std::thread::sleep(Duration::from_millis(1500));
@@ -202,4 +190,14 @@ fn assert_one_line_mentioning(stderr: &str, mentions: &str) {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("leaderrun: "), "{stderr}");
     assert!(stderr.contains(mentions), "{stderr}");
+}
+
+/// A job that ignores SIGTERM, with a background job whose pid it writes
+/// to `pidfile`: only SIGKILL ends it.
+fn ignores_term(pidfile: &std::path::Path) -> Vec<String> {
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo $! > '{}'; wait",
+        pidfile.display()
+    );
+    vec!["sh".into(), "-c".into(), script]
 }
