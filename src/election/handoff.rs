@@ -205,12 +205,12 @@ impl Election<'_> {
         // rule), then the leaderruns of one runner behind it, up to the
         // first that is not, passed on.
         let takes = |kv: &&Kv| Proclaimed::read(&kv.value).max_running() == Some(1);
-        if protocol::line::successor(next.iter(), takes).is_none() {
+        let Some(first) = protocol::line::successor(next.iter(), takes) else {
             return Ok(None);
-        }
-        let line = next
-            .iter()
-            .take_while(takes)
+        };
+        let passed_on = next.iter().skip(1).take_while(takes);
+        let line = std::iter::once(first)
+            .chain(passed_on)
             .map_while(Behind::read)
             .collect();
         Ok(Successor::first_of(line, leadership.token))
