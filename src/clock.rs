@@ -20,6 +20,70 @@ use tokio::io::unix::AsyncFd;
 
 pub use protocol::time::Instant;
 
+/// The wall clock, for what is written for people and for `--once-per`'s
+/// windows, which are kept in wall-clock time across machines.
+pub fn wall() -> std::time::SystemTime {
+    #[cfg(test)]
+    if let Some(since) = simulated::elapsed() {
+        return std::time::UNIX_EPOCH + simulated::WALL + since;
+    }
+    std::time::SystemTime::now()
+}
+
+/// The clocks of a simulated world (`crate::simulation`): both read off
+/// tokio's paused clock, from the moment the world began, on the thread
+/// that simulates it.
+#[cfg(test)]
+pub mod simulated {
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    /// What the boot-time clock reads as a simulated world begins.
+    pub const BOOT: Duration = Duration::from_secs(1_000);
+    /// What the wall clock reads then: 2026-12-07T00:00:00Z.
+    pub const WALL: Duration = Duration::from_secs(1_796_601_600);
+
+    thread_local! {
+        static BEGAN: Cell<Option<tokio::time::Instant>> = const { Cell::new(None) };
+    }
+
+    /// This thread's clocks are the simulated world's from now on.
+    pub fn begin() {
+        BEGAN.with(|began| began.set(Some(tokio::time::Instant::now())));
+    }
+
+    pub fn end() {
+        BEGAN.with(|began| began.set(None));
+    }
+
+    /// How long the simulated world has run, if this thread simulates one.
+    pub fn elapsed() -> Option<Duration> {
+        BEGAN.with(Cell::get).map(|began| began.elapsed())
+    }
+
+    thread_local! {
+        /// Reads of the clock in a row at one instant.
+        static READS: Cell<(Duration, u32)> = const { Cell::new((Duration::ZERO, 0)) };
+    }
+
+    /// So many reads of the clock while it stands still is a task that
+    /// loops without waiting: in a real run, a core spun for as long;
+    /// here time itself would stand still, and the walk with it. It
+    /// panics, which the world reports as a property broken.
+    pub const SPIN_LIMIT: u32 = 1_000_000;
+
+    /// The clock was read at `now`: a spin, past [`SPIN_LIMIT`] such reads.
+    pub fn read_at(now: Duration) {
+        let (at, count) = READS.with(Cell::get);
+        let count = if at == now { count + 1 } else { 1 };
+        READS.with(|cell| cell.set((now, count)));
+        assert!(
+            count < SPIN_LIMIT,
+            "spin: the clock read {SPIN_LIMIT} times standing at {now:?}: a task loops without waiting"
+        );
+    }
+}
+
 /// Reading the boot-time clock, which the protocol's instants never do.
 pub trait Now: Sized {
     /// The instant now.
@@ -33,6 +97,11 @@ pub trait Now: Sized {
 
 impl Now for Instant {
     fn now() -> Self {
+        #[cfg(test)]
+        if let Some(since) = simulated::elapsed() {
+            simulated::read_at(since);
+            return Instant::from_boot(simulated::BOOT + since);
+        }
         let spec = clock_gettime(ClockId::CLOCK_BOOTTIME)
             .or_else(|_| clock_gettime(ClockId::CLOCK_MONOTONIC))
             .expect("a monotonic clock is always available on Linux");
@@ -56,6 +125,10 @@ impl Now for Instant {
 pub async fn sleep_until(deadline: Instant) {
     if deadline.has_passed() {
         return;
+    }
+    #[cfg(test)]
+    if simulated::elapsed().is_some() {
+        return tokio::time::sleep(deadline.remaining()).await;
     }
     match boot_timer(deadline) {
         Ok(timer) => {

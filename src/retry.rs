@@ -22,5 +22,5 @@ pub async fn wait(backoff: &mut Backoff) {
 
 /// A seed for the jitter that differs between replicas and runs.
 pub fn seed() -> u64 {
-    u64::from(std::process::id()) ^ clock::Instant::now().since_boot().as_nanos() as u64
+    u64::from(crate::host::pid()) ^ clock::Instant::now().since_boot().as_nanos() as u64
 }

@@ -180,6 +180,12 @@ impl JobGone {
     pub(super) fn nothing_started() -> JobGone {
         JobGone(())
     }
+
+    /// A simulated job seen gone (`crate::simulation::host`).
+    #[cfg(test)]
+    pub(crate) fn simulated() -> JobGone {
+        JobGone(())
+    }
 }
 
 /// The command's job, as seen from leaderrun.

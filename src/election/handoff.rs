@@ -82,7 +82,7 @@ pub fn look_behind(
     let connection: Connection = election.connection.clone();
     let name = election.name.to_string();
     let leadership = leadership.clone();
-    Some(tokio::spawn(async move {
+    Some(crate::host::spawn(async move {
         let election = Election::new(&connection, &name, 1);
         // Passed on by the leader that handed over to us: no read, and no
         // work for etcd beside our command.

@@ -2,7 +2,6 @@
 //! name the holder ("held by pid 4242 on web-2 since ...").
 
 use std::ffi::OsString;
-use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -188,7 +187,7 @@ impl Holder {
         let command = bounded(shown);
         Holder {
             host,
-            pid: std::process::id(),
+            pid: crate::host::pid(),
             started: now_rfc3339(),
             command,
             max_running: 1,
@@ -326,7 +325,7 @@ pub fn etcdctl_del(key: &str) -> String {
 }
 
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+    humantime::format_rfc3339_seconds(crate::clock::wall()).to_string()
 }
 
 #[cfg(test)]

@@ -105,7 +105,7 @@ pub async fn claim(
     let response = response?;
     if response.succeeded() {
         let last = range_at(&response, 0).first();
-        let Some(last) = last.and_then(|kv| opened_within(&kv.value, window, SystemTime::now()))
+        let Some(last) = last.and_then(|kv| opened_within(&kv.value, window, crate::clock::wall()))
         else {
             return Ok(Claim::Ours);
         };

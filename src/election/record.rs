@@ -129,7 +129,7 @@ impl Run {
                 pid: holder.pid,
                 token,
                 command: holder.command.clone(),
-                started: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+                started: humantime::format_rfc3339_seconds(crate::clock::wall()).to_string(),
                 finished: None,
                 duration_s: None,
                 exit_code: None,
@@ -150,7 +150,7 @@ impl Run {
     pub fn ended(&self, outcome: Outcome, exit_code: Option<i32>) -> Record {
         let took = self.started.elapsed();
         Record {
-            finished: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
+            finished: Some(humantime::format_rfc3339_seconds(crate::clock::wall()).to_string()),
             duration_s: Some((took.as_millis() as f64) / 1000.0),
             exit_code,
             outcome,
@@ -352,7 +352,7 @@ pub fn start(
     also: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> JoinHandle<Option<Revision>> {
     let (connection, leadership) = (connection.clone(), leadership.clone());
-    tokio::spawn(async move {
+    crate::host::spawn(async move {
         clock::sleep(START_DELAY).await;
         let record = async {
             let written =

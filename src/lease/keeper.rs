@@ -106,17 +106,12 @@ async fn renew_on_current(
         return Ok(());
     }
     loop {
+        // In a fixed order, not tokio's random one, so that a simulated
+        // run replays exactly (`crate::simulation`): an answer that came
+        // first (safe to take late: its deadline counts from its send),
+        // then the answer's own deadline, then the next renewal.
         tokio::select! {
-            _ = clock::sleep_until(renewals.next_due()) => {
-                renewals.sent(clock::Instant::now())?;
-                if keeper.keep_alive().await.is_err() {
-                    return Err(broken(anyhow::anyhow!("keep-alive stream closed")));
-                }
-            }
-            _ = clock::sleep_until_opt(renewals.ack_due()) => {
-                let late = humantime::format_duration(ack_timeout);
-                return Err(broken(anyhow::anyhow!("renewal not acknowledged within {late}")));
-            }
+            biased;
             message = stream.message() => match message {
                 Ok(Some(response)) => {
                     let granted = Duration::from_secs(response.ttl().max(0) as u64);
@@ -128,6 +123,16 @@ async fn renew_on_current(
                 Err(err) => {
                     let err = anyhow::anyhow!(describe(&err)).context("keep-alive stream failed");
                     return Err(broken(err));
+                }
+            },
+            _ = clock::sleep_until_opt(renewals.ack_due()) => {
+                let late = humantime::format_duration(ack_timeout);
+                return Err(broken(anyhow::anyhow!("renewal not acknowledged within {late}")));
+            }
+            _ = clock::sleep_until(renewals.next_due()) => {
+                renewals.sent(clock::Instant::now())?;
+                if keeper.keep_alive().await.is_err() {
+                    return Err(broken(anyhow::anyhow!("keep-alive stream closed")));
                 }
             }
         }

@@ -58,7 +58,7 @@ impl Lease {
             gone: false,
             trouble: None,
         });
-        let keeper = tokio::spawn(keeper::keep_alive(
+        let keeper = crate::host::spawn(keeper::keep_alive(
             connection.clone(),
             id,
             ttl,

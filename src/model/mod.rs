@@ -30,7 +30,7 @@ mod driver;
 mod etcd;
 mod fingerprint;
 mod properties;
-mod sim;
+pub mod sim;
 mod world;
 
 use std::collections::VecDeque;

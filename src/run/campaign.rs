@@ -22,7 +22,6 @@ use anyhow::Result;
 
 use super::session::Session;
 use super::Config;
-use crate::child::guard::Guard;
 use crate::clock;
 use crate::clock::Now;
 use crate::election::holder::{self, Holder};
@@ -35,6 +34,7 @@ use crate::error;
 use crate::etcd::connection::Failure;
 use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::Connection;
+use crate::host::Guard;
 use crate::lease::Lease;
 use crate::logging;
 use crate::retry;

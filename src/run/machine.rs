@@ -32,15 +32,16 @@ use super::session::Session;
 use super::stopping::Stopping;
 use super::supervise::{Leading, NotStarted};
 use super::{explain, Config};
-use crate::child::guard::Guard;
 use crate::clock;
 use crate::clock::Now;
 use crate::election::record::Ended;
 use crate::election::Election;
 use crate::etcd::Connection;
+use crate::host::Guard;
+use crate::host::Signals;
 use crate::logging;
 use crate::retry::CLEANUP;
-use crate::signals::{self, Signals};
+use crate::signals;
 use protocol::campaign::Next as CampaignNext;
 use protocol::lead::{self, Resigning, RunningStep, StoppingStep};
 use protocol::table::{

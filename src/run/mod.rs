@@ -32,12 +32,10 @@ use anyhow::{Context, Result};
 use nix::sys::signal::Signal;
 
 use crate::child::env;
-use crate::child::guard::Guard;
-use crate::child::{self, job, terminal};
 use crate::election::holder::Holder;
 use crate::etcd;
 use crate::etcd::ids::{LeaseId, Token};
-use crate::signals::Signals;
+use crate::host::{self, Guard, Signals};
 
 pub struct Config {
     pub command: Vec<OsString>,
@@ -101,8 +99,6 @@ pub async fn run(
     let ping = (config.ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
     let connection = etcd::connect(&etcd_options, ping)?;
     config.etcd_env = env::etcdctl(&etcdctl, &connection.settings().endpoints);
-    job::become_subreaper();
-    child::listen_for_exits();
-    terminal::watch_continue();
+    host::prepare();
     machine::drive(&config, &connection, &mut signals, guardian).await
 }

@@ -1,0 +1,539 @@
+//! The simulated world: a fleet of replicas, each firing `run::run` by
+//! cron, against the simulated etcd, while the seed's faults come and go;
+//! then the faults heal, and the fleet must make progress. Every choice
+//! is the seed's, so a seed replays its walk exactly.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::host::{Behaviour, Replica, REPLICA};
+use super::ledger::{Ledger, Rules};
+use super::network::{self, Link, Meanness, Network};
+use super::Etcd;
+use crate::election::handoff::Handoff;
+use crate::election::holder::Holder;
+use crate::model::sim::Rng;
+
+/// A walk's world, drawn from its seed.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub seed: u64,
+    pub replicas: usize,
+    pub members: usize,
+    pub ttl: Duration,
+    pub max_running: usize,
+    pub once_per: Option<Duration>,
+    pub wait: Vec<bool>,
+    pub fast: Vec<bool>,
+    pub timeout: Vec<Option<Duration>>,
+    /// How much faster etcd's clock runs than the replicas'.
+    pub rate: f64,
+    pub meanness: Meanness,
+    /// Cron's period, and each replica's offset in it (clocks disagree).
+    pub period: Duration,
+    pub offsets: Vec<Duration>,
+    /// How long faults come and go; then they heal.
+    pub faulty: Duration,
+    /// How long the fleet runs on after healing.
+    pub calm: Duration,
+    /// Keep every line of the trace in the report, not just the last.
+    pub whole_trace: bool,
+}
+
+impl Setup {
+    /// The world of `seed`, with at most `most` replicas.
+    pub fn draw(seed: u64, most: usize) -> Setup {
+        let mut rng = Rng::new(seed);
+        let replicas = 3 + rng.below(most.max(3) - 2);
+        let members = 1 + rng.below(3);
+        let ttl = Duration::from_secs(2 + rng.below(9) as u64);
+        let max_running = if rng.below(4) == 0 { 2 } else { 1 };
+        let once_per = (rng.below(5) == 0).then(|| Duration::from_secs(90 + rng.below(240) as u64));
+        let per = |rng: &mut Rng, one_in: usize| {
+            (0..replicas)
+                .map(|_| rng.below(one_in) == 0)
+                .collect::<Vec<_>>()
+        };
+        let wait = per(&mut rng, 2);
+        let fast = per(&mut rng, 2);
+        let timeout = (0..replicas)
+            .map(|_| (rng.below(4) == 0).then(|| Duration::from_secs(5 + rng.below(60) as u64)))
+            .collect();
+        // Within the model's DRIFT: a twentieth either way.
+        let rate = 1.0 + (rng.below(101) as f64 - 50.0) / 1000.0;
+        let mean = rng.below(3);
+        let meanness = Meanness {
+            delayed: [0, 50, 200][mean],
+            dropped: [0, 5, 20][mean],
+            answer_lost: [0, 5, 20][mean],
+            longest_delay: ttl / [1, 4, 2][mean],
+        };
+        let period = Duration::from_secs(60);
+        let offsets = (0..replicas)
+            .map(|_| Duration::from_millis(rng.below(2_000) as u64))
+            .collect();
+        Setup {
+            seed,
+            replicas,
+            members,
+            ttl,
+            max_running,
+            once_per,
+            wait,
+            fast,
+            timeout,
+            rate,
+            meanness,
+            period,
+            offsets,
+            faulty: Duration::from_secs(300),
+            calm: Duration::from_secs(240),
+            whole_trace: false,
+        }
+    }
+}
+
+/// What a walk found.
+#[derive(Debug)]
+pub struct Report {
+    pub violations: Vec<String>,
+    /// The trace's hash and length: the same seed gives the same.
+    pub trace: (u64, u64),
+    pub tail: Vec<String>,
+    pub starts: usize,
+    pub invocations: u64,
+    pub exits: Vec<(i32, u64)>,
+    pub whole_trace: Vec<String>,
+}
+
+/// Walks the world of `setup` to its end, in a runtime of its own whose
+/// clock is paused: time moves only when every task waits.
+pub fn walk(setup: &Setup) -> Report {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a runtime");
+    let local = tokio::task::LocalSet::new();
+    // The world is made inside the runtime: every instant it takes (the
+    // clocks' start among them) is then on the paused clock.
+    let report = local.block_on(&runtime, async { World::new(setup).live().await });
+    // Whatever still waits (a replica's stream, a member's connection)
+    // goes with the runtime, before this thread's clocks are its own again.
+    drop(local);
+    drop(runtime);
+    crate::clock::simulated::end();
+    super::leave();
+    report
+}
+
+/// One leaderrun, as cron started it.
+struct Invocation {
+    replica: Arc<Replica>,
+    signals: mpsc::UnboundedSender<protocol::signal::Signal>,
+    task: tokio::task::AbortHandle,
+    done: Arc<AtomicBool>,
+}
+
+struct World {
+    setup: Setup,
+    rng: Rng,
+    etcd: Etcd,
+    network: Network,
+    ledger: Ledger,
+    running: Vec<Invocation>,
+    invocations: u64,
+    exits: Arc<Mutex<Vec<(i32, u64)>>>,
+    violations: Arc<Mutex<Vec<String>>>,
+    began: Instant,
+}
+
+/// What the world does next, one choice at a time.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    KillReplica,
+    Terminate,
+    Interrupt,
+    Cut,
+    MemberDown,
+    LeaderChange,
+    Compact,
+}
+
+const FAULTS: [Fault; 7] = [
+    Fault::KillReplica,
+    Fault::Terminate,
+    Fault::Interrupt,
+    Fault::Cut,
+    Fault::MemberDown,
+    Fault::LeaderChange,
+    Fault::Compact,
+];
+
+impl World {
+    fn new(setup: &Setup) -> World {
+        crate::clock::simulated::begin();
+        let ledger = Ledger::new(Rules {
+            max_running: setup.max_running,
+            once_per: setup.once_per,
+        });
+        let etcd = Etcd::new(setup.rate, ledger.clone());
+        let network = Network::new(setup.seed, setup.members, setup.replicas, setup.meanness);
+        super::enter(etcd.clone(), network.clone());
+        if setup.whole_trace {
+            etcd.keep_whole_trace();
+        }
+        World {
+            setup: setup.clone(),
+            rng: Rng::new(setup.seed ^ 0x0077_6f72_6c64),
+            etcd,
+            network,
+            ledger,
+            running: Vec::new(),
+            invocations: 0,
+            exits: Arc::new(Mutex::new(Vec::new())),
+            violations: Arc::new(Mutex::new(Vec::new())),
+            began: Instant::now(),
+        }
+    }
+
+    async fn live(mut self) -> Report {
+        tokio::task::spawn_local(self.etcd.clone().expire_leases());
+        let began = self.began;
+        let healed_at = began + self.setup.faulty;
+        let end = healed_at + self.setup.calm;
+        let mut next_fault = began + self.fault_gap();
+        let mut next_compaction = began + Duration::from_secs(300);
+        let mut firing = 0u32;
+        let mut healed = false;
+        loop {
+            let tick = began + self.setup.period * firing;
+            let now = Instant::now();
+            if now >= end {
+                break;
+            }
+            if !healed && now >= healed_at {
+                healed = true;
+                self.network.heal();
+            }
+            // The next of: a cron firing, a fault, a compaction.
+            let next = [
+                Some(tick),
+                (!healed).then_some(next_fault),
+                Some(next_compaction),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .expect("a firing is always next");
+            tokio::time::sleep_until(next.min(end)).await;
+            let now = Instant::now();
+            if now >= tick {
+                if std::env::var_os("LEADERRUN_SIM_VERBOSE").is_some() {
+                    let (_, requests, _) = self.etcd.trace_summary();
+                    eprintln!(
+                        "{:?} in: firing {firing}, {} running, {requests} requests, {} starts",
+                        now - began,
+                        self.running.len(),
+                        self.ledger.starts().len()
+                    );
+                }
+                self.fire(tick).await;
+                firing += 1;
+            }
+            if !healed && now >= next_fault {
+                self.fault();
+                next_fault = now + self.fault_gap();
+            }
+            if now >= next_compaction {
+                // etcd's periodic compaction: a few hundred revisions kept.
+                self.etcd.compact(200);
+                next_compaction = now + Duration::from_secs(300);
+            }
+            self.running
+                .retain(|invocation| !invocation.done.load(Ordering::SeqCst));
+        }
+        self.progress(healed_at);
+        self.finish()
+    }
+
+    fn fault_gap(&mut self) -> Duration {
+        Duration::from_millis(200 + self.rng.below(6_000) as u64)
+    }
+
+    /// Cron fires on every replica, each at its own offset.
+    async fn fire(&mut self, tick: Instant) {
+        let mut order: Vec<usize> = (0..self.setup.replicas).collect();
+        order.sort_by_key(|replica| self.setup.offsets[*replica]);
+        for replica in order {
+            tokio::time::sleep_until(tick + self.setup.offsets[replica]).await;
+            let mine = self
+                .running
+                .iter()
+                .filter(|invocation| invocation.replica.index == replica)
+                .count();
+            // Cron starts a run whatever the last is doing; four at a time
+            // is where a real crontab's operator would have noticed.
+            if mine < 4 {
+                self.start(replica);
+            }
+        }
+    }
+
+    fn behaviour(&mut self) -> Behaviour {
+        let long = self.rng.below(5) == 0;
+        let runs = if long {
+            Duration::from_millis(30_000 + self.rng.below(150_000) as u64)
+        } else {
+            Duration::from_millis(self.rng.below(20_000) as u64)
+        };
+        Behaviour {
+            runs,
+            code: [0, 0, 0, 1, 3][self.rng.below(5)],
+            term_ignored: self.rng.below(4) == 0,
+            leaves: if self.rng.below(8) == 0 {
+                Duration::from_millis(self.rng.below(5_000) as u64)
+            } else {
+                Duration::ZERO
+            },
+            spawn_fails: self.rng.below(50) == 0,
+        }
+    }
+
+    /// A run's options on replica `index`, as its crontab line would
+    /// give them, and how it reaches etcd.
+    fn options(
+        &self,
+        index: usize,
+        pid: u32,
+        behaviour: &Behaviour,
+    ) -> (crate::run::Config, crate::etcd::Options) {
+        let setup = &self.setup;
+        let wait = setup.wait[index];
+        let config = crate::run::Config {
+            program: PathBuf::from("sim-job"),
+            command: behaviour.words(),
+            election: "nightly".into(),
+            ttl: setup.ttl,
+            wait,
+            wait_timeout: wait.then(|| Duration::from_secs(120)),
+            conflict_code: 75,
+            once_per: setup.once_per,
+            kill_signal: Signal::SIGTERM,
+            kill_after: Duration::from_secs(2),
+            max_running: setup.max_running,
+            timeout: setup.timeout[index],
+            explain: false,
+            etcd_env: Vec::new(),
+            holder: Holder {
+                host: format!("replica{index}"),
+                pid,
+                started: String::new(),
+                command: "sim-job".into(),
+                max_running: setup.max_running,
+            },
+            handoff: if setup.fast[index] {
+                Handoff::Fast
+            } else {
+                Handoff::Slow
+            },
+        };
+        let endpoints: Vec<String> = (0..setup.members)
+            .map(|member| {
+                network::endpoint(Link {
+                    replica: index,
+                    member,
+                })
+            })
+            .collect();
+        let options = crate::etcd::Options {
+            endpoints: Some(endpoints.join(",")),
+            dial_timeout: Duration::from_secs(2),
+            cacert: None,
+            cert: None,
+            key: None,
+            insecure_skip_tls_verify: false,
+            user: None,
+            password: None,
+        };
+        (config, options)
+    }
+
+    fn start(&mut self, index: usize) {
+        self.invocations += 1;
+        let pid = 10_000 + self.invocations as u32;
+        let behaviour = self.behaviour();
+        let (signals, inbox) = mpsc::unbounded_channel();
+        let replica = Arc::new(Replica {
+            index,
+            pid,
+            ledger: self.ledger.clone(),
+            signals: Mutex::new(Some(inbox)),
+            killed: AtomicBool::new(false),
+            guardian_delay: Duration::from_millis(1 + self.rng.below(20) as u64),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let (config, options) = self.options(index, pid, &behaviour);
+        let done = Arc::new(AtomicBool::new(false));
+        let (exits, violations) = (self.exits.clone(), self.violations.clone());
+        let finished = done.clone();
+        let run = REPLICA.scope(
+            replica.clone(),
+            crate::run::run(config, options, crate::child::env::Etcdctl::default()),
+        );
+        let task = tokio::task::spawn_local(run);
+        let abort = task.abort_handle();
+        tokio::task::spawn_local(async move {
+            match task.await {
+                Ok(result) => {
+                    let code = result.unwrap_or(125);
+                    let mut exits = exits.lock().expect("not poisoned");
+                    match exits.iter_mut().find(|(seen, _)| *seen == code) {
+                        Some((_, count)) => *count += 1,
+                        None => exits.push((code, 1)),
+                    }
+                }
+                Err(err) if err.is_panic() => {
+                    let line = format!("replica {index}'s leaderrun panicked: {err}");
+                    violations.lock().expect("not poisoned").push(line);
+                }
+                Err(_) => {}
+            }
+            finished.store(true, Ordering::SeqCst);
+        });
+        self.running.push(Invocation {
+            replica,
+            signals,
+            task: abort,
+            done,
+        });
+    }
+
+    /// A signal to one of the leaderruns running (SIGKILL: nothing of it
+    /// runs on, no destructor).
+    fn signal_one(&mut self, fault: Fault) {
+        if self.running.is_empty() {
+            return;
+        }
+        // Half the time, one whose command runs: stops are where
+        // the kill sequence and the way out are.
+        let leading = self.ledger.leading();
+        let candidates: Vec<usize> = (0..self.running.len())
+            .filter(|index| leading.contains(&self.running[*index].replica.pid))
+            .collect();
+        let chosen = if !candidates.is_empty() && self.rng.below(2) == 0 {
+            candidates[self.rng.below(candidates.len())]
+        } else {
+            self.rng.below(self.running.len())
+        };
+        let invocation = &self.running[chosen];
+        match fault {
+            Fault::KillReplica => {
+                // SIGKILL: nothing of it runs on, no destructor.
+                invocation.replica.killed.store(true, Ordering::SeqCst);
+                invocation.task.abort();
+                for task in invocation
+                    .replica
+                    .tasks
+                    .lock()
+                    .expect("not poisoned")
+                    .iter()
+                {
+                    task.abort();
+                }
+            }
+            Fault::Terminate => {
+                let _ = invocation.signals.send(protocol::signal::Signal::SIGTERM);
+            }
+            _ => {
+                let _ = invocation.signals.send(protocol::signal::Signal::SIGINT);
+            }
+        }
+    }
+
+    fn fault(&mut self) {
+        let fault = FAULTS[self.rng.below(FAULTS.len())];
+        let ttl = self.setup.ttl;
+        match fault {
+            Fault::KillReplica | Fault::Terminate | Fault::Interrupt => self.signal_one(fault),
+            Fault::Cut => {
+                let leading = self.ledger.leading();
+                let leader = self
+                    .running
+                    .iter()
+                    .find(|invocation| leading.contains(&invocation.replica.pid))
+                    .map(|invocation| invocation.replica.index);
+                let replica = match leader {
+                    Some(leader) if self.rng.below(2) == 0 => leader,
+                    _ => self.rng.below(self.setup.replicas),
+                };
+                let length = ttl.mul_f64(0.2 + self.rng.below(30) as f64 / 10.0);
+                self.network.cut(replica, length);
+            }
+            Fault::MemberDown => {
+                let member = self.rng.below(self.setup.members);
+                let length = Duration::from_millis(500 + self.rng.below(20_000) as u64);
+                self.network.member_down(member, length);
+            }
+            Fault::LeaderChange => self.etcd.leader_changed(),
+            Fault::Compact => self.etcd.compact(self.rng.below(20) as i64),
+        }
+    }
+
+    /// Once faults heal, runs start again (where a window or a wait does
+    /// not rightly hold them back).
+    fn progress(&mut self, healed_at: Instant) {
+        if self.setup.once_per.is_some() {
+            return;
+        }
+        // Healed, and no job holds the place: the next firing's runs
+        // campaign, one wins within a few TTLs (a queue drains, leases of
+        // replicas killed meanwhile expire).
+        let free = self
+            .ledger
+            .last_alive()
+            .map_or(healed_at, |last| last.max(healed_at));
+        let due = free + self.setup.period + self.setup.ttl * 4 + Duration::from_secs(2);
+        let end = healed_at + self.setup.calm;
+        if due >= end {
+            return;
+        }
+        let started = self.ledger.starts().iter().any(|(at, _, _)| *at >= free);
+        if !started {
+            let line = format!(
+                "progress: healed at {:?} and free from {:?}, yet no run started by the end ({:?})",
+                healed_at - self.began,
+                free - self.began,
+                end - self.began
+            );
+            self.violations.lock().expect("not poisoned").push(line);
+        }
+    }
+
+    fn finish(self) -> Report {
+        let mut violations = self.ledger.violations();
+        violations.extend(
+            self.violations
+                .lock()
+                .expect("not poisoned")
+                .iter()
+                .cloned(),
+        );
+        let (hash, count, tail) = self.etcd.trace_summary();
+        Report {
+            violations,
+            trace: (hash, count),
+            tail,
+            starts: self.ledger.starts().len(),
+            invocations: self.invocations,
+            exits: self.exits.lock().expect("not poisoned").clone(),
+            whole_trace: self.etcd.whole_trace(),
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! The simulated host of one replica: its command's job as simulated
+//! processes, the guardian, the signals sent to leaderrun, and its pid.
+//! `crate::host` gives the run these in the library's tests, with the
+//! same names and calls as the real ones (`child`, `signals`), so the run
+//! is the production code.
+//!
+//! A job is described by its command's words (the world writes them from
+//! the seed): `sim-job RUN_MS CODE [term-ignored] [leaves=MS]
+//! [spawn-fails]`. It exits with CODE after RUN_MS unless a signal ends it
+//! first; with `term-ignored` only SIGKILL does; with `leaves=MS` its
+//! descendants outlive it by MS.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use tokio::sync::{mpsc, Notify};
+use tokio::time::Instant;
+
+use super::ledger::Ledger;
+use super::process::Job;
+use crate::child::env;
+use crate::child::job::JobGone;
+use crate::child::ChildEvent;
+
+tokio::task_local! {
+    /// The replica whose run this task is.
+    pub static REPLICA: Arc<Replica>;
+}
+
+/// What one run of leaderrun on a replica reaches: the ledger of every
+/// job, its signals, and whether it was killed by SIGKILL (then nothing of
+/// it runs any more, no destructor included: the guardian kills its job).
+pub struct Replica {
+    pub index: usize,
+    pub pid: u32,
+    pub ledger: Ledger,
+    pub signals: Mutex<Option<mpsc::UnboundedReceiver<protocol::signal::Signal>>>,
+    pub killed: std::sync::atomic::AtomicBool,
+    /// How long the guardian takes to kill the job once leaderrun is gone.
+    pub guardian_delay: Duration,
+    /// The tasks the run started beside itself ([`spawn`]).
+    pub tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+fn replica() -> Arc<Replica> {
+    REPLICA
+        .try_with(Arc::clone)
+        .expect("a simulated host is reached from a replica's own task")
+}
+
+/// The pid of this leaderrun.
+pub fn pid() -> u32 {
+    REPLICA.try_with(|replica| replica.pid).unwrap_or(1)
+}
+
+/// The words of a simulated command.
+#[derive(Debug, Clone, Default)]
+pub struct Behaviour {
+    pub runs: Duration,
+    pub code: i32,
+    pub term_ignored: bool,
+    pub leaves: Duration,
+    pub spawn_fails: bool,
+}
+
+impl Behaviour {
+    pub fn words(&self) -> Vec<OsString> {
+        let mut words = vec![
+            "sim-job".into(),
+            self.runs.as_millis().to_string().into(),
+            self.code.to_string().into(),
+        ];
+        if self.term_ignored {
+            words.push("term-ignored".into());
+        }
+        if !self.leaves.is_zero() {
+            words.push(format!("leaves={}", self.leaves.as_millis()).into());
+        }
+        if self.spawn_fails {
+            words.push("spawn-fails".into());
+        }
+        words
+    }
+
+    fn read(words: &[OsString]) -> Behaviour {
+        let word = |index: usize| {
+            words
+                .get(index)
+                .and_then(|word| word.to_str())
+                .unwrap_or("")
+        };
+        let mut behaviour = Behaviour {
+            runs: Duration::from_millis(word(1).parse().unwrap_or(0)),
+            code: word(2).parse().unwrap_or(0),
+            ..Behaviour::default()
+        };
+        for word in words.iter().skip(3).filter_map(|word| word.to_str()) {
+            match word.split_once('=') {
+                Some(("leaves", ms)) => {
+                    behaviour.leaves = Duration::from_millis(ms.parse().unwrap_or(0));
+                }
+                _ if word == "term-ignored" => behaviour.term_ignored = true,
+                _ if word == "spawn-fails" => behaviour.spawn_fails = true,
+                _ => {}
+            }
+        }
+        behaviour
+    }
+}
+
+/// The guardian, which has nothing to do while leaderrun lives.
+pub struct Guard {
+    job: Option<u32>,
+}
+
+impl Guard {
+    pub fn start() -> std::io::Result<Guard> {
+        Ok(Guard { job: None })
+    }
+
+    pub fn check(&self) {}
+
+    pub fn job_gone(&mut self, _gone: JobGone) {
+        self.job = None;
+    }
+
+    pub async fn release(self) {}
+}
+
+/// The signals sent to this leaderrun.
+pub struct Signals {
+    inbox: Option<mpsc::UnboundedReceiver<protocol::signal::Signal>>,
+}
+
+impl Signals {
+    pub fn install() -> std::io::Result<Signals> {
+        let inbox = replica().signals.lock().expect("not poisoned").take();
+        Ok(Signals { inbox })
+    }
+
+    pub async fn recv(&mut self) -> protocol::signal::Signal {
+        match &mut self.inbox {
+            Some(inbox) => match inbox.recv().await {
+                Some(signal) => signal,
+                None => std::future::pending().await,
+            },
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// The running command and its job, simulated.
+pub struct Child {
+    pub group: Pid,
+    job: Arc<Mutex<Job>>,
+    changed: Arc<Notify>,
+    replica: Arc<Replica>,
+    seen_gone: bool,
+}
+
+impl Child {
+    pub fn spawn(
+        _program: &Path,
+        command: &[OsString],
+        env: &env::Variables,
+        guardian: &mut Guard,
+    ) -> anyhow::Result<Child> {
+        let replica = replica();
+        let behaviour = Behaviour::read(command);
+        if behaviour.spawn_fails {
+            return Err(anyhow::anyhow!(crate::child::SpawnError::Spawn {
+                program: command[0].clone().into(),
+                error: std::io::Error::from_raw_os_error(nix::libc::ENOMEM),
+            }));
+        }
+        let var = |name: &str| {
+            env.iter()
+                .find(|(key, _)| *key == name)
+                .and_then(|(_, value)| value.to_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        let now = Instant::now();
+        let job = Job {
+            group: 0,
+            replica: replica.index,
+            leaderrun: replica.pid,
+            lease: i64::from_str_radix(&var("LEADERRUN_LEASE"), 16).unwrap_or(0),
+            token: var("LEADERRUN_TOKEN").parse().unwrap_or(0),
+            exits_at: now + behaviour.runs,
+            code: behaviour.code,
+            term_ignored: behaviour.term_ignored,
+            leaves: behaviour.leaves,
+            status: None,
+            gone_at: None,
+            started: now,
+        };
+        let (group, job, changed) = replica.ledger.spawned(job);
+        guardian.job = Some(group);
+        Ok(Child {
+            group: Pid::from_raw(group as i32),
+            job,
+            changed,
+            replica,
+            seen_gone: false,
+        })
+    }
+
+    fn with<T>(&self, look: impl FnOnce(&mut Job, Instant) -> T) -> T {
+        let now = Instant::now();
+        let mut job = self.job.lock().expect("not poisoned");
+        job.settle(now);
+        look(&mut job, now)
+    }
+
+    pub async fn event(&mut self) -> ChildEvent {
+        loop {
+            let (status, exits_at) = self.with(|job, _| (job.status, job.exits_at));
+            if let Some(status) = status {
+                return ChildEvent::Exited(Ok(status));
+            }
+            let changed = self.changed.notified();
+            tokio::select! {
+                biased;
+                () = changed => {}
+                () = tokio::time::sleep_until(exits_at) => {}
+            }
+        }
+    }
+
+    pub fn follow_stop(&mut self, _signal: Signal, _may_continue: impl FnOnce() -> bool) {}
+
+    pub fn signal_job(&self, signal: Signal) {
+        self.with(|job, now| job.signal(signal, now));
+        self.replica
+            .ledger
+            .signalled(self.group.as_raw() as u32, signal);
+        self.changed.notify_waiters();
+    }
+
+    pub async fn wait_job_gone(&mut self, until: crate::clock::Instant) -> bool {
+        loop {
+            let (alive, wake) = self.with(|job, now| {
+                let wake = job.gone_at.unwrap_or(job.exits_at).max(now);
+                (job.alive(now), wake)
+            });
+            if !alive {
+                self.seen_gone = true;
+                return true;
+            }
+            let left = crate::clock::Now::remaining(until);
+            if left.is_zero() {
+                return false;
+            }
+            let changed = self.changed.notified();
+            tokio::select! {
+                biased;
+                () = changed => {}
+                () = tokio::time::sleep_until(wake.min(Instant::now() + left)) => {}
+            }
+        }
+    }
+
+    pub fn job_alive(&mut self) -> bool {
+        let alive = self.with(|job, now| job.alive(now));
+        self.seen_gone |= !alive;
+        alive
+    }
+
+    pub async fn kill_job(&mut self, _limit: Duration) {
+        self.signal_job(Signal::SIGKILL);
+        self.seen_gone = true;
+    }
+
+    pub fn gone(&self) -> Option<JobGone> {
+        self.seen_gone.then(JobGone::simulated)
+    }
+
+    pub fn restore_terminal(&mut self) {}
+}
+
+impl Drop for Child {
+    /// KillOnDrop, as the real child; but a leaderrun killed by SIGKILL runs
+    /// no destructor: its guardian kills the job a moment later.
+    fn drop(&mut self) {
+        if self.seen_gone {
+            return;
+        }
+        let killed = self
+            .replica
+            .killed
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if !killed {
+            self.signal_job(Signal::SIGKILL);
+            return;
+        }
+        let (job, changed) = (self.job.clone(), self.changed.clone());
+        let delay = self.replica.guardian_delay;
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            job.lock()
+                .expect("not poisoned")
+                .signal(Signal::SIGKILL, Instant::now());
+            changed.notify_waiters();
+        });
+    }
+}
+
+/// `crate::host::spawn`, simulated: the task is the replica's, so that a
+/// SIGKILL of the replica ends it too, and it reaches the replica's host.
+pub fn spawn<F>(task: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match REPLICA.try_with(Arc::clone) {
+        Ok(replica) => {
+            let handle = tokio::spawn(REPLICA.scope(replica.clone(), task));
+            replica
+                .tasks
+                .lock()
+                .expect("not poisoned")
+                .push(handle.abort_handle());
+            handle
+        }
+        Err(_) => tokio::spawn(task),
+    }
+}

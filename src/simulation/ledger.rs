@@ -1,0 +1,189 @@
+//! What the simulated world knows for sure, beside what the replicas
+//! believe: every job and when it lived, every lease's expiry on etcd's
+//! clock, and the properties held against them as they happen.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::process::Job;
+
+/// The rules a fleet's runs share, which the properties are judged by.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    pub max_running: usize,
+    pub once_per: Option<Duration>,
+}
+
+#[derive(Debug, Default)]
+struct Book {
+    jobs: BTreeMap<u32, (Arc<Mutex<Job>>, Arc<Notify>)>,
+    next_group: u32,
+    /// Each start: when, by which replica, with which token.
+    pub starts: Vec<(Instant, usize, i64)>,
+    pub violations: Vec<String>,
+    /// When the last job known to have died died.
+    last_gone: Option<Instant>,
+}
+
+/// The world's ledger, shared by every replica's host and by etcd.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    book: Arc<Mutex<Book>>,
+    rules: Rules,
+    epoch: Instant,
+}
+
+impl Ledger {
+    pub fn new(rules: Rules) -> Ledger {
+        Ledger {
+            book: Arc::new(Mutex::new(Book {
+                next_group: 1000,
+                ..Book::default()
+            })),
+            rules,
+            epoch: Instant::now(),
+        }
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().expect("not poisoned")
+    }
+
+    fn at(&self, now: Instant) -> String {
+        format!("{:.3}s", (now - self.epoch).as_secs_f64())
+    }
+
+    /// A job started: held to `--max-running` (the jobs alive now, on the
+    /// world's clock) and to `--once-per` (one start a window).
+    pub fn spawned(&self, mut job: Job) -> (u32, Arc<Mutex<Job>>, Arc<Notify>) {
+        let now = Instant::now();
+        let at = self.at(now);
+        let mut book = self.book();
+        // A job that is dead and no longer anyone's is forgotten.
+        let mut last_gone = book.last_gone;
+        book.jobs.retain(|_, (job, _)| {
+            let held = Arc::strong_count(job) > 1;
+            let mut job = job.lock().expect("not poisoned");
+            job.settle(now);
+            let alive = job.alive(now);
+            if !held && !alive {
+                last_gone = last_gone.max(job.gone_at);
+            }
+            held || alive
+        });
+        book.last_gone = last_gone;
+        let running = book
+            .jobs
+            .values()
+            .filter(|(other, _)| other.lock().expect("not poisoned").alive(now))
+            .count();
+        if running >= self.rules.max_running {
+            let line = format!(
+                "at {at}: replica {} started a job (token {}) while {running} ran, with --max-running {}",
+                job.replica, job.token, self.rules.max_running
+            );
+            book.violations.push(line);
+        }
+        if let Some((_, replica, token)) =
+            book.starts.last().filter(|_| self.rules.max_running == 1)
+        {
+            if job.token <= *token {
+                let line = format!(
+                    "at {at}: replica {} started with token {}, after replica {replica}'s start with token {token}",
+                    job.replica, job.token
+                );
+                book.violations.push(line);
+            }
+        }
+        if let (Some(window), Some((last, replica, token))) =
+            (self.rules.once_per, book.starts.last())
+        {
+            if now.duration_since(*last) < window {
+                let line = format!(
+                    "at {at}: replica {} started (token {}) {:?} after replica {replica}'s start (token {token}), inside --once-per {window:?}",
+                    job.replica, job.token, now.duration_since(*last)
+                );
+                book.violations.push(line);
+            }
+        }
+        book.next_group += 1;
+        let group = book.next_group;
+        job.group = group;
+        book.starts.push((now, job.replica, job.token));
+        let job = Arc::new(Mutex::new(job));
+        let changed = Arc::new(Notify::new());
+        book.jobs.insert(group, (job.clone(), changed.clone()));
+        (group, job, changed)
+    }
+
+    pub fn signalled(&self, _group: u32, _signal: Signal) {}
+
+    /// etcd let a lease expire: no job of it may be alive.
+    pub fn lease_expired(&self, lease: i64) {
+        let now = Instant::now();
+        let at = self.at(now);
+        let mut book = self.book();
+        let alive: Vec<String> = book
+            .jobs
+            .values()
+            .filter_map(|(job, _)| {
+                let mut job = job.lock().expect("not poisoned");
+                job.settle(now);
+                (job.lease == lease && job.alive(now)).then(|| {
+                    format!(
+                        "at {at}: lease {lease:x} expired on etcd's clock while replica {}'s job (token {}, started {}) was alive",
+                        job.replica,
+                        job.token,
+                        self.at(job.started)
+                    )
+                })
+            })
+            .collect();
+        book.violations.extend(alive);
+    }
+
+    /// The leaderruns whose jobs are alive now.
+    pub fn leading(&self) -> Vec<u32> {
+        let now = Instant::now();
+        let book = self.book();
+        book.jobs
+            .values()
+            .filter_map(|(job, _)| {
+                let mut job = job.lock().expect("not poisoned");
+                job.settle(now);
+                job.alive(now).then_some(job.leaderrun)
+            })
+            .collect()
+    }
+
+    /// The last moment a job was alive: now, if one is.
+    pub fn last_alive(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let book = self.book();
+        let mut last = book.last_gone;
+        for (job, _) in book.jobs.values() {
+            let mut job = job.lock().expect("not poisoned");
+            job.settle(now);
+            let until = if job.alive(now) {
+                Some(now)
+            } else {
+                job.gone_at
+            };
+            last = last.max(until);
+        }
+        last
+    }
+
+    pub fn violations(&self) -> Vec<String> {
+        self.book().violations.clone()
+    }
+
+    pub fn starts(&self) -> Vec<(Instant, usize, i64)> {
+        self.book().starts.clone()
+    }
+}

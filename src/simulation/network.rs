@@ -1,0 +1,190 @@
+//! The network between the replicas and the simulated etcd's members, as
+//! one seed decides it: each request's fate (on time, delayed, dropped
+//! before etcd, or applied with its answer lost), members that fail, and
+//! replicas cut off; and the in-memory connections a replica's real
+//! client dials (`etcd::connection`'s seam under test).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::model::sim::Rng;
+
+/// Which replica talks to which member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Link {
+    pub replica: usize,
+    pub member: usize,
+}
+
+/// What becomes of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Applied after `before`, answered after `after` more.
+    Delivered { before: Duration, after: Duration },
+    /// Lost on the way: etcd never sees it, and no answer comes.
+    Dropped,
+    /// Applied after `before`; the answer never comes.
+    AnswerLost { before: Duration },
+    /// The member answers at once that it cannot serve (no leader).
+    Refused,
+}
+
+/// How mean the network is, per seed.
+#[derive(Debug, Clone, Copy)]
+pub struct Meanness {
+    /// Per mille of requests delayed, dropped, or answered never.
+    pub delayed: u32,
+    pub dropped: u32,
+    pub answer_lost: u32,
+    /// The longest delay, either way.
+    pub longest_delay: Duration,
+}
+
+impl Meanness {
+    pub const CALM: Meanness = Meanness {
+        delayed: 0,
+        dropped: 0,
+        answer_lost: 0,
+        longest_delay: Duration::ZERO,
+    };
+}
+
+#[derive(Debug)]
+struct State {
+    rng: Rng,
+    meanness: Meanness,
+    /// Members down until then.
+    down_until: Vec<Instant>,
+    /// Replicas cut off from every member until then.
+    cut_until: Vec<Instant>,
+    /// Faults heal for good from here on (the progress property's).
+    healed: bool,
+}
+
+/// The network: what the world set, and the seed's choices.
+#[derive(Debug, Clone)]
+pub struct Network {
+    state: Arc<Mutex<State>>,
+}
+
+impl Network {
+    pub fn new(seed: u64, members: usize, replicas: usize, meanness: Meanness) -> Network {
+        let now = Instant::now();
+        Network {
+            state: Arc::new(Mutex::new(State {
+                rng: Rng::new(seed ^ 0x6e65_7477_6f72_6b00),
+                meanness,
+                down_until: vec![now; members],
+                cut_until: vec![now; replicas.max(1)],
+                healed: false,
+            })),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("not poisoned")
+    }
+
+    /// Takes a member down for `length`.
+    pub fn member_down(&self, member: usize, length: Duration) {
+        let mut state = self.state();
+        if !state.healed {
+            state.down_until[member] = Instant::now() + length;
+        }
+    }
+
+    /// Cuts a replica off every member for `length`.
+    pub fn cut(&self, replica: usize, length: Duration) {
+        let mut state = self.state();
+        if state.cut_until.len() <= replica {
+            state.cut_until.resize(replica + 1, Instant::now());
+        }
+        if !state.healed {
+            state.cut_until[replica] = Instant::now() + length;
+        }
+    }
+
+    /// Every fault ends now, for good.
+    pub fn heal(&mut self) {
+        let mut state = self.state();
+        let now = Instant::now();
+        state.healed = true;
+        state.meanness = Meanness::CALM;
+        state.down_until.iter_mut().for_each(|until| *until = now);
+        state.cut_until.iter_mut().for_each(|until| *until = now);
+    }
+
+    /// Whether a link carries nothing now.
+    pub fn broken(&self, link: Link) -> bool {
+        let state = self.state();
+        let now = Instant::now();
+        state.down_until[link.member] > now
+            || state
+                .cut_until
+                .get(link.replica)
+                .is_some_and(|until| *until > now)
+    }
+
+    /// The fate of the next request on `link`.
+    pub fn fate(&self, link: Link) -> Fate {
+        let now = Instant::now();
+        let mut state = self.state();
+        if state.down_until[link.member] > now {
+            return Fate::Refused;
+        }
+        if state
+            .cut_until
+            .get(link.replica)
+            .is_some_and(|until| *until > now)
+        {
+            return Fate::Dropped;
+        }
+        let meanness = state.meanness;
+        let roll = state.rng.below(1000) as u32;
+        let delay = |rng: &mut Rng| {
+            let longest = meanness.longest_delay.as_millis() as u64;
+            Duration::from_millis(rng.below(longest.max(1) as usize) as u64)
+        };
+        if roll < meanness.dropped {
+            Fate::Dropped
+        } else if roll < meanness.dropped + meanness.answer_lost {
+            Fate::AnswerLost {
+                before: delay(&mut state.rng),
+            }
+        } else if roll < meanness.dropped + meanness.answer_lost + meanness.delayed {
+            let before = delay(&mut state.rng);
+            let after = delay(&mut state.rng);
+            Fate::Delivered { before, after }
+        } else {
+            Fate::Delivered {
+                before: Duration::from_micros(200),
+                after: Duration::from_micros(200),
+            }
+        }
+    }
+
+    /// A number from the network's own choices (a stream cut, a late
+    /// acknowledgement): below `bound`.
+    pub fn roll(&self, bound: u64) -> u64 {
+        self.state().rng.below(bound.max(1) as usize) as u64
+    }
+}
+
+/// The endpoint a replica's options name for a member: a URL the
+/// connection's seam sends here instead of the network.
+pub fn endpoint(link: Link) -> String {
+    format!("http://m{}.r{}.sim:2379", link.member, link.replica)
+}
+
+/// The link an endpoint of [`endpoint`]'s names.
+pub fn link_of(url: &str) -> Option<Link> {
+    let host = url.strip_prefix("http://")?.split(':').next()?;
+    let rest = host.strip_suffix(".sim")?;
+    let (member, replica) = rest.split_once('.')?;
+    Some(Link {
+        member: member.strip_prefix('m')?.parse().ok()?,
+        replica: replica.strip_prefix('r')?.parse().ok()?,
+    })
+}
