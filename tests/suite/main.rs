@@ -8,6 +8,7 @@
 mod common;
 
 mod cluster;
+mod etcd_facts;
 mod faults;
 mod frozen;
 mod handoff;
