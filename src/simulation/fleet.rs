@@ -34,6 +34,9 @@ pub struct Setup {
     pub timeout: Vec<Option<Duration>>,
     /// How much faster etcd's clock runs than the replicas'.
     pub rate: f64,
+    /// How late every answer to each replica comes, while faults last: up
+    /// to the keeper's acknowledgement timeout and a little past it.
+    pub late: Vec<Duration>,
     pub meanness: Meanness,
     /// Cron's period, and each replica's offset in it (clocks disagree).
     pub period: Duration,
@@ -65,6 +68,12 @@ impl Setup {
         let timeout = (0..replicas)
             .map(|_| (rng.below(4) == 0).then(|| Duration::from_secs(5 + rng.below(60) as u64)))
             .collect();
+        let late = (0..replicas)
+            .map(|_| match rng.below(2) {
+                0 => ttl.mul_f64(rng.below(1_200) as f64 / 6_000.0),
+                _ => Duration::ZERO,
+            })
+            .collect();
         // Within the model's DRIFT: a twentieth either way.
         let rate = 1.0 + (rng.below(101) as f64 - 50.0) / 1000.0;
         let mean = rng.below(3);
@@ -89,6 +98,7 @@ impl Setup {
             fast,
             timeout,
             rate,
+            late,
             meanness,
             period,
             offsets,
@@ -139,6 +149,7 @@ struct Invocation {
     signals: mpsc::UnboundedSender<protocol::signal::Signal>,
     task: tokio::task::AbortHandle,
     done: Arc<AtomicBool>,
+    started: Instant,
 }
 
 struct World {
@@ -182,9 +193,14 @@ impl World {
         let ledger = Ledger::new(Rules {
             max_running: setup.max_running,
             once_per: setup.once_per,
+            etcd_rate: setup.rate,
+            ttl: setup.ttl,
         });
         let etcd = Etcd::new(setup.rate, ledger.clone());
         let network = Network::new(setup.seed, setup.members, setup.replicas, setup.meanness);
+        for (replica, late) in setup.late.iter().enumerate() {
+            network.answer_late(replica, *late);
+        }
         super::enter(etcd.clone(), network.clone());
         if setup.whole_trace {
             etcd.keep_whole_trace();
@@ -260,6 +276,7 @@ impl World {
                 .retain(|invocation| !invocation.done.load(Ordering::SeqCst));
         }
         self.progress(healed_at);
+        self.stuck(end);
         self.finish()
     }
 
@@ -412,6 +429,7 @@ impl World {
             signals,
             task: abort,
             done,
+            started: Instant::now(),
         });
     }
 
@@ -510,6 +528,30 @@ impl World {
                 "progress: healed at {:?} and free from {:?}, yet no run started by the end ({:?})",
                 healed_at - self.began,
                 free - self.began,
+                end - self.began
+            );
+            self.violations.lock().expect("not poisoned").push(line);
+        }
+    }
+
+    /// No leaderrun waits for ever once faults heal: one that started
+    /// long enough before the end (its --wait-timeout, a few TTLs of
+    /// campaigning and stopping, a minute of slack) and has no job
+    /// running is stuck.
+    fn stuck(&mut self, end: Instant) {
+        let bound = Duration::from_secs(120 + 60) + self.setup.ttl * 8;
+        let leading = self.ledger.leading();
+        for invocation in &self.running {
+            let started = invocation.started;
+            let done = invocation.done.load(Ordering::SeqCst);
+            if done || leading.contains(&invocation.replica.pid) || started + bound > end {
+                continue;
+            }
+            let line = format!(
+                "stuck: replica {}'s leaderrun (pid {}), started at {:?}, still runs at the end ({:?}) with no job",
+                invocation.replica.index,
+                invocation.replica.pid,
+                started - self.began,
                 end - self.began
             );
             self.violations.lock().expect("not poisoned").push(line);

@@ -199,7 +199,9 @@ impl Child {
             gone_at: None,
             started: now,
         };
-        let (group, job, changed) = replica.ledger.spawned(job);
+        // Judged before the ledger is: etcd's expiry may tell the ledger.
+        let lease_held = super::etcd().is_none_or(|etcd| etcd.holds_lease(job.lease));
+        let (group, job, changed) = replica.ledger.spawned(job, lease_held);
         guardian.job = Some(group);
         Ok(Child {
             group: Pid::from_raw(group as i32),
@@ -236,9 +238,6 @@ impl Child {
 
     pub fn signal_job(&self, signal: Signal) {
         self.with(|job, now| job.signal(signal, now));
-        self.replica
-            .ledger
-            .signalled(self.group.as_raw() as u32, signal);
         self.changed.notify_waiters();
     }
 

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -17,6 +16,12 @@ use super::process::Job;
 pub struct Rules {
     pub max_running: usize,
     pub once_per: Option<Duration>,
+    /// How much faster etcd's clock runs: a window is a lease of its
+    /// length, so it lasts `once_per / etcd_rate` of the world's time.
+    pub etcd_rate: f64,
+    /// The lease's TTL: a window is claimed before its run starts, within
+    /// the lease's life, so starts may come closer than windows by that.
+    pub ttl: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -28,6 +33,8 @@ struct Book {
     pub violations: Vec<String>,
     /// When the last job known to have died died.
     last_gone: Option<Instant>,
+    /// Every job by its token, for what records say of it.
+    by_token: BTreeMap<i64, Arc<Mutex<Job>>>,
 }
 
 /// The world's ledger, shared by every replica's host and by etcd.
@@ -60,10 +67,17 @@ impl Ledger {
 
     /// A job started: held to `--max-running` (the jobs alive now, on the
     /// world's clock) and to `--once-per` (one start a window).
-    pub fn spawned(&self, mut job: Job) -> (u32, Arc<Mutex<Job>>, Arc<Notify>) {
+    pub fn spawned(&self, mut job: Job, lease_held: bool) -> (u32, Arc<Mutex<Job>>, Arc<Notify>) {
         let now = Instant::now();
         let at = self.at(now);
         let mut book = self.book();
+        if !lease_held {
+            let line = format!(
+                "at {at}: replica {} started a job (token {}) on lease {:x}, which etcd no longer held",
+                job.replica, job.token, job.lease
+            );
+            book.violations.push(line);
+        }
         // A job that is dead and no longer anyone's is forgotten.
         let mut last_gone = book.last_gone;
         book.jobs.retain(|_, (job, _)| {
@@ -89,6 +103,22 @@ impl Ledger {
             );
             book.violations.push(line);
         }
+        self.judge_order(&mut book, &job, now);
+        book.next_group += 1;
+        let group = book.next_group;
+        job.group = group;
+        book.starts.push((now, job.replica, job.token));
+        let token = job.token;
+        let job = Arc::new(Mutex::new(job));
+        book.by_token.insert(token, job.clone());
+        let changed = Arc::new(Notify::new());
+        book.jobs.insert(group, (job.clone(), changed.clone()));
+        (group, job, changed)
+    }
+
+    /// A start, held to the tokens' order (one runner) and to the window.
+    fn judge_order(&self, book: &mut Book, job: &Job, now: Instant) {
+        let at = self.at(now);
         if let Some((_, replica, token)) =
             book.starts.last().filter(|_| self.rules.max_running == 1)
         {
@@ -103,7 +133,10 @@ impl Ledger {
         if let (Some(window), Some((last, replica, token))) =
             (self.rules.once_per, book.starts.last())
         {
-            if now.duration_since(*last) < window {
+            let apart = window
+                .div_f64(self.rules.etcd_rate)
+                .saturating_sub(self.rules.ttl);
+            if now.duration_since(*last) < apart {
                 let line = format!(
                     "at {at}: replica {} started (token {}) {:?} after replica {replica}'s start (token {token}), inside --once-per {window:?}",
                     job.replica, job.token, now.duration_since(*last)
@@ -111,17 +144,7 @@ impl Ledger {
                 book.violations.push(line);
             }
         }
-        book.next_group += 1;
-        let group = book.next_group;
-        job.group = group;
-        book.starts.push((now, job.replica, job.token));
-        let job = Arc::new(Mutex::new(job));
-        let changed = Arc::new(Notify::new());
-        book.jobs.insert(group, (job.clone(), changed.clone()));
-        (group, job, changed)
     }
-
-    pub fn signalled(&self, _group: u32, _signal: Signal) {}
 
     /// etcd let a lease expire: no job of it may be alive.
     pub fn lease_expired(&self, lease: i64) {
@@ -145,6 +168,75 @@ impl Ledger {
             })
             .collect();
         book.violations.extend(alive);
+    }
+
+    /// A key on `lease` was deleted (its run resigned, gave it up, or the
+    /// lease went): no job of that lease may still be alive, or the next
+    /// in line could start beside it.
+    pub fn key_released(&self, lease: i64) {
+        let now = Instant::now();
+        let at = self.at(now);
+        let mut book = self.book();
+        let alive: Vec<String> = book
+            .jobs
+            .values()
+            .filter_map(|(job, _)| {
+                let mut job = job.lock().expect("not poisoned");
+                job.settle(now);
+                (job.lease == lease && job.alive(now)).then(|| {
+                    format!(
+                        "at {at}: the key of lease {lease:x} was deleted while replica {}'s job (token {}) was alive",
+                        job.replica, job.token
+                    )
+                })
+            })
+            .collect();
+        book.violations.extend(alive);
+    }
+
+    /// A record was written: `written` is its token and when that run's
+    /// key was deleted (if it was), `over` the same of the record it
+    /// replaced. last-finished never goes back to a run whose key went
+    /// before the replaced one's; a success recorded is a job that exited 0.
+    pub fn record_written(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        written: Option<(i64, Option<i64>)>,
+        over: Option<(i64, Option<i64>)>,
+    ) {
+        let at = self.at(Instant::now());
+        let which = String::from_utf8_lossy(key).into_owned();
+        let mut book = self.book();
+        if let (Some((token, Some(ended))), Some((replaced, Some(replaced_ended)))) =
+            (written, over)
+        {
+            if token != replaced && replaced_ended > ended && which.ends_with(".last-finished") {
+                book.violations.push(format!(
+                    "at {at}: {which} went back from token {replaced}'s run (its key deleted at revision {replaced_ended}) to token {token}'s (deleted at {ended})"
+                ));
+            }
+        }
+        let Some((token, _)) = written else { return };
+        if outcome_of(value).as_deref() != Some("succeeded") {
+            return;
+        }
+        let now = Instant::now();
+        let exited = book.by_token.get(&token).map(|job| {
+            let mut job = job.lock().expect("not poisoned");
+            job.settle(now);
+            job.status.and_then(|status| status.code())
+        });
+        if exited != Some(Some(0)) {
+            book.violations.push(format!(
+                "at {at}: {which} says token {token}'s run succeeded, but its command {}",
+                match exited {
+                    None => "never started".to_string(),
+                    Some(None) => "did not exit 0 (a signal, or still running)".to_string(),
+                    Some(Some(code)) => format!("exited {code}"),
+                }
+            ));
+        }
     }
 
     /// The leaderruns whose jobs are alive now.
@@ -186,4 +278,16 @@ impl Ledger {
     pub fn starts(&self) -> Vec<(Instant, usize, i64)> {
         self.book().starts.clone()
     }
+}
+
+/// The token a record's value names.
+pub fn token_of(value: &[u8]) -> Option<i64> {
+    let record: serde_json::Value = serde_json::from_slice(value).ok()?;
+    record.get("token")?.as_i64()
+}
+
+/// The outcome a record's value names.
+fn outcome_of(value: &[u8]) -> Option<String> {
+    let record: serde_json::Value = serde_json::from_slice(value).ok()?;
+    Some(record.get("outcome")?.as_str()?.to_string())
 }

@@ -97,17 +97,44 @@ impl Etcd {
         apply: impl FnOnce(&mut Store, Instant) -> Result<T, Refusal>,
     ) -> Result<T, Refusal> {
         let now = Instant::now();
-        let (answer, revision, expired, sooner) = {
+        let (answer, revision, expired, sooner, released, records) = {
             let mut store = self.inner.store.lock().expect("not poisoned");
             let expired = store.expire(now);
             let before = store.next_expiry();
             let answer = apply(&mut store, now);
             let after = store.next_expiry();
             let sooner = after.is_some_and(|after| before.is_none_or(|before| after < before));
-            (answer, store.revision, expired, sooner)
+            let released = std::mem::take(&mut store.released);
+            let records: Vec<_> = std::mem::take(&mut store.records)
+                .into_iter()
+                .map(
+                    |store::RecordWrite {
+                         key,
+                         value,
+                         replaced,
+                     }| {
+                        let ended = |value: &[u8]| {
+                            let token = ledger::token_of(value)?;
+                            Some((token, store.ended.get(&token).copied()))
+                        };
+                        let written = ended(&value);
+                        let over = replaced.as_deref().and_then(ended);
+                        (key, value, written, over)
+                    },
+                )
+                .collect();
+            (answer, store.revision, expired, sooner, released, records)
         };
         for lease in expired {
             self.inner.ledger.lease_expired(lease);
+        }
+        for lease in released {
+            self.inner.ledger.key_released(lease);
+        }
+        for (key, value, written, over) in records {
+            self.inner
+                .ledger
+                .record_written(&key, &value, written, over);
         }
         let seen = self.inner.revision.swap(revision, Ordering::SeqCst);
         if seen != revision {
@@ -134,6 +161,12 @@ impl Etcd {
     /// The store's revision, as watchers last heard of it.
     pub fn revision(&self) -> i64 {
         self.inner.revision.load(Ordering::SeqCst)
+    }
+
+    /// Whether etcd holds the lease `id` now (its expiry due first).
+    pub fn holds_lease(&self, id: i64) -> bool {
+        self.apply(|store, _| Ok(store.lease_alive(id)))
+            .unwrap_or(false)
     }
 
     /// Expires leases when etcd's clock says, for as long as it runs.
@@ -216,6 +249,11 @@ thread_local! {
 /// Makes `etcd` and `network` what this thread's simulated endpoints reach.
 pub fn enter(etcd: Etcd, network: Network) {
     WORLD.with(|world| *world.borrow_mut() = Some((etcd, network)));
+}
+
+/// The etcd this thread's world runs, if it runs one.
+pub fn etcd() -> Option<Etcd> {
+    WORLD.with(|world| world.borrow().as_ref().map(|(etcd, _)| etcd.clone()))
 }
 
 pub fn leave() {

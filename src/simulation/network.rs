@@ -59,6 +59,8 @@ struct State {
     down_until: Vec<Instant>,
     /// Replicas cut off from every member until then.
     cut_until: Vec<Instant>,
+    /// How late every answer to each replica comes (its link is slow).
+    late: Vec<Duration>,
     /// Faults heal for good from here on (the progress property's).
     healed: bool,
 }
@@ -78,6 +80,7 @@ impl Network {
                 meanness,
                 down_until: vec![now; members],
                 cut_until: vec![now; replicas.max(1)],
+                late: vec![Duration::ZERO; replicas.max(1)],
                 healed: false,
             })),
         }
@@ -106,6 +109,15 @@ impl Network {
         }
     }
 
+    /// Every answer to `replica` comes `late`, on top of its fate's delay.
+    pub fn answer_late(&self, replica: usize, late: Duration) {
+        let mut state = self.state();
+        if state.late.len() <= replica {
+            state.late.resize(replica + 1, Duration::ZERO);
+        }
+        state.late[replica] = late;
+    }
+
     /// Every fault ends now, for good.
     pub fn heal(&mut self) {
         let mut state = self.state();
@@ -114,6 +126,10 @@ impl Network {
         state.meanness = Meanness::CALM;
         state.down_until.iter_mut().for_each(|until| *until = now);
         state.cut_until.iter_mut().for_each(|until| *until = now);
+        state
+            .late
+            .iter_mut()
+            .for_each(|late| *late = Duration::ZERO);
     }
 
     /// Whether a link carries nothing now.
@@ -142,6 +158,7 @@ impl Network {
             return Fate::Dropped;
         }
         let meanness = state.meanness;
+        let late = state.late.get(link.replica).copied().unwrap_or_default();
         let roll = state.rng.below(1000) as u32;
         let delay = |rng: &mut Rng| {
             let longest = meanness.longest_delay.as_millis() as u64;
@@ -155,12 +172,12 @@ impl Network {
             }
         } else if roll < meanness.dropped + meanness.answer_lost + meanness.delayed {
             let before = delay(&mut state.rng);
-            let after = delay(&mut state.rng);
+            let after = delay(&mut state.rng) + late;
             Fate::Delivered { before, after }
         } else {
             Fate::Delivered {
                 before: Duration::from_micros(200),
-                after: Duration::from_micros(200),
+                after: Duration::from_micros(200) + late,
             }
         }
     }

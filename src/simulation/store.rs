@@ -102,6 +102,21 @@ pub struct Store {
     /// How much faster etcd's clock runs than the replicas' (a lease of
     /// TTL lasts TTL / rate of the simulation's time).
     pub rate: f64,
+    /// The leases whose keys were deleted since the world last looked.
+    pub released: Vec<i64>,
+    /// Each leased key's end: its create revision (a run's token), and the
+    /// revision it was deleted at.
+    pub ended: BTreeMap<i64, i64>,
+    /// The record writes since the world last looked.
+    pub records: Vec<RecordWrite>,
+}
+
+/// A run record written: its key, its value, and the value it replaced.
+#[derive(Debug)]
+pub struct RecordWrite {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub replaced: Option<Vec<u8>>,
 }
 
 impl Store {
@@ -114,6 +129,9 @@ impl Store {
             next_lease: 0x7a00_0000,
             events: Vec::new(),
             rate,
+            released: Vec::new(),
+            ended: BTreeMap::new(),
+            records: Vec::new(),
         }
     }
 
@@ -260,6 +278,8 @@ impl Store {
             if let Some(lease) = self.leases.get_mut(&previous.lease) {
                 lease.keys.remove(key);
             }
+            self.released.push(previous.lease);
+            self.ended.insert(previous.create_revision, self.revision);
         }
         let revision = self.revision;
         self.keys
@@ -302,6 +322,14 @@ impl Store {
             value,
             lease,
         };
+        if key.ends_with(b".last-finished") || key.ends_with(b".last-succeeded") {
+            let replaced = previous.as_ref().map(|old| old.value.clone());
+            self.records.push(RecordWrite {
+                key: key.to_vec(),
+                value: kv.value.clone(),
+                replaced,
+            });
+        }
         self.keys
             .entry(key.to_vec())
             .or_default()
