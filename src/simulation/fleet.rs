@@ -400,6 +400,7 @@ impl World {
         let done = Arc::new(AtomicBool::new(false));
         let (exits, violations) = (self.exits.clone(), self.violations.clone());
         let finished = done.clone();
+        let exited = replica.clone();
         let run = REPLICA.scope(
             replica.clone(),
             crate::run::run(config, options, crate::child::env::Etcdctl::default()),
@@ -421,6 +422,12 @@ impl World {
                     violations.lock().expect("not poisoned").push(line);
                 }
                 Err(_) => {}
+            }
+            // The process exits: whatever it started beside the run (a
+            // keeper whose lease was dropped, a record still being
+            // written) ends with it.
+            for task in exited.tasks.lock().expect("not poisoned").iter() {
+                task.abort();
             }
             finished.store(true, Ordering::SeqCst);
         });
