@@ -24,16 +24,35 @@ fn most_replicas() -> usize {
     seed_from("LEADERRUN_SIM_REPLICAS").map_or(8, |most| most.clamp(3, 50) as usize)
 }
 
+/// The world of `seed`: as drawn, but with faults for
+/// `LEADERRUN_SIM_MINUTES` of the world's time when that is set (a day is
+/// 1440, a week of cron firings 10080).
+fn world(seed: u64) -> Setup {
+    let mut setup = Setup::draw(seed, most_replicas());
+    if let Some(minutes) = seed_from("LEADERRUN_SIM_MINUTES") {
+        setup.faulty = Duration::from_secs(minutes.max(1) * 60);
+    }
+    setup
+}
+
 /// A walk that broke a property, told with what replays it.
 fn told(setup: &Setup, report: &Report) -> String {
     let mut text = String::new();
-    let _ = writeln!(
+    if report.violations.is_empty() {
+        let _ = writeln!(
+            text,
+            "simulation over the real shell: seed {} broke no property",
+            setup.seed
+        );
+    } else {
+        let _ = writeln!(
         text,
         "simulation over the real shell: seed {} broke {} (replay: LEADERRUN_SIM_SEED={} cargo test --lib simulation::tests::walks_break_no_property -- --nocapture)",
         setup.seed,
         report.violations.join("; "),
         setup.seed
     );
+    }
     let _ = writeln!(text, "{setup:?}");
     let _ = writeln!(
         text,
@@ -52,7 +71,7 @@ fn walk_for(first: u64, budget: Duration) -> Result<u64, Box<(Setup, Report)>> {
     let began = Instant::now();
     let mut seed = first;
     while began.elapsed() < budget {
-        let setup = Setup::draw(seed, most_replicas());
+        let setup = world(seed);
         let report = walk(&setup);
         if !report.violations.is_empty() {
             return Err(Box::new((setup, report)));
@@ -65,7 +84,7 @@ fn walk_for(first: u64, budget: Duration) -> Result<u64, Box<(Setup, Report)>> {
 #[test]
 fn walks_break_no_property() {
     if let Some(seed) = seed_from("LEADERRUN_SIM_SEED") {
-        let setup = Setup::draw(seed, most_replicas());
+        let setup = world(seed);
         let report = walk(&setup);
         eprintln!("{}", told(&setup, &report));
         assert!(report.violations.is_empty(), "{}", told(&setup, &report));
