@@ -148,32 +148,19 @@ impl Ledger {
 
     /// etcd let a lease expire: no job of it may be alive.
     pub fn lease_expired(&self, lease: i64) {
-        let now = Instant::now();
-        let at = self.at(now);
-        let mut book = self.book();
-        let alive: Vec<String> = book
-            .jobs
-            .values()
-            .filter_map(|(job, _)| {
-                let mut job = job.lock().expect("not poisoned");
-                job.settle(now);
-                (job.lease == lease && job.alive(now)).then(|| {
-                    format!(
-                        "at {at}: lease {lease:x} expired on etcd's clock while replica {}'s job (token {}, started {}) was alive",
-                        job.replica,
-                        job.token,
-                        self.at(job.started)
-                    )
-                })
-            })
-            .collect();
-        book.violations.extend(alive);
+        self.none_alive_on(lease, &format!("lease {lease:x} expired on etcd's clock"));
     }
 
     /// A key on `lease` was deleted (its run resigned, gave it up, or the
     /// lease went): no job of that lease may still be alive, or the next
     /// in line could start beside it.
     pub fn key_released(&self, lease: i64) {
+        self.none_alive_on(lease, &format!("the key of lease {lease:x} was deleted"));
+    }
+
+    /// `what` happened to `lease`: each job of it still alive is a
+    /// violation.
+    fn none_alive_on(&self, lease: i64, what: &str) {
         let now = Instant::now();
         let at = self.at(now);
         let mut book = self.book();
@@ -185,8 +172,10 @@ impl Ledger {
                 job.settle(now);
                 (job.lease == lease && job.alive(now)).then(|| {
                     format!(
-                        "at {at}: the key of lease {lease:x} was deleted while replica {}'s job (token {}) was alive",
-                        job.replica, job.token
+                        "at {at}: {what} while replica {}'s job (token {}, started {}) was alive",
+                        job.replica,
+                        job.token,
+                        self.at(job.started)
                     )
                 })
             })
