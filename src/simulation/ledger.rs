@@ -228,6 +228,13 @@ impl Ledger {
         }
     }
 
+    /// What etcd's store saw break (`store::Store::findings`).
+    pub fn found(&self, findings: Vec<String>) {
+        if !findings.is_empty() {
+            self.book().violations.extend(findings);
+        }
+    }
+
     /// The leaderruns whose jobs are alive now.
     pub fn leading(&self) -> Vec<u32> {
         let now = Instant::now();

@@ -105,6 +105,7 @@ impl Etcd {
             let after = store.next_expiry();
             let sooner = after.is_some_and(|after| before.is_none_or(|before| after < before));
             let released = std::mem::take(&mut store.released);
+            let findings = std::mem::take(&mut store.findings);
             let records: Vec<_> = std::mem::take(&mut store.records)
                 .into_iter()
                 .map(
@@ -123,8 +124,17 @@ impl Etcd {
                     },
                 )
                 .collect();
-            (answer, store.revision, expired, sooner, released, records)
+            (
+                answer,
+                store.revision,
+                expired,
+                sooner,
+                released,
+                (records, findings),
+            )
         };
+        let (records, findings) = records;
+        self.inner.ledger.found(findings);
         for lease in expired {
             self.inner.ledger.lease_expired(lease);
         }

@@ -109,6 +109,13 @@ pub struct Store {
     pub ended: BTreeMap<i64, i64>,
     /// The record writes since the world last looked.
     pub records: Vec<RecordWrite>,
+    /// Leased keys deleted by the transaction being applied: the key and
+    /// its create revision.
+    deleted: Vec<(Vec<u8>, i64)>,
+    /// Run records (any of the three) written so far.
+    record_puts: u64,
+    /// What the store itself saw break, since the world last looked.
+    pub findings: Vec<String>,
 }
 
 /// A run record written: its key, its value, and the value it replaced.
@@ -132,6 +139,9 @@ impl Store {
             released: Vec::new(),
             ended: BTreeMap::new(),
             records: Vec::new(),
+            deleted: Vec::new(),
+            record_puts: 0,
+            findings: Vec::new(),
         }
     }
 
@@ -280,6 +290,7 @@ impl Store {
             }
             self.released.push(previous.lease);
             self.ended.insert(previous.create_revision, self.revision);
+            self.deleted.push((key.to_vec(), previous.create_revision));
         }
         let revision = self.revision;
         self.keys
@@ -322,6 +333,12 @@ impl Store {
             value,
             lease,
         };
+        if [&b".last-started"[..], b".last-finished", b".last-succeeded"]
+            .iter()
+            .any(|which| key.ends_with(which))
+        {
+            self.record_puts += 1;
+        }
         if key.ends_with(b".last-finished") || key.ends_with(b".last-succeeded") {
             let replaced = previous.as_ref().map(|old| old.value.clone());
             self.records.push(RecordWrite {
@@ -391,11 +408,47 @@ impl Store {
         if writes {
             self.revision += 1;
         }
+        self.deleted.clear();
+        let records_before = self.record_puts;
         let mut answers = Vec::with_capacity(ops.len());
         for op in ops {
             answers.push(self.apply(op)?);
         }
+        if succeeded && self.record_puts > records_before {
+            self.judge_resignation(compare);
+        }
         Ok((succeeded, answers))
+    }
+
+    /// A transaction that deleted a run's key, on the comparison that it
+    /// is still that run's (created at its token), and wrote records: the
+    /// entitled resignation, which writes `last-finished` unconditionally
+    /// (`protocol::records::end_plan`). After it, the record is that run's.
+    fn judge_resignation(&mut self, compare: &[PbCompare]) {
+        let entitled = self.deleted.iter().find(|(key, created)| {
+            compare.iter().any(|compare| {
+                compare.key == *key
+                    && compare.result == 0
+                    && compare.target_union == Some(PbTargetUnion::CreateRevision(*created))
+            })
+        });
+        let Some((key, token)) = entitled.cloned() else {
+            return;
+        };
+        let Some(slash) = key.iter().position(|byte| *byte == b'/') else {
+            return;
+        };
+        let mut finished = key[..slash].to_vec();
+        finished.extend_from_slice(b".last-finished");
+        let recorded = self
+            .at(&finished, self.revision)
+            .and_then(|kv| super::ledger::token_of(&kv.value));
+        if recorded != Some(token) {
+            self.findings.push(format!(
+                "revision {}: token {token}'s run resigned entitled, yet last-finished holds {recorded:?}",
+                self.revision
+            ));
+        }
     }
 
     /// Refuses what etcd refuses before applying: a lease that is not

@@ -144,7 +144,7 @@ fn a_seed_replays_its_walk_exactly() {
 /// each within CI's budget from seed 0. The others are not found here
 /// yet: docs/design.md ("Simulation over the real shell") says why, for
 /// each; the model's simulator finds every one.
-const FOUND_HERE: [Defect; 7] = [
+const FOUND_HERE: [Defect; 8] = [
     Defect::SpawnUnproven,
     Defect::SkipLocalDeadline,
     Defect::StopAtExpiry,
@@ -152,6 +152,7 @@ const FOUND_HERE: [Defect; 7] = [
     Defect::ThinMargin,
     Defect::WindowBackAfterStart,
     Defect::DeadlineFromAck,
+    Defect::FenceByToken,
 ];
 
 /// Each defect of [`FOUND_HERE`] is found by the walk within the budget,
