@@ -112,21 +112,19 @@ impl Behaviour {
     }
 }
 
-/// The guardian, which has nothing to do while leaderrun lives.
-pub struct Guard {
-    job: Option<u32>,
-}
+/// The guardian, which has nothing to do while leaderrun lives: the job
+/// of a leaderrun killed by SIGKILL is killed by its `Child`'s drop (see
+/// there), so it holds nothing.
+pub struct Guard;
 
 impl Guard {
     pub fn start() -> std::io::Result<Guard> {
-        Ok(Guard { job: None })
+        Ok(Guard)
     }
 
     pub fn check(&self) {}
 
-    pub fn job_gone(&mut self, _gone: JobGone) {
-        self.job = None;
-    }
+    pub fn job_gone(&mut self, _gone: JobGone) {}
 
     pub async fn release(self) {}
 }
@@ -167,7 +165,7 @@ impl Child {
         _program: &Path,
         command: &[OsString],
         env: &env::Variables,
-        guardian: &mut Guard,
+        _guardian: &mut Guard,
     ) -> anyhow::Result<Child> {
         let replica = replica();
         let behaviour = Behaviour::read(command);
@@ -202,7 +200,6 @@ impl Child {
         // Judged before the ledger is: etcd's expiry may tell the ledger.
         let lease_held = super::etcd().is_none_or(|etcd| etcd.holds_lease(job.lease));
         let (group, job, changed) = replica.ledger.spawned(job, lease_held);
-        guardian.job = Some(group);
         Ok(Child {
             group: Pid::from_raw(group as i32),
             job,

@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::process::Job;
+use super::store::{News, RecordJudged};
 
 /// The rules a fleet's runs share, which the properties are judged by.
 #[derive(Debug, Clone, Copy)]
@@ -147,14 +148,14 @@ impl Ledger {
     }
 
     /// etcd let a lease expire: no job of it may be alive.
-    pub fn lease_expired(&self, lease: i64) {
+    fn lease_expired(&self, lease: i64) {
         self.none_alive_on(lease, &format!("lease {lease:x} expired on etcd's clock"));
     }
 
     /// A key on `lease` was deleted (its run resigned, gave it up, or the
     /// lease went): no job of that lease may still be alive, or the next
     /// in line could start beside it.
-    pub fn key_released(&self, lease: i64) {
+    fn key_released(&self, lease: i64) {
         self.none_alive_on(lease, &format!("the key of lease {lease:x} was deleted"));
     }
 
@@ -183,19 +184,18 @@ impl Ledger {
         book.violations.extend(alive);
     }
 
-    /// A record was written: `written` is its token and when that run's
-    /// key was deleted (if it was), `over` the same of the record it
-    /// replaced. last-finished never goes back to a run whose key went
-    /// before the replaced one's; a success recorded is a job that exited 0.
-    pub fn record_written(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        written: Option<(i64, Option<i64>)>,
-        over: Option<(i64, Option<i64>)>,
-    ) {
+    /// A record was written: last-finished never goes back to a run
+    /// whose key went before the replaced one's; a success recorded is a
+    /// job that exited 0.
+    fn record_written(&self, record: RecordJudged) {
+        let RecordJudged {
+            key,
+            value,
+            written,
+            over,
+        } = record;
         let at = self.at(Instant::now());
-        let which = String::from_utf8_lossy(key).into_owned();
+        let which = String::from_utf8_lossy(&key).into_owned();
         let mut book = self.book();
         if let (Some((token, Some(ended))), Some((replaced, Some(replaced_ended)))) =
             (written, over)
@@ -207,7 +207,7 @@ impl Ledger {
             }
         }
         let Some((token, _)) = written else { return };
-        if outcome_of(value).as_deref() != Some("succeeded") {
+        if outcome_of(&value).as_deref() != Some("succeeded") {
             return;
         }
         let now = Instant::now();
@@ -228,10 +228,26 @@ impl Ledger {
         }
     }
 
-    /// What etcd's store saw break (`store::Store::findings`).
-    pub fn found(&self, findings: Vec<String>) {
+    /// What etcd's store had to tell since the world last asked, each
+    /// held to its property.
+    pub fn hear(&self, news: News) {
+        let News {
+            expired,
+            released,
+            records,
+            findings,
+        } = news;
         if !findings.is_empty() {
             self.book().violations.extend(findings);
+        }
+        for lease in expired {
+            self.lease_expired(lease);
+        }
+        for lease in released {
+            self.key_released(lease);
+        }
+        for record in records {
+            self.record_written(record);
         }
     }
 
@@ -274,12 +290,6 @@ impl Ledger {
     pub fn starts(&self) -> Vec<(Instant, usize, i64)> {
         self.book().starts.clone()
     }
-}
-
-/// The token a record's value names.
-pub fn token_of(value: &[u8]) -> Option<i64> {
-    let record: serde_json::Value = serde_json::from_slice(value).ok()?;
-    record.get("token")?.as_i64()
 }
 
 /// The outcome a record's value names.

@@ -97,55 +97,18 @@ impl Etcd {
         apply: impl FnOnce(&mut Store, Instant) -> Result<T, Refusal>,
     ) -> Result<T, Refusal> {
         let now = Instant::now();
-        let (answer, revision, expired, sooner, released, records) = {
+        let (answer, revision, sooner, news) = {
             let mut store = self.inner.store.lock().expect("not poisoned");
             let expired = store.expire(now);
             let before = store.next_expiry();
             let answer = apply(&mut store, now);
             let after = store.next_expiry();
             let sooner = after.is_some_and(|after| before.is_none_or(|before| after < before));
-            let released = std::mem::take(&mut store.released);
-            let findings = std::mem::take(&mut store.findings);
-            let records: Vec<_> = std::mem::take(&mut store.records)
-                .into_iter()
-                .map(
-                    |store::RecordWrite {
-                         key,
-                         value,
-                         replaced,
-                     }| {
-                        let ended = |value: &[u8]| {
-                            let token = ledger::token_of(value)?;
-                            Some((token, store.ended.get(&token).copied()))
-                        };
-                        let written = ended(&value);
-                        let over = replaced.as_deref().and_then(ended);
-                        (key, value, written, over)
-                    },
-                )
-                .collect();
-            (
-                answer,
-                store.revision,
-                expired,
-                sooner,
-                released,
-                (records, findings),
-            )
+            let news = store.take_news(expired);
+            (answer, store.revision, sooner, news)
         };
-        let (records, findings) = records;
-        self.inner.ledger.found(findings);
-        for lease in expired {
-            self.inner.ledger.lease_expired(lease);
-        }
-        for lease in released {
-            self.inner.ledger.key_released(lease);
-        }
-        for (key, value, written, over) in records {
-            self.inner
-                .ledger
-                .record_written(&key, &value, written, over);
-        }
+        // Told once the store is let go, as the ledger locks its own book.
+        self.inner.ledger.hear(news);
         let seen = self.inner.revision.swap(revision, Ordering::SeqCst);
         if seen != revision {
             self.inner.changed.notify_waiters();

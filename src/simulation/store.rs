@@ -118,6 +118,28 @@ pub struct Store {
     pub findings: Vec<String>,
 }
 
+/// What the world is to hear of since it last asked: the leases etcd let
+/// expire, those whose keys were deleted, the records written, and what
+/// the store itself saw break.
+#[derive(Debug, Default)]
+pub struct News {
+    pub expired: Vec<i64>,
+    pub released: Vec<i64>,
+    pub records: Vec<RecordJudged>,
+    pub findings: Vec<String>,
+}
+
+/// A run record written, with the runs it names: the token of the run it
+/// is of and of the run it replaced, each with the revision its key was
+/// deleted at, if it was.
+#[derive(Debug)]
+pub struct RecordJudged {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub written: Option<(i64, Option<i64>)>,
+    pub over: Option<(i64, Option<i64>)>,
+}
+
 /// A run record written: its key, its value, and the value it replaced.
 #[derive(Debug)]
 pub struct RecordWrite {
@@ -178,6 +200,40 @@ impl Store {
             .filter_map(|(key, _)| self.at(key, revision).cloned())
             .collect();
         Ok(found)
+    }
+
+    /// Everything the world is to hear of since it last asked, with the
+    /// leases that just `expired`.
+    pub fn take_news(&mut self, expired: Vec<i64>) -> News {
+        let records = std::mem::take(&mut self.records)
+            .into_iter()
+            .map(
+                |RecordWrite {
+                     key,
+                     value,
+                     replaced,
+                 }| {
+                    let ended = |value: &[u8]| {
+                        let token = token_of(value)?;
+                        Some((token, self.ended.get(&token).copied()))
+                    };
+                    let written = ended(&value);
+                    let over = replaced.as_deref().and_then(ended);
+                    RecordJudged {
+                        key,
+                        value,
+                        written,
+                        over,
+                    }
+                },
+            )
+            .collect();
+        News {
+            expired,
+            released: std::mem::take(&mut self.released),
+            records,
+            findings: std::mem::take(&mut self.findings),
+        }
     }
 
     /// Whether a lease exists (and has not expired: `expire` runs first).
@@ -442,7 +498,7 @@ impl Store {
         finished.extend_from_slice(b".last-finished");
         let recorded = self
             .at(&finished, self.revision)
-            .and_then(|kv| super::ledger::token_of(&kv.value));
+            .and_then(|kv| token_of(&kv.value));
         if recorded != Some(token) {
             self.findings.push(format!(
                 "revision {}: token {token}'s run resigned entitled, yet last-finished holds {recorded:?}",
@@ -592,4 +648,10 @@ pub fn range_answer(store: &Store, request: &PbRangeRequest) -> Result<PbRangeRe
         more,
         count,
     })
+}
+
+/// The token a run record's value names.
+pub fn token_of(value: &[u8]) -> Option<i64> {
+    let record: serde_json::Value = serde_json::from_slice(value).ok()?;
+    record.get("token")?.as_i64()
 }
