@@ -271,7 +271,8 @@ impl Store {
     }
 
     /// etcd elected a new raft leader: every lease runs its full TTL anew
-    /// (`../shared/etcd-notes.md`).
+    /// (etcd's lessor renews them all as the new leader takes over, so
+    /// expiry only ever comes later than a holder counts).
     pub fn leader_changed(&mut self, now: Instant) {
         let ids: Vec<i64> = self.leases.keys().copied().collect();
         for id in ids {
