@@ -12,7 +12,7 @@ use nix::sys::signal::Signal;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::host::{Behaviour, Replica, REPLICA};
+use super::host::{Behaviour, Pausable, Replica, REPLICA};
 use super::ledger::{Ledger, Rules};
 use super::network::{self, Link, Meanness, Network};
 use super::Etcd;
@@ -30,8 +30,16 @@ pub struct Setup {
     pub max_running: usize,
     pub once_per: Option<Duration>,
     pub wait: Vec<bool>,
+    /// Of those that wait, the ones with no --wait-timeout (a singleton
+    /// worker under systemd): they wait for as long as it takes.
+    pub wait_forever: Vec<bool>,
     pub fast: Vec<bool>,
     pub timeout: Vec<Option<Duration>>,
+    /// --dial-timeout: an attempt on one member may take its share among
+    /// the members (`Connection::attempt_timeout`), so with a short one a
+    /// request whose answer was lost is sent again, to the next member,
+    /// within the way out's bound.
+    pub dial_timeout: Duration,
     /// How much faster etcd's clock runs than the replicas'.
     pub rate: f64,
     /// How late every answer to each replica comes, while faults last: up
@@ -64,6 +72,11 @@ impl Setup {
                 .collect::<Vec<_>>()
         };
         let wait = per(&mut rng, 2);
+        let wait_forever = per(&mut rng, 2)
+            .into_iter()
+            .zip(&wait)
+            .map(|(forever, wait)| forever && *wait)
+            .collect();
         let fast = per(&mut rng, 2);
         let timeout = (0..replicas)
             .map(|_| (rng.below(4) == 0).then(|| Duration::from_secs(5 + rng.below(60) as u64)))
@@ -74,15 +87,10 @@ impl Setup {
                 _ => Duration::ZERO,
             })
             .collect();
+        let dial_timeout = Duration::from_millis([2_000, 1_000, 600][rng.below(3)]);
         // Within the model's DRIFT: a twentieth either way.
         let rate = 1.0 + (rng.below(101) as f64 - 50.0) / 1000.0;
-        let mean = rng.below(3);
-        let meanness = Meanness {
-            delayed: [0, 50, 200][mean],
-            dropped: [0, 5, 20][mean],
-            answer_lost: [0, 5, 20][mean],
-            longest_delay: ttl / [1, 4, 2][mean],
-        };
+        let meanness = meanness(&mut rng, ttl, members);
         let period = Duration::from_secs(60);
         let offsets = (0..replicas)
             .map(|_| Duration::from_millis(rng.below(2_000) as u64))
@@ -95,8 +103,10 @@ impl Setup {
             max_running,
             once_per,
             wait,
+            wait_forever,
             fast,
             timeout,
+            dial_timeout,
             rate,
             late,
             meanness,
@@ -106,6 +116,28 @@ impl Setup {
             calm: Duration::from_secs(240),
             whole_trace: false,
         }
+    }
+}
+
+/// How mean a world's network and hosts are: calm, mean, or meaner (one
+/// of three, from `rng`).
+fn meanness(rng: &mut Rng, ttl: Duration, members: usize) -> Meanness {
+    let mean = rng.below(3);
+    Meanness {
+        delayed: [0, 50, 200][mean],
+        dropped: [0, 5, 20][mean],
+        answer_lost: [0, 10, 40][mean],
+        longest_delay: ttl / [1, 4, 2][mean],
+        stopped: [10, 25, 50][mean],
+        longest_stop: ttl * 2,
+        stopped_at_stop: [50, 150, 250][mean],
+        cut_after: [0, 5, 10][mean],
+        cut_at_claim: [0, 50, 100][mean],
+        flaky_member: if members > 1 && rng.below(3) == 0 {
+            50 + rng.below(150) as u32
+        } else {
+            0
+        },
     }
 }
 
@@ -175,9 +207,12 @@ enum Fault {
     MemberDown,
     LeaderChange,
     Compact,
+    Pause,
+    SlowLink,
 }
 
-const FAULTS: [Fault; 7] = [
+/// The faults, each as often as it is listed.
+const FAULTS: [Fault; 11] = [
     Fault::KillReplica,
     Fault::Terminate,
     Fault::Interrupt,
@@ -185,6 +220,10 @@ const FAULTS: [Fault; 7] = [
     Fault::MemberDown,
     Fault::LeaderChange,
     Fault::Compact,
+    Fault::Pause,
+    Fault::SlowLink,
+    Fault::SlowLink,
+    Fault::SlowLink,
 ];
 
 impl World {
@@ -304,18 +343,28 @@ impl World {
     }
 
     fn behaviour(&mut self) -> Behaviour {
-        let long = self.rng.below(5) == 0;
-        let runs = if long {
-            Duration::from_millis(30_000 + self.rng.below(150_000) as u64)
-        } else {
-            Duration::from_millis(self.rng.below(20_000) as u64)
+        // A fifth run long; a fifth find nothing to do and are done at
+        // once (the runs that finish while one before them is still
+        // resigning).
+        let runs = match self.rng.below(5) {
+            0 => Duration::from_millis(30_000 + self.rng.below(150_000) as u64),
+            1 => Duration::from_millis(self.rng.below(300) as u64),
+            _ => Duration::from_millis(self.rng.below(20_000) as u64),
         };
         Behaviour {
             runs,
             code: [0, 0, 0, 1, 3][self.rng.below(5)],
-            term_ignored: self.rng.below(4) == 0,
-            leaves: if self.rng.below(8) == 0 {
+            term_ignored: self.rng.below(3) == 0,
+            leaves: if self.rng.below(3) == 0 {
                 Duration::from_millis(self.rng.below(5_000) as u64)
+            } else {
+                Duration::ZERO
+            },
+            // SIGKILL takes a moment for some: well within the kill
+            // schedule's margin (a fifth of its floor), as a process
+            // leaving a slow write does.
+            dies_slowly: if self.rng.below(3) == 0 {
+                Duration::from_millis(1 + self.rng.below(40) as u64)
             } else {
                 Duration::ZERO
             },
@@ -339,7 +388,7 @@ impl World {
             election: "nightly".into(),
             ttl: setup.ttl,
             wait,
-            wait_timeout: wait.then(|| Duration::from_secs(120)),
+            wait_timeout: (wait && !setup.wait_forever[index]).then(|| Duration::from_secs(120)),
             conflict_code: 75,
             once_per: setup.once_per,
             kill_signal: Signal::SIGTERM,
@@ -371,7 +420,7 @@ impl World {
             .collect();
         let options = crate::etcd::Options {
             endpoints: Some(endpoints.join(",")),
-            dial_timeout: Duration::from_secs(2),
+            dial_timeout: setup.dial_timeout,
             cacert: None,
             cert: None,
             key: None,
@@ -403,7 +452,10 @@ impl World {
         let exited = replica.clone();
         let run = REPLICA.scope(
             replica.clone(),
-            crate::run::run(config, options, crate::child::env::Etcdctl::default()),
+            Pausable::new(
+                replica.clone(),
+                crate::run::run(config, options, crate::child::env::Etcdctl::default()),
+            ),
         );
         let task = tokio::task::spawn_local(run);
         let abort = task.abort_handle();
@@ -446,9 +498,14 @@ impl World {
         if self.running.is_empty() {
             return;
         }
-        // Half the time, one whose command runs: stops are where
-        // the kill sequence and the way out are.
-        let leading = self.ledger.leading();
+        // Half the time, one whose command runs: stops are where the kill
+        // sequence and the way out are. A pause, one whose command is being
+        // stopped when there is one: a pause that outlasts the lease there
+        // is where a run wakes to find its job gone and its key gone too.
+        let leading = match fault {
+            Fault::Pause if !self.ledger.stopping().is_empty() => self.ledger.stopping(),
+            _ => self.ledger.leading(),
+        };
         let candidates: Vec<usize> = (0..self.running.len())
             .filter(|index| leading.contains(&self.running[*index].replica.pid))
             .collect();
@@ -476,6 +533,14 @@ impl World {
             Fault::Terminate => {
                 let _ = invocation.signals.send(protocol::signal::Signal::SIGTERM);
             }
+            Fault::Pause => {
+                let length = self
+                    .setup
+                    .ttl
+                    .mul_f64(0.5 + self.rng.below(25) as f64 / 10.0);
+                self.ledger
+                    .pause(invocation.replica.index, Instant::now() + length);
+            }
             _ => {
                 let _ = invocation.signals.send(protocol::signal::Signal::SIGINT);
             }
@@ -486,20 +551,35 @@ impl World {
         let fault = FAULTS[self.rng.below(FAULTS.len())];
         let ttl = self.setup.ttl;
         match fault {
-            Fault::KillReplica | Fault::Terminate | Fault::Interrupt => self.signal_one(fault),
+            Fault::KillReplica | Fault::Terminate | Fault::Interrupt | Fault::Pause => {
+                self.signal_one(fault)
+            }
             Fault::Cut => {
-                let leading = self.ledger.leading();
-                let leader = self
-                    .running
-                    .iter()
-                    .find(|invocation| leading.contains(&invocation.replica.pid))
-                    .map(|invocation| invocation.replica.index);
-                let replica = match leader {
+                let replica = match self.leader() {
                     Some(leader) if self.rng.below(2) == 0 => leader,
                     _ => self.rng.below(self.setup.replicas),
                 };
                 let length = ttl.mul_f64(0.2 + self.rng.below(30) as f64 / 10.0);
                 self.network.cut(replica, length);
+            }
+            Fault::SlowLink => {
+                // Every answer to one replica (half the time, the
+                // leader's) late by 0.08 to 0.2 TTL for a few TTLs, about
+                // the keeper's acknowledgement timeout (a sixth): renewals
+                // land on etcd, their acknowledgements come in time but
+                // late, or miss the timeout and the run loses a lease etcd
+                // still holds. Half
+                // the time the link then fails: the late acknowledgements
+                // were the last, and the lease runs out on etcd.
+                let replica = match self.leader() {
+                    Some(leader) if self.rng.below(2) == 0 => leader,
+                    _ => self.rng.below(self.setup.replicas),
+                };
+                let late = ttl.mul_f64((80 + self.rng.below(120)) as f64 / 1000.0);
+                let length = ttl.mul_f64(1.0 + self.rng.below(30) as f64 / 10.0);
+                let then_cut = (self.rng.below(2) == 0)
+                    .then(|| ttl.mul_f64(0.5 + self.rng.below(20) as f64 / 10.0));
+                self.network.slow_for(replica, late, length, then_cut);
             }
             Fault::MemberDown => {
                 let member = self.rng.below(self.setup.members);
@@ -509,6 +589,15 @@ impl World {
             Fault::LeaderChange => self.etcd.leader_changed(),
             Fault::Compact => self.etcd.compact(self.rng.below(20) as i64),
         }
+    }
+
+    /// The replica of a leaderrun whose job runs, if one does.
+    fn leader(&self) -> Option<usize> {
+        let leading = self.ledger.leading();
+        self.running
+            .iter()
+            .find(|invocation| leading.contains(&invocation.replica.pid))
+            .map(|invocation| invocation.replica.index)
     }
 
     /// Once faults heal, runs start again (where a window or a wait does
@@ -541,21 +630,27 @@ impl World {
         }
     }
 
-    /// No leaderrun waits for ever once faults heal: one that started
-    /// long enough before the end (its --wait-timeout, a few TTLs of
-    /// campaigning and stopping, a minute of slack) and has no job
-    /// running is stuck.
+    /// No leaderrun is stuck once faults heal: one that started long
+    /// enough before the end (its --wait-timeout, a few TTLs of
+    /// campaigning and stopping, a minute of slack) and has no job running
+    /// is stuck, unless it has no --wait-timeout and its key is in line
+    /// (it is queued, behind runs that came before it).
     fn stuck(&mut self, end: Instant) {
         let bound = Duration::from_secs(120 + 60) + self.setup.ttl * 8;
         let leading = self.ledger.leading();
+        let in_line = self.etcd.in_line("nightly/");
         for invocation in &self.running {
             let started = invocation.started;
             let done = invocation.done.load(Ordering::SeqCst);
-            if done || leading.contains(&invocation.replica.pid) || started + bound > end {
+            let pid = invocation.replica.pid;
+            if done || leading.contains(&pid) || started + bound > end {
+                continue;
+            }
+            if self.setup.wait_forever[invocation.replica.index] && in_line.contains(&pid) {
                 continue;
             }
             let line = format!(
-                "stuck: replica {}'s leaderrun (pid {}), started at {:?}, still runs at the end ({:?}) with no job",
+                "stuck: replica {}'s leaderrun (pid {}), started at {:?}, still runs at the end ({:?}) with no job and no key in line",
                 invocation.replica.index,
                 invocation.replica.pid,
                 started - self.began,

@@ -5,14 +5,18 @@
 //! is the production code.
 //!
 //! A job is described by its command's words (the world writes them from
-//! the seed): `sim-job RUN_MS CODE [term-ignored] [leaves=MS]
+//! the seed): `sim-job RUN_MS CODE [term-ignored] [leaves=MS] [dies=MS]
 //! [spawn-fails]`. It exits with CODE after RUN_MS unless a signal ends it
 //! first; with `term-ignored` only SIGKILL does; with `leaves=MS` its
-//! descendants outlive it by MS.
+//! descendants outlive it by MS; with `dies=MS` SIGKILL takes MS to end
+//! it (uninterruptible sleep).
 
 use std::ffi::OsString;
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -46,6 +50,52 @@ pub struct Replica {
     pub tasks: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
+impl Replica {
+    fn paused_until(&self) -> Option<Instant> {
+        self.ledger.paused_until(self.index)
+    }
+}
+
+/// One of a replica's tasks (its run, or one the run spawned), held still
+/// while the replica is stopped: polled then, it waits out the pause
+/// first. What woke it meanwhile is still there when it is polled again,
+/// as a stopped process finds its timers due and its sockets full.
+pub struct Pausable<F> {
+    replica: Arc<Replica>,
+    task: Pin<Box<F>>,
+    resume: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<F: Future> Pausable<F> {
+    pub fn new(replica: Arc<Replica>, task: F) -> Pausable<F> {
+        Pausable {
+            replica,
+            task: Box::pin(task),
+            resume: None,
+        }
+    }
+}
+
+impl<F: Future> Future for Pausable<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if let Some(until) = self.replica.paused_until() {
+            if until > Instant::now() {
+                let resume = self
+                    .resume
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+                resume.as_mut().reset(until);
+                if resume.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+            }
+        }
+        self.resume = None;
+        self.task.as_mut().poll(cx)
+    }
+}
+
 fn replica() -> Arc<Replica> {
     REPLICA
         .try_with(Arc::clone)
@@ -64,6 +114,7 @@ pub struct Behaviour {
     pub code: i32,
     pub term_ignored: bool,
     pub leaves: Duration,
+    pub dies_slowly: Duration,
     pub spawn_fails: bool,
 }
 
@@ -79,6 +130,9 @@ impl Behaviour {
         }
         if !self.leaves.is_zero() {
             words.push(format!("leaves={}", self.leaves.as_millis()).into());
+        }
+        if !self.dies_slowly.is_zero() {
+            words.push(format!("dies={}", self.dies_slowly.as_millis()).into());
         }
         if self.spawn_fails {
             words.push("spawn-fails".into());
@@ -102,6 +156,9 @@ impl Behaviour {
             match word.split_once('=') {
                 Some(("leaves", ms)) => {
                     behaviour.leaves = Duration::from_millis(ms.parse().unwrap_or(0));
+                }
+                Some(("dies", ms)) => {
+                    behaviour.dies_slowly = Duration::from_millis(ms.parse().unwrap_or(0));
                 }
                 _ if word == "term-ignored" => behaviour.term_ignored = true,
                 _ if word == "spawn-fails" => behaviour.spawn_fails = true,
@@ -193,9 +250,13 @@ impl Child {
             code: behaviour.code,
             term_ignored: behaviour.term_ignored,
             leaves: behaviour.leaves,
+            dies_slowly: behaviour.dies_slowly,
+            ended_by: None,
             status: None,
             gone_at: None,
             started: now,
+            overslept: false,
+            signalled: false,
         };
         // Judged before the ledger is: etcd's expiry may tell the ledger.
         let lease_held = super::etcd().is_none_or(|etcd| etcd.holds_lease(job.lease));
@@ -234,8 +295,22 @@ impl Child {
     pub fn follow_stop(&mut self, _signal: Signal, _may_continue: impl FnOnce() -> bool) {}
 
     pub fn signal_job(&self, signal: Signal) {
-        self.with(|job, now| job.signal(signal, now));
+        let first_stop = self.with(|job, now| {
+            let before = job.signalled;
+            job.signal(signal, now);
+            !before && job.signalled && signal != Signal::SIGKILL
+        });
         self.changed.notify_waiters();
+        // The kill sequence begun: at times leaderrun is stopped right
+        // after (`Network::stops_stopper`).
+        let stopped = first_stop
+            .then(super::network)
+            .flatten()
+            .and_then(|network| network.stops_stopper());
+        if let Some(length) = stopped {
+            let until = Instant::now() + length;
+            self.replica.ledger.pause(self.replica.index, until);
+        }
     }
 
     pub async fn wait_job_gone(&mut self, until: crate::clock::Instant) -> bool {
@@ -267,9 +342,12 @@ impl Child {
         alive
     }
 
-    pub async fn kill_job(&mut self, _limit: Duration) {
+    /// SIGKILL, then a wait for the job to die within `limit`, as the
+    /// real one (which sends it again meanwhile, to what it finds).
+    pub async fn kill_job(&mut self, limit: Duration) {
         self.signal_job(Signal::SIGKILL);
-        self.seen_gone = true;
+        let until = <crate::clock::Instant as crate::clock::Now>::now() + limit;
+        self.wait_job_gone(until).await;
     }
 
     pub fn gone(&self) -> Option<JobGone> {
@@ -280,7 +358,8 @@ impl Child {
 }
 
 impl Drop for Child {
-    /// KillOnDrop, as the real child; but a leaderrun killed by SIGKILL runs
+    /// KillOnDrop, as the real child (a job let go of alive is a finding:
+    /// [`Ledger::let_go_alive`]); but a leaderrun killed by SIGKILL runs
     /// no destructor: its guardian kills the job a moment later.
     fn drop(&mut self) {
         if self.seen_gone {
@@ -291,7 +370,11 @@ impl Drop for Child {
             .killed
             .load(std::sync::atomic::Ordering::SeqCst);
         if !killed {
-            self.signal_job(Signal::SIGKILL);
+            let alive = self.with(|job, now| job.alive(now).then_some((job.replica, job.token)));
+            if let Some((replica, token)) = alive {
+                self.replica.ledger.let_go_alive(replica, token);
+                self.signal_job(Signal::SIGKILL);
+            }
             return;
         }
         let (job, changed) = (self.job.clone(), self.changed.clone());
@@ -307,7 +390,8 @@ impl Drop for Child {
 }
 
 /// `crate::host::spawn`, simulated: the task is the replica's, so that a
-/// SIGKILL of the replica ends it too, and it reaches the replica's host.
+/// SIGKILL of the replica ends it too, a SIGSTOP holds it still, and it
+/// reaches the replica's host.
 pub fn spawn<F>(task: F) -> tokio::task::JoinHandle<F::Output>
 where
     F: std::future::Future + Send + 'static,
@@ -315,6 +399,7 @@ where
 {
     match REPLICA.try_with(Arc::clone) {
         Ok(replica) => {
+            let task = Pausable::new(replica.clone(), task);
             let handle = tokio::spawn(REPLICA.scope(replica.clone(), task));
             replica
                 .tasks

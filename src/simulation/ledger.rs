@@ -36,6 +36,8 @@ struct Book {
     last_gone: Option<Instant>,
     /// Every job by its token, for what records say of it.
     by_token: BTreeMap<i64, Arc<Mutex<Job>>>,
+    /// Replicas stopped (SIGSTOP) until then.
+    paused: BTreeMap<usize, Instant>,
 }
 
 /// The world's ledger, shared by every replica's host and by etcd.
@@ -95,7 +97,10 @@ impl Ledger {
         let running = book
             .jobs
             .values()
-            .filter(|(other, _)| other.lock().expect("not poisoned").alive(now))
+            .filter(|(other, _)| {
+                let other = other.lock().expect("not poisoned");
+                other.alive(now) && !other.overslept
+            })
             .count();
         if running >= self.rules.max_running {
             let line = format!(
@@ -171,7 +176,7 @@ impl Ledger {
             .filter_map(|(job, _)| {
                 let mut job = job.lock().expect("not poisoned");
                 job.settle(now);
-                (job.lease == lease && job.alive(now)).then(|| {
+                (job.lease == lease && job.alive(now) && !job.overslept).then(|| {
                     format!(
                         "at {at}: {what} while replica {}'s job (token {}, started {}) was alive",
                         job.replica,
@@ -185,18 +190,31 @@ impl Ledger {
     }
 
     /// A record was written: last-finished never goes back to a run
-    /// whose key went before the replaced one's; a success recorded is a
-    /// job that exited 0.
+    /// whose key went before the replaced one's, nor to a lost run over
+    /// one written after the lost run's win (its job ended at its loss,
+    /// before that run's, however late it reached etcd); a success
+    /// recorded is a job that exited 0.
     fn record_written(&self, record: RecordJudged) {
         let RecordJudged {
             key,
             value,
             written,
             over,
+            over_written_at,
         } = record;
         let at = self.at(Instant::now());
         let which = String::from_utf8_lossy(&key).into_owned();
         let mut book = self.book();
+        let proven_at = field_of(&value, "proven_at").and_then(|at| at.as_i64());
+        if let (Some(proven_at), Some(over_at)) = (proven_at, over_written_at) {
+            let lost = outcome_of(&value).as_deref() == Some("lost");
+            if lost && over_at > proven_at && which.ends_with(".last-finished") {
+                book.violations.push(format!(
+                    "at {at}: {which} went to a lost run (token {:?}, proven at revision {proven_at}) over a record written at {over_at}, after its win",
+                    written.map(|(token, _)| token)
+                ));
+            }
+        }
         if let (Some((token, Some(ended))), Some((replaced, Some(replaced_ended)))) =
             (written, over)
         {
@@ -253,6 +271,16 @@ impl Ledger {
 
     /// The leaderruns whose jobs are alive now.
     pub fn leading(&self) -> Vec<u32> {
+        self.with_jobs(|_| true)
+    }
+
+    /// The leaderruns whose jobs are alive and being stopped now.
+    pub fn stopping(&self) -> Vec<u32> {
+        self.with_jobs(|job| job.signalled)
+    }
+
+    /// The leaderruns whose jobs are alive now and `chosen`.
+    fn with_jobs(&self, chosen: impl Fn(&Job) -> bool) -> Vec<u32> {
         let now = Instant::now();
         let book = self.book();
         book.jobs
@@ -260,7 +288,7 @@ impl Ledger {
             .filter_map(|(job, _)| {
                 let mut job = job.lock().expect("not poisoned");
                 job.settle(now);
-                job.alive(now).then_some(job.leaderrun)
+                (job.alive(now) && chosen(&job)).then_some(job.leaderrun)
             })
             .collect()
     }
@@ -283,6 +311,42 @@ impl Ledger {
         last
     }
 
+    /// Replica `replica` is stopped (SIGSTOP: a paused VM, a machine
+    /// swapping hard) until `until`: none of its leaderruns' tasks runs
+    /// meanwhile (`host::Pausable`), and its jobs run on. A job alive now
+    /// is the documented exception: nothing can stop it before its lease
+    /// expires, so it is held to no property of exclusion.
+    pub fn pause(&self, replica: usize, until: Instant) {
+        let now = Instant::now();
+        let mut book = self.book();
+        let paused = book.paused.entry(replica).or_insert(until);
+        *paused = (*paused).max(until);
+        for (job, _) in book.jobs.values() {
+            let mut job = job.lock().expect("not poisoned");
+            if job.replica == replica && job.alive(now) {
+                job.overslept = true;
+            }
+        }
+    }
+
+    /// Until when replica `replica` is stopped, if it was.
+    pub fn paused_until(&self, replica: usize) -> Option<Instant> {
+        self.book().paused.get(&replica).copied()
+    }
+
+    /// A live leaderrun let go of its job while it was alive: the kill
+    /// sequence never saw it gone, and only KillOnDrop (the last line, for
+    /// a run that ends by a path nobody planned) stopped it. On every
+    /// planned way out the job is seen gone first.
+    pub fn let_go_alive(&self, replica: usize, token: i64) {
+        let at = self.at(Instant::now());
+        let line = format!(
+            "at {at}: replica {}'s run let go of its job (token {}) alive: it was killed by KillOnDrop, not by the kill sequence",
+            replica, token
+        );
+        self.book().violations.push(line);
+    }
+
     pub fn violations(&self) -> Vec<String> {
         self.book().violations.clone()
     }
@@ -294,6 +358,11 @@ impl Ledger {
 
 /// The outcome a record's value names.
 fn outcome_of(value: &[u8]) -> Option<String> {
-    let record: serde_json::Value = serde_json::from_slice(value).ok()?;
-    Some(record.get("outcome")?.as_str()?.to_string())
+    Some(field_of(value, "outcome")?.as_str()?.to_string())
+}
+
+/// A field of a run record's JSON.
+fn field_of(value: &[u8], name: &str) -> Option<serde_json::Value> {
+    let mut record: serde_json::Value = serde_json::from_slice(value).ok()?;
+    Some(record.get_mut(name)?.take())
 }

@@ -159,6 +159,32 @@ impl Etcd {
         }
     }
 
+    /// The pids of the leaderruns whose keys are in line under `prefix`
+    /// now (each key's value names its holder).
+    pub fn in_line(&self, prefix: &str) -> Vec<u32> {
+        let store = self.inner.store.lock().expect("not poisoned");
+        let mut end = prefix.as_bytes().to_vec();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let range = store::KeyRange::new(prefix.as_bytes().to_vec(), end);
+        store
+            .range(&range, store.revision)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|kv| {
+                let holder: serde_json::Value = serde_json::from_slice(&kv.value).ok()?;
+                u32::try_from(holder.get("pid")?.as_u64()?).ok()
+            })
+            .collect()
+    }
+
+    /// Replica `replica` is stopped (SIGSTOP) until `until`
+    /// ([`Ledger::pause`]).
+    pub fn pause(&self, replica: usize, until: Instant) {
+        self.inner.ledger.pause(replica, until);
+    }
+
     /// A raft leader change: every lease runs its full TTL anew.
     pub fn leader_changed(&self) {
         let _ = self.apply(|store, now| {
@@ -227,6 +253,11 @@ pub fn enter(etcd: Etcd, network: Network) {
 /// The etcd this thread's world runs, if it runs one.
 pub fn etcd() -> Option<Etcd> {
     WORLD.with(|world| world.borrow().as_ref().map(|(etcd, _)| etcd.clone()))
+}
+
+/// The network this thread's world runs, if it runs one.
+pub fn network() -> Option<Network> {
+    WORLD.with(|world| world.borrow().as_ref().map(|(_, network)| network.clone()))
 }
 
 pub fn leave() {

@@ -40,6 +40,26 @@ pub struct Meanness {
     pub answer_lost: u32,
     /// The longest delay, either way.
     pub longest_delay: Duration,
+    /// Per mille of requests after which their sender is stopped
+    /// (SIGSTOP), for up to `longest_stop`: the answer finds it asleep.
+    pub stopped: u32,
+    pub longest_stop: Duration,
+    /// Per mille of kill sequences at whose --kill-signal the leaderrun
+    /// is stopped too, for up to `longest_stop` (a machine that thrashes
+    /// as the job is stopped).
+    pub stopped_at_stop: u32,
+    /// Per mille of requests after which their sender is cut off, for up
+    /// to `longest_stop`: its next request, whatever it is, is lost.
+    pub cut_after: u32,
+    /// Per mille of claims (a key put in line, a proof that rewrites it,
+    /// a `--once-per` window claimed) at which their sender is cut off,
+    /// for up to `longest_stop`: the claim is lost, and the lease may
+    /// expire before the run can reach etcd again.
+    pub cut_at_claim: u32,
+    /// Per mille of the answers of member 0 lost on top (a proxy in front
+    /// of it that drops answers it finds slow): requests applied whose
+    /// client tries the next member.
+    pub flaky_member: u32,
 }
 
 impl Meanness {
@@ -48,6 +68,12 @@ impl Meanness {
         dropped: 0,
         answer_lost: 0,
         longest_delay: Duration::ZERO,
+        stopped: 0,
+        longest_stop: Duration::ZERO,
+        stopped_at_stop: 0,
+        cut_after: 0,
+        cut_at_claim: 0,
+        flaky_member: 0,
     };
 }
 
@@ -118,6 +144,38 @@ impl Network {
         state.late[replica] = late;
     }
 
+    /// Every answer to `replica` comes `late` for `length`, then as late
+    /// as it did before.
+    /// Then, with `then_cut`, it is cut off for that long (a link that
+    /// degrades, then fails: the acknowledgements that came late were the
+    /// last).
+    pub fn slow_for(
+        &self,
+        replica: usize,
+        late: Duration,
+        length: Duration,
+        then_cut: Option<Duration>,
+    ) {
+        let before = {
+            let state = self.state();
+            if state.healed {
+                return;
+            }
+            state.late.get(replica).copied().unwrap_or_default()
+        };
+        self.answer_late(replica, before.max(late));
+        let network = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(length).await;
+            if !network.state().healed {
+                network.answer_late(replica, before);
+                if let Some(cut) = then_cut {
+                    network.cut(replica, cut);
+                }
+            }
+        });
+    }
+
     /// Every fault ends now, for good.
     pub fn heal(&mut self) {
         let mut state = self.state();
@@ -160,13 +218,16 @@ impl Network {
         let meanness = state.meanness;
         let late = state.late.get(link.replica).copied().unwrap_or_default();
         let roll = state.rng.below(1000) as u32;
+        let flaky = link.member == 0
+            && meanness.flaky_member > 0
+            && (state.rng.below(1000) as u32) < meanness.flaky_member;
         let delay = |rng: &mut Rng| {
             let longest = meanness.longest_delay.as_millis() as u64;
             Duration::from_millis(rng.below(longest.max(1) as usize) as u64)
         };
         if roll < meanness.dropped {
             Fate::Dropped
-        } else if roll < meanness.dropped + meanness.answer_lost {
+        } else if flaky || roll < meanness.dropped + meanness.answer_lost {
             Fate::AnswerLost {
                 before: delay(&mut state.rng),
             }
@@ -180,6 +241,54 @@ impl Network {
                 after: Duration::from_micros(200) + late,
             }
         }
+    }
+
+    /// Whether the sender of the request just sent on `link` is stopped
+    /// now, and for how long (cut off instead, it is done here).
+    pub fn stops_sender(&self, link: Link) -> Option<Duration> {
+        let mut state = self.state();
+        let meanness = state.meanness;
+        let roll = state.rng.below(1000) as u32;
+        if roll >= meanness.stopped + meanness.cut_after {
+            return None;
+        }
+        let longest = meanness.longest_stop.as_millis() as usize;
+        let length = Duration::from_millis(1 + state.rng.below(longest.max(1)) as u64);
+        if roll < meanness.stopped {
+            return Some(length);
+        }
+        drop(state);
+        self.cut(link.replica, length);
+        None
+    }
+
+    /// Cuts the sender of a claim off before the claim arrives,
+    /// at times ([`Meanness::cut_at_claim`]).
+    pub fn cut_at_claim(&self, link: Link) {
+        let length = {
+            let mut state = self.state();
+            let meanness = state.meanness;
+            if state.rng.below(1000) as u32 >= meanness.cut_at_claim {
+                return;
+            }
+            let longest = meanness.longest_stop.as_millis() as usize;
+            Duration::from_millis(1 + state.rng.below(longest.max(1)) as u64)
+        };
+        self.cut(link.replica, length);
+    }
+
+    /// Whether a leaderrun that just sent its job --kill-signal is
+    /// stopped now, and for how long.
+    pub fn stops_stopper(&self) -> Option<Duration> {
+        let mut state = self.state();
+        let meanness = state.meanness;
+        if state.rng.below(1000) as u32 >= meanness.stopped_at_stop {
+            return None;
+        }
+        let longest = meanness.longest_stop.as_millis() as usize;
+        Some(Duration::from_millis(
+            1 + state.rng.below(longest.max(1)) as u64,
+        ))
     }
 
     /// A number from the network's own choices (a stream cut, a late

@@ -88,9 +88,15 @@ impl Member {
         what: &'static str,
         apply: impl FnOnce(&mut Store, Instant) -> Result<T, Refusal>,
     ) -> Answer<T> {
+        if what == "claim" {
+            self.network.cut_at_claim(self.link);
+        }
         let fate = self.network.fate(self.link);
         if matches!(fate, Fate::Refused | Fate::Dropped) {
             self.etcd.trace(self.link, what, &fate, false);
+        }
+        if let Some(length) = self.network.stops_sender(self.link) {
+            self.etcd.pause(self.link.replica, Instant::now() + length);
         }
         let (before, after, answered) = match fate {
             Fate::Refused => return Err(Status::unavailable("etcdserver: no leader")),
@@ -154,7 +160,16 @@ impl PbKvService for Member {
 
     async fn txn(&self, request: Request<PbTxnRequest>) -> Answer<PbTxnResponse> {
         let request = request.into_inner();
-        self.unary("txn", move |store, _| {
+        // A place taken: a key put in line (a join, or a proof that
+        // rewrites it), or a --once-per window claimed.
+        let claims = request.success.iter().any(|op| match &op.request {
+            Some(PbTxnOpRequest::RequestPut(put)) => {
+                put.key.ends_with(b".once-per") || (put.lease != 0 && put.key.contains(&b'/'))
+            }
+            _ => false,
+        });
+        let what = if claims { "claim" } else { "txn" };
+        self.unary(what, move |store, _| {
             let (succeeded, answers) =
                 store.txn(&request.compare, &request.success, &request.failure)?;
             Ok(PbTxnResponse {

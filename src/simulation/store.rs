@@ -131,21 +131,24 @@ pub struct News {
 
 /// A run record written, with the runs it names: the token of the run it
 /// is of and of the run it replaced, each with the revision its key was
-/// deleted at, if it was.
+/// deleted at, if it was; and the revision the replaced record was
+/// written at.
 #[derive(Debug)]
 pub struct RecordJudged {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
     pub written: Option<(i64, Option<i64>)>,
     pub over: Option<(i64, Option<i64>)>,
+    pub over_written_at: Option<i64>,
 }
 
-/// A run record written: its key, its value, and the value it replaced.
+/// A run record written: its key, its value, and the value it replaced
+/// with the revision that one was written at.
 #[derive(Debug)]
 pub struct RecordWrite {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
-    pub replaced: Option<Vec<u8>>,
+    pub replaced: Option<(Vec<u8>, i64)>,
 }
 
 impl Store {
@@ -218,12 +221,13 @@ impl Store {
                         Some((token, self.ended.get(&token).copied()))
                     };
                     let written = ended(&value);
-                    let over = replaced.as_deref().and_then(ended);
+                    let over = replaced.as_ref().and_then(|(value, _)| ended(value));
                     RecordJudged {
                         key,
                         value,
                         written,
                         over,
+                        over_written_at: replaced.map(|(_, at)| at),
                     }
                 },
             )
@@ -397,11 +401,12 @@ impl Store {
             self.record_puts += 1;
         }
         if key.ends_with(b".last-finished") || key.ends_with(b".last-succeeded") {
-            let replaced = previous.as_ref().map(|old| old.value.clone());
             self.records.push(RecordWrite {
                 key: key.to_vec(),
                 value: kv.value.clone(),
-                replaced,
+                replaced: previous
+                    .as_ref()
+                    .map(|old| (old.value.clone(), old.mod_revision)),
             });
         }
         self.keys
@@ -473,8 +478,39 @@ impl Store {
         }
         if succeeded && self.record_puts > records_before {
             self.judge_resignation(compare);
+            self.judge_unconditioned(compare, ops);
         }
         Ok((succeeded, answers))
+    }
+
+    /// A `last-finished` written as the entitled resignation writes it
+    /// (a put of its own, on no comparison of that record) is rightful only
+    /// while the run's key is still its own: a run whose key went before
+    /// this revision claims an end that may not be the last (a run that
+    /// came after it may have finished since).
+    fn judge_unconditioned(&mut self, compare: &[PbCompare], ops: &[PbTxnRequestOp]) {
+        for op in ops {
+            let Some(PbTxnOpRequest::RequestPut(put)) = &op.request else {
+                continue;
+            };
+            let guarded = compare.iter().any(|compare| compare.key == put.key);
+            if guarded || !put.key.ends_with(b".last-finished") {
+                continue;
+            }
+            let Some(token) = token_of(&put.value) else {
+                continue;
+            };
+            if let Some(ended) = self
+                .ended
+                .get(&token)
+                .filter(|ended| **ended < self.revision)
+            {
+                self.findings.push(format!(
+                    "revision {}: token {token}'s run wrote last-finished as entitled, though its key went at revision {ended}",
+                    self.revision
+                ));
+            }
+        }
     }
 
     /// A transaction that deleted a run's key, on the comparison that it
