@@ -273,14 +273,12 @@ impl World {
             if now >= end {
                 break;
             }
-            if !healed && now >= healed_at {
-                healed = true;
-                self.network.heal();
-            }
-            // The next of: a cron firing, a fault, a compaction.
+            // The next of: a cron firing, a fault, the healing, a
+            // compaction.
             let next = [
                 Some(tick),
                 (!healed).then_some(next_fault),
+                (!healed).then_some(healed_at),
                 Some(next_compaction),
             ]
             .into_iter()
@@ -289,6 +287,12 @@ impl World {
             .expect("a firing is always next");
             tokio::time::sleep_until(next.min(end)).await;
             let now = Instant::now();
+            // Healed before anything else due then: a run fired at this
+            // instant starts in a calm world.
+            if !healed && now >= healed_at {
+                healed = true;
+                self.network.heal();
+            }
             if now >= tick {
                 if std::env::var_os("LEADERRUN_SIM_VERBOSE").is_some() {
                     let (_, requests, _) = self.etcd.trace_summary();
@@ -448,6 +452,9 @@ impl World {
         let (config, options) = self.options(index, pid, &behaviour);
         let done = Arc::new(AtomicBool::new(false));
         let (exits, violations) = (self.exits.clone(), self.violations.clone());
+        // Started in a calm world: nothing can take its leadership.
+        let calm = Instant::now() >= self.began + self.setup.faulty;
+        let (began, started) = (self.began, Instant::now());
         let finished = done.clone();
         let exited = replica.clone();
         let run = REPLICA.scope(
@@ -463,6 +470,14 @@ impl World {
             match task.await {
                 Ok(result) => {
                     let code = result.unwrap_or(125);
+                    if calm && code == protocol::exit::Exit::LeadershipLost.code() {
+                        let line = format!(
+                            "at {:?}: replica {index}'s leaderrun, started at {:?} after faults healed, lost its leadership",
+                            Instant::now() - began,
+                            started - began
+                        );
+                        violations.lock().expect("not poisoned").push(line);
+                    }
                     let mut exits = exits.lock().expect("not poisoned");
                     match exits.iter_mut().find(|(seen, _)| *seen == code) {
                         Some((_, count)) => *count += 1,
