@@ -226,6 +226,37 @@ const FAULTS: [Fault; 11] = [
     Fault::SlowLink,
 ];
 
+/// What the world keeps of each leaderrun's end.
+struct Ends {
+    ledger: Ledger,
+    exits: Arc<Mutex<Vec<(i32, u64)>>>,
+    violations: Arc<Mutex<Vec<String>>>,
+    began: Instant,
+}
+
+impl Ends {
+    /// Leaderrun `pid` on replica `index`, started then (and whether after
+    /// faults healed), exited with `code`: counted, and held to its
+    /// command's exit and, started in a calm world, to keeping its
+    /// leadership.
+    fn exited(&self, index: usize, pid: u32, (started, calm): (Instant, bool), code: i32) {
+        self.ledger.exited(pid, code);
+        if calm && code == protocol::exit::Exit::LeadershipLost.code() {
+            let line = format!(
+                "at {:?}: replica {index}'s leaderrun, started at {:?} after faults healed, lost its leadership",
+                Instant::now() - self.began,
+                started - self.began
+            );
+            self.violations.lock().expect("not poisoned").push(line);
+        }
+        let mut exits = self.exits.lock().expect("not poisoned");
+        match exits.iter_mut().find(|(seen, _)| *seen == code) {
+            Some((_, count)) => *count += 1,
+            None => exits.push((code, 1)),
+        }
+    }
+}
+
 impl World {
     fn new(setup: &Setup) -> World {
         crate::clock::simulated::begin();
@@ -451,10 +482,15 @@ impl World {
         });
         let (config, options) = self.options(index, pid, &behaviour);
         let done = Arc::new(AtomicBool::new(false));
-        let (exits, violations) = (self.exits.clone(), self.violations.clone());
+        let ends = Ends {
+            ledger: self.ledger.clone(),
+            exits: self.exits.clone(),
+            violations: self.violations.clone(),
+            began: self.began,
+        };
         // Started in a calm world: nothing can take its leadership.
         let calm = Instant::now() >= self.began + self.setup.faulty;
-        let (began, started) = (self.began, Instant::now());
+        let started = Instant::now();
         let finished = done.clone();
         let exited = replica.clone();
         let run = REPLICA.scope(
@@ -468,25 +504,10 @@ impl World {
         let abort = task.abort_handle();
         tokio::task::spawn_local(async move {
             match task.await {
-                Ok(result) => {
-                    let code = result.unwrap_or(125);
-                    if calm && code == protocol::exit::Exit::LeadershipLost.code() {
-                        let line = format!(
-                            "at {:?}: replica {index}'s leaderrun, started at {:?} after faults healed, lost its leadership",
-                            Instant::now() - began,
-                            started - began
-                        );
-                        violations.lock().expect("not poisoned").push(line);
-                    }
-                    let mut exits = exits.lock().expect("not poisoned");
-                    match exits.iter_mut().find(|(seen, _)| *seen == code) {
-                        Some((_, count)) => *count += 1,
-                        None => exits.push((code, 1)),
-                    }
-                }
+                Ok(result) => ends.exited(index, pid, (started, calm), result.unwrap_or(125)),
                 Err(err) if err.is_panic() => {
                     let line = format!("replica {index}'s leaderrun panicked: {err}");
-                    violations.lock().expect("not poisoned").push(line);
+                    ends.violations.lock().expect("not poisoned").push(line);
                 }
                 Err(_) => {}
             }

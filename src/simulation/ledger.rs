@@ -311,6 +311,37 @@ impl Ledger {
         last
     }
 
+    /// The exit status comes back: the leaderrun of pid `leaderrun` exited
+    /// with `code`, which is its command's own when the command exited by
+    /// itself (unless leaderrun stopped it, or lost its leadership or ran
+    /// past `--timeout` as it exited: then leaderrun's own code, 124 or
+    /// 123), and never 0 for a run that started no command.
+    pub fn exited(&self, leaderrun: u32, code: i32) {
+        use protocol::exit::Exit;
+        let now = Instant::now();
+        let at = self.at(now);
+        let mut book = self.book();
+        let job = book.by_token.values().find_map(|job| {
+            let mut job = job.lock().expect("not poisoned");
+            job.settle(now);
+            (job.leaderrun == leaderrun).then(|| (job.status, job.signalled || job.overslept))
+        });
+        let own = [Exit::LeadershipLost.code(), Exit::TimedOut.code()];
+        let line = match job {
+            None if code == 0 => {
+                format!("at {at}: leaderrun {leaderrun} exited 0, yet started no command")
+            }
+            Some((Some(status), false)) => match status.code() {
+                Some(exited) if exited != code && !own.contains(&code) => format!(
+                    "at {at}: leaderrun {leaderrun} exited {code}, yet its command exited {exited} by itself"
+                ),
+                _ => return,
+            },
+            _ => return,
+        };
+        book.violations.push(line);
+    }
+
     /// Replica `replica` is stopped (SIGSTOP: a paused VM, a machine
     /// swapping hard) until `until`: none of its leaderruns' tasks runs
     /// meanwhile (`host::Pausable`), and its jobs run on. A job alive now
