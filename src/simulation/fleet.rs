@@ -211,6 +211,9 @@ enum Fault {
     SlowLink,
 }
 
+/// The --wait-timeout of the replicas that have one.
+const WAIT_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// The faults, each as often as it is listed.
 const FAULTS: [Fault; 11] = [
     Fault::KillReplica,
@@ -239,8 +242,27 @@ impl Ends {
     /// faults healed), exited with `code`: counted, and held to its
     /// command's exit and, started in a calm world, to keeping its
     /// leadership.
-    fn exited(&self, index: usize, pid: u32, (started, calm): (Instant, bool), code: i32) {
+    fn exited(
+        &self,
+        index: usize,
+        pid: u32,
+        (started, calm): (Instant, bool),
+        code: i32,
+        gives_up: Option<Option<Instant>>,
+    ) {
         self.ledger.exited(pid, code);
+        let conflict = code == protocol::exit::Exit::Conflict.code();
+        if let Some(by) = gives_up.filter(|_| conflict) {
+            if by.is_none_or(|by| Instant::now() < by) {
+                let line = format!(
+                    "at {:?}: replica {index}'s leaderrun, with --wait, gave up before its --wait-timeout ({:?}, started at {:?})",
+                    Instant::now() - self.began,
+                    by.map(|by| by - started),
+                    started - self.began
+                );
+                self.violations.lock().expect("not poisoned").push(line);
+            }
+        }
         if calm && code == protocol::exit::Exit::LeadershipLost.code() {
             let line = format!(
                 "at {:?}: replica {index}'s leaderrun, started at {:?} after faults healed, lost its leadership",
@@ -423,7 +445,7 @@ impl World {
             election: "nightly".into(),
             ttl: setup.ttl,
             wait,
-            wait_timeout: (wait && !setup.wait_forever[index]).then(|| Duration::from_secs(120)),
+            wait_timeout: (wait && !setup.wait_forever[index]).then_some(WAIT_TIMEOUT),
             conflict_code: 75,
             once_per: setup.once_per,
             kill_signal: Signal::SIGTERM,
@@ -467,6 +489,9 @@ impl World {
     }
 
     fn start(&mut self, index: usize) {
+        // Started in a calm world: nothing can take its leadership, and a
+        // run without --wait tries once.
+        let calm = Instant::now() >= self.began + self.setup.faulty;
         self.invocations += 1;
         let pid = 10_000 + self.invocations as u32;
         let behaviour = self.behaviour();
@@ -479,6 +504,8 @@ impl World {
             killed: AtomicBool::new(false),
             guardian_delay: Duration::from_millis(1 + self.rng.below(20) as u64),
             tasks: Mutex::new(Vec::new()),
+            starts_by: (!self.setup.wait[index] && calm)
+                .then(|| Instant::now() + self.setup.ttl * 2 + Duration::from_secs(5)),
         });
         let (config, options) = self.options(index, pid, &behaviour);
         let done = Arc::new(AtomicBool::new(false));
@@ -488,9 +515,8 @@ impl World {
             violations: self.violations.clone(),
             began: self.began,
         };
-        // Started in a calm world: nothing can take its leadership.
-        let calm = Instant::now() >= self.began + self.setup.faulty;
         let started = Instant::now();
+        let gives_up = self.gives_up(index, started);
         let finished = done.clone();
         let exited = replica.clone();
         let run = REPLICA.scope(
@@ -504,7 +530,9 @@ impl World {
         let abort = task.abort_handle();
         tokio::task::spawn_local(async move {
             match task.await {
-                Ok(result) => ends.exited(index, pid, (started, calm), result.unwrap_or(125)),
+                Ok(result) => {
+                    ends.exited(index, pid, (started, calm), result.unwrap_or(125), gives_up)
+                }
                 Err(err) if err.is_panic() => {
                     let line = format!("replica {index}'s leaderrun panicked: {err}");
                     ends.violations.lock().expect("not poisoned").push(line);
@@ -526,6 +554,17 @@ impl World {
             done,
             started: Instant::now(),
         });
+    }
+
+    /// When a --wait run on replica `index`, started then, may give up
+    /// (exit with the conflict code): at its --wait-timeout, or never. A
+    /// --once-per window spent ends a run at once too: None, not judged.
+    fn gives_up(&self, index: usize, started: Instant) -> Option<Option<Instant>> {
+        match (self.setup.wait[index], self.setup.once_per) {
+            (true, None) if self.setup.wait_forever[index] => Some(None),
+            (true, None) => Some(Some(started + WAIT_TIMEOUT)),
+            _ => None,
+        }
     }
 
     /// A signal to one of the leaderruns running (SIGKILL: nothing of it

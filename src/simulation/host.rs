@@ -48,6 +48,9 @@ pub struct Replica {
     pub guardian_delay: Duration,
     /// The tasks the run started beside itself ([`spawn`]).
     pub tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// A run without --wait, fired in a calm world, tries once: it starts
+    /// its command by then or not at all.
+    pub starts_by: Option<Instant>,
 }
 
 impl Replica {
@@ -240,6 +243,12 @@ impl Child {
                 .to_string()
         };
         let now = Instant::now();
+        if replica.starts_by.is_some_and(|by| now > by) {
+            replica.ledger.note(format!(
+                "replica {}'s leaderrun (pid {}), without --wait, started its command late: it waited",
+                replica.index, replica.pid
+            ));
+        }
         let job = Job {
             group: 0,
             replica: replica.index,

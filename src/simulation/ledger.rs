@@ -311,6 +311,11 @@ impl Ledger {
         last
     }
 
+    /// A violation the world saw itself.
+    pub fn note(&self, line: String) {
+        self.book().violations.push(line);
+    }
+
     /// The exit status comes back: the leaderrun of pid `leaderrun` exited
     /// with `code`, which is its command's own when the command exited by
     /// itself (unless leaderrun stopped it, or lost its leadership or ran
