@@ -58,6 +58,19 @@ pub fn prefix(name: &str) -> String {
     format!("{name}/")
 }
 
+/// The end of the range of keys that start with `prefix`; None for every
+/// key (an empty prefix, or one of 0xff bytes).
+pub fn range_end(prefix: &str) -> Option<Vec<u8>> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
 /// A candidate's key: `<name>/<lease id in lower-case hex>`, as etcd's
 /// election API (and so `etcdctl elect`) writes it.
 pub fn candidate_key(name: &str, lease: LeaseId) -> String {
@@ -171,6 +184,12 @@ mod tests {
 
     fn argv(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_prefix_ends_where_its_last_byte_that_can_grow_grows() {
+        assert_eq!(range_end("jobs/"), Some(b"jobs0".to_vec()));
+        assert_eq!(range_end(""), None);
     }
 
     #[test]

@@ -211,6 +211,9 @@ enum Fault {
     SlowLink,
 }
 
+/// The election every replica campaigns in.
+const ELECTION: &str = "nightly";
+
 /// The --wait-timeout of the replicas that have one.
 const WAIT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -442,7 +445,7 @@ impl World {
         let config = crate::run::Config {
             program: PathBuf::from("sim-job"),
             command: behaviour.words(),
-            election: "nightly".into(),
+            election: ELECTION.into(),
             ttl: setup.ttl,
             wait,
             wait_timeout: (wait && !setup.wait_forever[index]).then_some(WAIT_TIMEOUT),
@@ -552,7 +555,7 @@ impl World {
             signals,
             task: abort,
             done,
-            started: Instant::now(),
+            started,
         });
     }
 
@@ -577,9 +580,13 @@ impl World {
         // sequence and the way out are. A pause, one whose command is being
         // stopped when there is one: a pause that outlasts the lease there
         // is where a run wakes to find its job gone and its key gone too.
-        let leading = match fault {
-            Fault::Pause if !self.ledger.stopping().is_empty() => self.ledger.stopping(),
-            _ => self.ledger.leading(),
+        let stopping = match fault {
+            Fault::Pause => self.ledger.stopping(),
+            _ => Vec::new(),
+        };
+        let leading = match stopping.is_empty() {
+            true => self.ledger.leading(),
+            false => stopping,
         };
         let candidates: Vec<usize> = (0..self.running.len())
             .filter(|index| leading.contains(&self.running[*index].replica.pid))
@@ -713,7 +720,7 @@ impl World {
     fn stuck(&mut self, end: Instant) {
         let bound = Duration::from_secs(120 + 60) + self.setup.ttl * 8;
         let leading = self.ledger.leading();
-        let in_line = self.etcd.in_line("nightly/");
+        let in_line = self.etcd.in_line(ELECTION);
         for invocation in &self.running {
             let started = invocation.started;
             let done = invocation.done.load(Ordering::SeqCst);

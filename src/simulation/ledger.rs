@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::process::Job;
-use super::store::{News, RecordJudged};
+use super::store::{field_of, News, RecordJudged};
 
 /// The rules a fleet's runs share, which the properties are judged by.
 #[derive(Debug, Clone, Copy)]
@@ -395,10 +395,4 @@ impl Ledger {
 /// The outcome a record's value names.
 fn outcome_of(value: &[u8]) -> Option<String> {
     Some(field_of(value, "outcome")?.as_str()?.to_string())
-}
-
-/// A field of a run record's JSON.
-fn field_of(value: &[u8], name: &str) -> Option<serde_json::Value> {
-    let mut record: serde_json::Value = serde_json::from_slice(value).ok()?;
-    Some(record.get_mut(name)?.take())
 }

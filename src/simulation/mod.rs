@@ -159,22 +159,22 @@ impl Etcd {
         }
     }
 
-    /// The pids of the leaderruns whose keys are in line under `prefix`
-    /// now (each key's value names its holder).
-    pub fn in_line(&self, prefix: &str) -> Vec<u32> {
+    /// The pids of the leaderruns whose keys are in line in election
+    /// `name` now (each key's value names its holder).
+    pub fn in_line(&self, name: &str) -> Vec<u32> {
+        use crate::election::holder::Proclaimed;
+        use crate::election::name;
+        let prefix = name::prefix(name);
+        let end = name::range_end(&prefix).unwrap_or_else(|| vec![0]);
+        let range = store::KeyRange::new(prefix.into_bytes(), end);
         let store = self.inner.store.lock().expect("not poisoned");
-        let mut end = prefix.as_bytes().to_vec();
-        if let Some(last) = end.last_mut() {
-            *last += 1;
-        }
-        let range = store::KeyRange::new(prefix.as_bytes().to_vec(), end);
         store
             .range(&range, store.revision)
             .unwrap_or_default()
             .iter()
-            .filter_map(|kv| {
-                let holder: serde_json::Value = serde_json::from_slice(&kv.value).ok()?;
-                u32::try_from(holder.get("pid")?.as_u64()?).ok()
+            .filter_map(|kv| match Proclaimed::read(&kv.value) {
+                Proclaimed::Leaderrun(holder) => Some(holder.pid),
+                Proclaimed::Other(_) => None,
             })
             .collect()
     }

@@ -91,6 +91,23 @@ struct State {
     healed: bool,
 }
 
+impl State {
+    /// How long a replica stopped or cut off at a request stays so: up to
+    /// `longest_stop`.
+    fn stop_length(&mut self) -> Duration {
+        let longest = self.meanness.longest_stop.as_millis() as usize;
+        Duration::from_millis(1 + self.rng.below(longest.max(1)) as u64)
+    }
+
+    /// A stop or cut `per_mille` of the times it is asked, and how long.
+    fn stop_at_times(&mut self, per_mille: u32) -> Option<Duration> {
+        if self.rng.below(1000) as u32 >= per_mille {
+            return None;
+        }
+        Some(self.stop_length())
+    }
+}
+
 /// The network: what the world set, and the seed's choices.
 #[derive(Debug, Clone)]
 pub struct Network {
@@ -145,10 +162,9 @@ impl Network {
     }
 
     /// Every answer to `replica` comes `late` for `length`, then as late
-    /// as it did before.
-    /// Then, with `then_cut`, it is cut off for that long (a link that
-    /// degrades, then fails: the acknowledgements that came late were the
-    /// last).
+    /// as it did before; then, with `then_cut`, it is cut off for that
+    /// long (a link that degrades, then fails: the acknowledgements that
+    /// came late were the last).
     pub fn slow_for(
         &self,
         replica: usize,
@@ -252,8 +268,7 @@ impl Network {
         if roll >= meanness.stopped + meanness.cut_after {
             return None;
         }
-        let longest = meanness.longest_stop.as_millis() as usize;
-        let length = Duration::from_millis(1 + state.rng.below(longest.max(1)) as u64);
+        let length = state.stop_length();
         if roll < meanness.stopped {
             return Some(length);
         }
@@ -267,28 +282,20 @@ impl Network {
     pub fn cut_at_claim(&self, link: Link) {
         let length = {
             let mut state = self.state();
-            let meanness = state.meanness;
-            if state.rng.below(1000) as u32 >= meanness.cut_at_claim {
-                return;
-            }
-            let longest = meanness.longest_stop.as_millis() as usize;
-            Duration::from_millis(1 + state.rng.below(longest.max(1)) as u64)
+            let per_mille = state.meanness.cut_at_claim;
+            state.stop_at_times(per_mille)
         };
-        self.cut(link.replica, length);
+        if let Some(length) = length {
+            self.cut(link.replica, length);
+        }
     }
 
     /// Whether a leaderrun that just sent its job --kill-signal is
     /// stopped now, and for how long.
     pub fn stops_stopper(&self) -> Option<Duration> {
         let mut state = self.state();
-        let meanness = state.meanness;
-        if state.rng.below(1000) as u32 >= meanness.stopped_at_stop {
-            return None;
-        }
-        let longest = meanness.longest_stop.as_millis() as usize;
-        Some(Duration::from_millis(
-            1 + state.rng.below(longest.max(1)) as u64,
-        ))
+        let per_mille = state.meanness.stopped_at_stop;
+        state.stop_at_times(per_mille)
     }
 
     /// A number from the network's own choices (a stream cut, a late

@@ -38,8 +38,8 @@ pub struct Job {
     /// stop it before its lease expired, the documented exception, so it
     /// is held to no property of exclusion.
     pub overslept: bool,
-    /// Its leaderrun has sent it a signal that ends it (it is being
-    /// stopped).
+    /// Its leaderrun has sent it a terminating signal, ignored or not (it
+    /// is being stopped).
     pub signalled: bool,
 }
 

@@ -689,6 +689,11 @@ pub fn range_answer(store: &Store, request: &PbRangeRequest) -> Result<PbRangeRe
 
 /// The token a run record's value names.
 pub fn token_of(value: &[u8]) -> Option<i64> {
-    let record: serde_json::Value = serde_json::from_slice(value).ok()?;
-    record.get("token")?.as_i64()
+    field_of(value, "token")?.as_i64()
+}
+
+/// A field of a run record's JSON.
+pub fn field_of(value: &[u8], name: &str) -> Option<serde_json::Value> {
+    let mut record: serde_json::Value = serde_json::from_slice(value).ok()?;
+    Some(record.get_mut(name)?.take())
 }

@@ -65,7 +65,7 @@ pub async fn all(connection: &Connection, prefix: &str, format: Format) -> Resul
 async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Vec<u8>>> {
     let mut names = BTreeSet::new();
     let start = prefix.as_bytes().to_vec();
-    let end = range_end(prefix);
+    let end = name::range_end(prefix);
     let mut pages = Pages::new(connection, "listing the elections", start, end, PAGE);
     while let Some(page) = pages.next().await? {
         for kv in &page {
@@ -77,19 +77,6 @@ async fn elections(connection: &Connection, prefix: &str) -> Result<BTreeSet<Vec
         }
     }
     Ok(names)
-}
-
-/// The end of the range of keys that start with `prefix`; None for every
-/// key (an empty prefix, or one of 0xff bytes).
-fn range_end(prefix: &str) -> Option<Vec<u8>> {
-    let mut end = prefix.as_bytes().to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 /// One line for an election.
@@ -231,9 +218,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prefixes_end_and_labels_are_escaped() {
-        assert_eq!(range_end("jobs/"), Some(b"jobs0".to_vec()));
-        assert_eq!(range_end(""), None);
+    fn labels_are_escaped() {
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }
