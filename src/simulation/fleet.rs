@@ -133,6 +133,7 @@ fn meanness(rng: &mut Rng, ttl: Duration, members: usize) -> Meanness {
         stopped_at_stop: [50, 150, 250][mean],
         cut_after: [0, 5, 10][mean],
         cut_at_claim: [0, 50, 100][mean],
+        flap: [0, 500, 500][mean],
         flaky_member: if members > 1 && rng.below(3) == 0 {
             50 + rng.below(150) as u32
         } else {

@@ -38,7 +38,15 @@ struct Book {
     by_token: BTreeMap<i64, Arc<Mutex<Job>>>,
     /// Replicas stopped (SIGSTOP) until then.
     paused: BTreeMap<usize, Instant>,
+    /// How many times etcd's answer that a lease is gone reached the
+    /// replica that used it, by lease.
+    told_gone: BTreeMap<i64, u32>,
 }
+
+/// How many times a lease's user may be told it is gone: once for the
+/// request that finds it so, once more for one sent beside it. A third
+/// is a run that goes on with a lease etcd let go of.
+const TOLD_GONE: u32 = 3;
 
 /// The world's ledger, shared by every replica's host and by etcd.
 #[derive(Debug, Clone)]
@@ -309,6 +317,22 @@ impl Ledger {
             last = last.max(until);
         }
         last
+    }
+
+    /// etcd's answer that `lease` is not found reached the replica that
+    /// wrote with it: a run must start again on a new lease, not send
+    /// the same write again and again (it would wait for ever, queued
+    /// nowhere).
+    pub fn told_lease_gone(&self, lease: i64, replica: usize) {
+        let at = self.at(Instant::now());
+        let mut book = self.book();
+        let told = book.told_gone.entry(lease).or_default();
+        *told += 1;
+        if *told == TOLD_GONE {
+            book.violations.push(format!(
+                "at {at}: replica {replica} was told {TOLD_GONE} times that lease {lease:x} is gone, and writes with it still"
+            ));
+        }
     }
 
     /// A violation the world saw itself.

@@ -222,6 +222,11 @@ impl Etcd {
         trace.tail.push_back(line);
     }
 
+    /// etcd's answer that `lease` is gone reached `replica`.
+    pub fn told_lease_gone(&self, lease: i64, replica: usize) {
+        self.inner.ledger.told_lease_gone(lease, replica);
+    }
+
     /// Keeps every line of the trace from now on, not just the last.
     pub fn keep_whole_trace(&self) {
         self.inner.trace.lock().expect("not poisoned").whole = Some(Vec::new());

@@ -56,6 +56,13 @@ pub struct Meanness {
     /// for up to `longest_stop`: the claim is lost, and the lease may
     /// expire before the run can reach etcd again.
     pub cut_at_claim: u32,
+    /// Per mille of cuts of a quarter of `longest_stop` or more (long
+    /// enough to cost a lease) after which the link flaps: the replica's
+    /// first claim that creates a key (a join, a window) once it is back,
+    /// within `longest_stop` of the cut's end, finds it cut again, for
+    /// half of `longest_stop` to all of it. A waiter that lost its place
+    /// to the first cut joins on a new lease and loses that one too.
+    pub flap: u32,
     /// Per mille of the answers of member 0 lost on top (a proxy in front
     /// of it that drops answers it finds slow): requests applied whose
     /// client tries the next member.
@@ -73,6 +80,7 @@ impl Meanness {
         stopped_at_stop: 0,
         cut_after: 0,
         cut_at_claim: 0,
+        flap: 0,
         flaky_member: 0,
     };
 }
@@ -85,6 +93,9 @@ struct State {
     down_until: Vec<Instant>,
     /// Replicas cut off from every member until then.
     cut_until: Vec<Instant>,
+    /// Replicas whose link flaps: a claim before then is cut off again
+    /// ([`Meanness::flap`]).
+    flaps_until: Vec<Instant>,
     /// How late every answer to each replica comes (its link is slow).
     late: Vec<Duration>,
     /// Faults heal for good from here on (the progress property's).
@@ -123,6 +134,7 @@ impl Network {
                 meanness,
                 down_until: vec![now; members],
                 cut_until: vec![now; replicas.max(1)],
+                flaps_until: vec![now; replicas.max(1)],
                 late: vec![Duration::ZERO; replicas.max(1)],
                 healed: false,
             })),
@@ -141,14 +153,25 @@ impl Network {
         }
     }
 
-    /// Cuts a replica off every member for `length`.
+    /// Cuts a replica off every member for `length` (a cut under way
+    /// lasts at least as long as it would have); a long one may leave the
+    /// link flapping ([`Meanness::flap`]).
     pub fn cut(&self, replica: usize, length: Duration) {
         let mut state = self.state();
-        if state.cut_until.len() <= replica {
-            state.cut_until.resize(replica + 1, Instant::now());
+        if state.healed {
+            return;
         }
-        if !state.healed {
-            state.cut_until[replica] = Instant::now() + length;
+        let now = Instant::now();
+        if state.cut_until.len() <= replica {
+            state.cut_until.resize(replica + 1, now);
+            state.flaps_until.resize(replica + 1, now);
+        }
+        let until = state.cut_until[replica].max(now + length);
+        state.cut_until[replica] = until;
+        let longest = state.meanness.longest_stop;
+        let flap = state.meanness.flap;
+        if flap > 0 && length >= longest / 4 && state.rng.below(1000) < flap as usize {
+            state.flaps_until[replica] = until + longest;
         }
     }
 
@@ -200,6 +223,7 @@ impl Network {
         state.meanness = Meanness::CALM;
         state.down_until.iter_mut().for_each(|until| *until = now);
         state.cut_until.iter_mut().for_each(|until| *until = now);
+        state.flaps_until.iter_mut().for_each(|until| *until = now);
         state
             .late
             .iter_mut()
@@ -277,13 +301,23 @@ impl Network {
         None
     }
 
-    /// Cuts the sender of a claim off before the claim arrives,
-    /// at times ([`Meanness::cut_at_claim`]).
-    pub fn cut_at_claim(&self, link: Link) {
+    /// Cuts the sender of a claim off before the claim arrives: at times
+    /// ([`Meanness::cut_at_claim`]), and always one that `creates` its key
+    /// on a flapping link ([`Meanness::flap`]).
+    pub fn cut_at_claim(&self, link: Link, creates: bool) {
         let length = {
             let mut state = self.state();
-            let per_mille = state.meanness.cut_at_claim;
-            state.stop_at_times(per_mille)
+            let now = Instant::now();
+            let flaps = state.flaps_until.get(link.replica).copied();
+            if creates && flaps.is_some_and(|until| until > now) {
+                state.flaps_until[link.replica] = now;
+                let half = state.meanness.longest_stop / 2;
+                let more = state.rng.below(half.as_millis().max(1) as usize) as u64;
+                Some(half + Duration::from_millis(more))
+            } else {
+                let per_mille = state.meanness.cut_at_claim;
+                state.stop_at_times(per_mille)
+            }
         };
         if let Some(length) = length {
             self.cut(link.replica, length);

@@ -13,8 +13,9 @@ use etcd_client::proto::{
     PbLeaseKeepAliveResponse, PbLeaseLeasesRequest, PbLeaseLeasesResponse, PbLeaseRevokeRequest,
     PbLeaseRevokeResponse, PbLeaseServer, PbLeaseService, PbLeaseStatus, PbLeaseTimeToLiveRequest,
     PbLeaseTimeToLiveResponse, PbPutRequest, PbPutResponse, PbRangeRequest, PbRangeResponse,
-    PbRangeStreamResponse, PbResponseOp, PbTxnOpRequest, PbTxnOpResponse, PbTxnRequest,
-    PbTxnRequestOp, PbTxnResponse, PbWatchRequest, PbWatchResponse, PbWatchServer, PbWatchService,
+    PbRangeStreamResponse, PbResponseOp, PbTargetUnion, PbTxnOpRequest, PbTxnOpResponse,
+    PbTxnRequest, PbTxnRequestOp, PbTxnResponse, PbWatchRequest, PbWatchResponse, PbWatchServer,
+    PbWatchService,
 };
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::sync::mpsc;
@@ -88,8 +89,8 @@ impl Member {
         what: &'static str,
         apply: impl FnOnce(&mut Store, Instant) -> Result<T, Refusal>,
     ) -> Answer<T> {
-        if what == "claim" {
-            self.network.cut_at_claim(self.link);
+        if let Some(creates) = what.strip_prefix("claim") {
+            self.network.cut_at_claim(self.link, creates == " creating");
         }
         let fate = self.network.fate(self.link);
         if matches!(fate, Fate::Refused | Fate::Dropped) {
@@ -168,22 +169,52 @@ impl PbKvService for Member {
             }
             _ => false,
         });
-        let what = if claims { "claim" } else { "txn" };
-        self.unary(what, move |store, _| {
-            let (succeeded, answers) =
-                store.txn(&request.compare, &request.success, &request.failure)?;
-            Ok(PbTxnResponse {
-                header: header(store),
-                succeeded,
-                responses: answers
-                    .into_iter()
-                    .map(|response| PbResponseOp {
-                        response: Some(response),
-                    })
-                    .collect(),
+        // One that creates its key (a join, a window claimed), on the
+        // comparison that it is not there yet: a flapping link's aim.
+        let creates = request
+            .compare
+            .iter()
+            .any(|compare| compare.target_union == Some(PbTargetUnion::CreateRevision(0)));
+        let what = match (claims, creates) {
+            (true, true) => "claim creating",
+            (true, false) => "claim",
+            (false, _) => "txn",
+        };
+        let leases: Vec<i64> = request
+            .success
+            .iter()
+            .chain(&request.failure)
+            .filter_map(|op| match &op.request {
+                Some(PbTxnOpRequest::RequestPut(put)) if put.lease != 0 => Some(put.lease),
+                _ => None,
             })
-        })
-        .await
+            .collect();
+        let answer = self
+            .unary(what, move |store, _| {
+                let (succeeded, answers) =
+                    store.txn(&request.compare, &request.success, &request.failure)?;
+                Ok(PbTxnResponse {
+                    header: header(store),
+                    succeeded,
+                    responses: answers
+                        .into_iter()
+                        .map(|response| PbResponseOp {
+                            response: Some(response),
+                        })
+                        .collect(),
+                })
+            })
+            .await;
+        let lease_gone = Refusal::LeaseNotFound.status();
+        if answer
+            .as_ref()
+            .is_err_and(|status| status.message() == lease_gone.message())
+        {
+            for lease in leases {
+                self.etcd.told_lease_gone(lease, self.link.replica);
+            }
+        }
+        answer
     }
 
     async fn compact(&self, request: Request<PbCompactionRequest>) -> Answer<PbCompactionResponse> {
