@@ -93,4 +93,44 @@ mod tests {
         assert_eq!(waits(7), waits(7));
         assert_ne!(waits(7), waits(8));
     }
+
+    /// The share of its step's quarter that a delay took as jitter, in
+    /// tenths: 0 to 9.
+    fn tenths(delay: Duration, step: Duration) -> usize {
+        let quarter = step / 4;
+        ((delay - (step - quarter)).as_secs_f64() / quarter.as_secs_f64() * 10.0) as usize
+    }
+
+    #[test]
+    fn the_jitter_spreads_over_its_whole_range_for_every_seed() {
+        // Replicas that fail together must not retry together: one
+        // backoff's delays at its ceiling, and the first delays of
+        // neighbouring seeds (a pid, a counter), each fill every tenth of
+        // the quarter the jitter spans. Seed 0 and 1 included: the
+        // generator must never stick at zero.
+        let step = Duration::from_millis(400);
+        let mut backoff = Backoff::seeded(step, 0);
+        backoff.next = step;
+        let mut along = [0; 10];
+        for _ in 0..200 {
+            along[tenths(backoff.next_delay(), step).min(9)] += 1;
+        }
+        let mut across = [0; 10];
+        for seed in 0..200 {
+            let mut backoff = Backoff::seeded(step, seed);
+            backoff.next = step;
+            across[tenths(backoff.next_delay(), step).min(9)] += 1;
+        }
+        for counts in [along, across] {
+            assert!(counts.iter().all(|&n| n >= 5), "{counts:?}");
+        }
+        for seed in [0, 1, u64::MAX] {
+            let mut backoff = Backoff::seeded(step, seed);
+            backoff.next = step;
+            let mut delays: Vec<Duration> = (0..20).map(|_| backoff.next_delay()).collect();
+            delays.sort();
+            delays.dedup();
+            assert!(delays.len() > 15, "seed {seed}: {delays:?}");
+        }
+    }
 }

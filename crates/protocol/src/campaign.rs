@@ -482,8 +482,10 @@ mod tests {
             "the backoff grows: {second:?}"
         );
         // Success moves on and forgets the backoff.
+        assert_eq!(campaign.claim_step(), None);
         go(&mut campaign, E::Proven(()), at(3_000));
         assert_eq!(campaign.phase(), Claiming);
+        assert!(campaign.claim_step().is_some());
         assert_eq!(campaign.work_from(), None);
         go(&mut campaign, outage.clone(), at(4_000));
         assert_eq!(
@@ -535,9 +537,36 @@ mod tests {
     }
 
     #[test]
+    fn every_backoff_begun_draws_a_jitter_of_its_own() {
+        // Each phase that backs off seeds a new backoff from the last
+        // seed: after many, replicas of neighbouring seeds still retry
+        // apart (a seed that sticks would send them all back at once).
+        let last_delay = |seed| {
+            let mut pace = Pace {
+                seed,
+                backoff: None,
+                retry_at: None,
+                gives_up_at: None,
+                warned_full: false,
+            };
+            for phase in [Granting, Joining].repeat(6) {
+                pace.retry(phase, false, at(0));
+            }
+            pace.retry_at.expect("a retry").since_boot()
+        };
+        let mut delays: Vec<Duration> = (0..200).map(last_delay).collect();
+        delays.sort();
+        delays.dedup();
+        assert!(delays.len() > 90, "{} distinct of 200", delays.len());
+    }
+
+    #[test]
     fn a_full_etcd_is_said_once_a_run() {
         let mut campaign = waiting_campaign();
         let full = E::Etcd(Trouble::Full);
+        for trouble in [Trouble::Outage, Trouble::Refused] {
+            assert!(!go(&mut campaign, E::Etcd(trouble), at(0)).warn_full);
+        }
         assert!(go(&mut campaign, full.clone(), at(0)).warn_full);
         assert!(!go(&mut campaign, full.clone(), at(100)).warn_full);
         assert!(!go(&mut campaign, E::Etcd(Trouble::Outage), at(200)).warn_full);

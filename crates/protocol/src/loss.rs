@@ -105,6 +105,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_loss_is_said_in_words_of_its_own() {
+        let keys = [KeyLoss::Deleted, KeyLoss::Replaced, KeyLoss::Overwritten];
+        let mut said: Vec<String> = keys.iter().map(ToString::to_string).collect();
+        let places = [PlaceLost::LeaseGone, PlaceLost::Unsure];
+        said.extend(places.iter().map(ToString::to_string));
+        said.extend(keys.map(|key| PlaceLost::Key(key).to_string()));
+        for (i, words) in said.iter().enumerate() {
+            assert!(words.len() > 10, "{words:?}");
+            assert!(!said[..i].contains(words), "{words:?} twice");
+        }
+    }
+
+    #[test]
     fn every_outcome_is_named_once_and_read_back() {
         for outcome in Outcome::ALL {
             assert_eq!(Outcome::named(outcome.name()), Some(outcome));

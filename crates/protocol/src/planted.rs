@@ -145,3 +145,22 @@ pub fn with<T>(defect: Defect, body: impl FnOnce() -> T) -> T {
     let _unplant = Unplant;
     body()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_defect_is_planted_only_while_its_body_runs() {
+        assert!(!planted(Defect::ThinMargin));
+        with(Defect::ThinMargin, || {
+            assert!(planted(Defect::ThinMargin));
+            assert!(!planted(Defect::StopAtExpiry));
+        });
+        assert!(!planted(Defect::ThinMargin), "left planted after its body");
+        let panicked =
+            std::panic::catch_unwind(|| with(Defect::StopAtExpiry, || panic!("a body that fails")));
+        assert!(panicked.is_err());
+        assert!(!planted(Defect::StopAtExpiry), "left planted after a panic");
+    }
+}

@@ -80,3 +80,19 @@ pub fn end_plan(
 pub fn keeps_later(theirs: Option<i64>, ours: i64, store: i64) -> bool {
     theirs.is_some_and(|theirs| theirs > ours && theirs <= store)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_later_start_of_this_cluster_is_kept() {
+        // Ours is token 10 in a store at revision 20.
+        assert!(keeps_later(Some(11), 10, 20), "a later run's");
+        assert!(keeps_later(Some(20), 10, 20), "the store's last write");
+        assert!(!keeps_later(Some(10), 10, 20), "our own");
+        assert!(!keeps_later(Some(9), 10, 20), "an earlier run's");
+        assert!(!keeps_later(Some(21), 10, 20), "of another cluster");
+        assert!(!keeps_later(None, 10, 20), "no record");
+    }
+}

@@ -216,6 +216,19 @@ mod tests {
     use crate::testing::{at, ms};
 
     #[test]
+    fn an_unexpected_input_is_said_in_words() {
+        let said = [
+            Unexpected::SentWhileAwaiting,
+            Unexpected::AcknowledgedNothing,
+        ]
+        .map(|u| u.to_string());
+        assert!(
+            said[0].contains("sent while") && said[1].contains("no renewal sent"),
+            "{said:?}"
+        );
+    }
+
+    #[test]
     fn every_span_comes_from_the_ttl() {
         let six = Cadence::of(ms(6_000));
         assert_eq!(six.renew_every, ms(2_000));

@@ -586,6 +586,14 @@ mod tests {
     }
 
     #[test]
+    fn an_unexpected_answer_names_what_was_fed_and_where() {
+        let mut way = Resignation::new(run(Outcome::Succeeded));
+        let unexpected = way.fed(Fed::Done).expect_err("nothing was asked yet");
+        let said = unexpected.to_string();
+        assert!(said.starts_with("the way out was fed Done "), "{said}");
+    }
+
+    #[test]
     fn nothing_can_be_attached_only_when_no_write_came_between() {
         assert!(nothing_attached_since(41, 42));
         // Our own start record, the command's keys, anyone's write.

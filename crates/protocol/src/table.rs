@@ -973,6 +973,19 @@ mod tests {
     const FAIL: CampaignAction = CampaignAction::Exit(Code::Own(Exit::Internal));
 
     #[test]
+    fn a_run_campaigns_before_its_command_and_leads_while_it_runs_or_stops() {
+        for phase in CampaignPhase::ALL {
+            let phase = Phase::from(phase);
+            assert!(phase.campaigns() && !phase.leads(), "{phase:?}");
+        }
+        for phase in [Phase::Running, Phase::Stopping] {
+            assert!(phase.leads() && !phase.campaigns(), "{phase:?}");
+        }
+        let resigning = Phase::Resigning;
+        assert!(!resigning.leads() && !resigning.campaigns());
+    }
+
+    #[test]
     fn a_signal_before_the_command_exits_and_after_it_is_forwarded() {
         for phase in CampaignPhase::ALL {
             let signal = CampaignEvent::Signal(Signal::SIGINT);
