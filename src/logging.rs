@@ -62,7 +62,7 @@ pub fn init(verbose: u8) {
 }
 
 /// How much a line of leaderrun's own matters.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     Error,
     Warn,

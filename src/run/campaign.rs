@@ -399,3 +399,22 @@ pub fn describe(event: &CampaignEvent, error: Option<&anyhow::Error>) -> String 
         (event, None) => format!("{event:?}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::loss::PlaceLost;
+
+    #[test]
+    fn a_setback_is_told_by_its_error_or_else_by_what_was_lost() {
+        let err = anyhow::anyhow!("no endpoint answered").context("joining the queue");
+        let outage = CampaignEvent::Etcd(Trouble::Outage);
+        assert_eq!(
+            describe(&outage, Some(&err)),
+            "joining the queue: no endpoint answered"
+        );
+        let lost = CampaignEvent::PlaceLost(PlaceLost::LeaseGone);
+        assert_eq!(describe(&lost, None), PlaceLost::LeaseGone.to_string());
+        assert_eq!(describe(&outage, None), "Etcd(Outage)");
+    }
+}

@@ -162,32 +162,29 @@ impl<'a> Stopping<'a> {
     /// SIGKILL due `at`; said.
     pub fn say_cut(&self, loss: &Loss, at: clock::Instant) {
         let left = Duration::from_millis(at.remaining().as_millis() as u64);
-        logging::say(
-            Level::Warn,
-            &format!(
-                "leadership of {} lost while the command was being stopped: {loss}; SIGKILL in {} if it is still there",
-                self.leading.config.election,
-                humantime::format_duration(left)
-            ),
-        );
+        tell(Some(cut_line(&self.leading.config.election, loss, left)));
     }
 
     /// The grace is over: why SIGKILL is due, said.
     pub fn say_grace_over(&self, reason: KillReason) {
-        match reason {
-            KillReason::NoGraceLeft => {
-                tracing::info!("no grace left before the lease could expire; SIGKILL")
-            }
-            KillReason::Unacknowledged { kill_after } => logging::say(
-                Level::Warn,
-                &format!(
-                    "SIGKILL before --kill-after {}: etcd stopped acknowledging the lease's renewals, and the lease could expire",
-                    humantime::format_duration(kill_after)
-                ),
-            ),
-            KillReason::Outlived => tracing::info!("the command's job outlived the grace; SIGKILL"),
-            KillReason::Already => {}
-        }
+        tell(grace_over_line(reason));
+    }
+}
+
+/// A line of leaderrun's own about a stop: said whatever the verbosity,
+/// or only with -v.
+#[derive(Debug, PartialEq)]
+enum Line {
+    Said(Level, String),
+    Verbose(&'static str),
+}
+
+/// Writes `line`, if there is one.
+fn tell(line: Option<Line>) {
+    match line {
+        Some(Line::Said(level, text)) => logging::say(level, &text),
+        Some(Line::Verbose(text)) => tracing::info!("{text}"),
+        None => {}
     }
 }
 
@@ -195,40 +192,91 @@ impl<'a> Stopping<'a> {
 /// stopped it), if one is said.
 fn say_why(leading: &Leading<'_>, core: &lead::Stopping, why: &RunningEvent, gone: bool) {
     let config = leading.config;
+    let limits = Limits {
+        kill_after: config.kill_after,
+        grace: core.schedule().grace,
+        timeout: config.timeout,
+    };
+    tell(why_line(&config.election, limits, why, gone));
+}
+
+/// What a stop's lines tell of its bounds.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    kill_after: Duration,
+    /// The grace the kill schedule gives: --kill-after, or less where the
+    /// lease could expire first.
+    grace: Duration,
+    timeout: Option<Duration>,
+}
+
+/// Why the job of `election` is stopped, in words: `why` is the event
+/// that stopped it; `gone`, whether a command that exited left nothing.
+fn why_line(election: &str, limits: Limits, why: &RunningEvent, gone: bool) -> Option<Line> {
     match why {
-        RunningEvent::CommandExited(_) if !gone => {
-            tracing::info!("the command exited; stopping what it left running")
-        }
+        RunningEvent::CommandExited(_) if !gone => Some(Line::Verbose(
+            "the command exited; stopping what it left running",
+        )),
         RunningEvent::LeadershipLost(loss) => {
-            let schedule = core.schedule();
-            let cut = if schedule.grace < config.kill_after {
+            let cut = if limits.grace < limits.kill_after {
                 format!(
                     " (SIGKILL after {}, not --kill-after {}: the lease could expire by then)",
-                    humantime::format_duration(schedule.grace),
-                    humantime::format_duration(config.kill_after)
+                    humantime::format_duration(limits.grace),
+                    humantime::format_duration(limits.kill_after)
                 )
             } else {
                 String::new()
             };
-            let lost = format!(
-                "leadership of {} lost: {loss}; stopping the command{cut}",
-                config.election
-            );
-            logging::say(Level::Warn, &lost);
+            Some(Line::Said(
+                Level::Warn,
+                format!("leadership of {election} lost: {loss}; stopping the command{cut}"),
+            ))
         }
         RunningEvent::TimedOut => {
-            let limit = config.timeout.map(humantime::format_duration);
-            let past = format!(
-                "{}: the command ran past --timeout {}; stopping it",
-                config.election,
-                limit.map(|limit| limit.to_string()).unwrap_or_default()
-            );
-            logging::say(Level::Warn, &past);
+            let limit = limits.timeout.map(humantime::format_duration);
+            Some(Line::Said(
+                Level::Warn,
+                format!(
+                    "{election}: the command ran past --timeout {}; stopping it",
+                    limit.map(|limit| limit.to_string()).unwrap_or_default()
+                ),
+            ))
         }
         RunningEvent::CommandExited(_)
         | RunningEvent::Signal(_)
         | RunningEvent::WaitFailed
-        | RunningEvent::CommandStopped(_) => {}
+        | RunningEvent::CommandStopped(_) => None,
+    }
+}
+
+/// Leadership of `election` lost during a kept stop, SIGKILL `left` away.
+fn cut_line(election: &str, loss: &Loss, left: Duration) -> Line {
+    Line::Said(
+        Level::Warn,
+        format!(
+            "leadership of {election} lost while the command was being stopped: {loss}; SIGKILL in {} if it is still there",
+            humantime::format_duration(left)
+        ),
+    )
+}
+
+/// Why SIGKILL is due at the grace's end.
+fn grace_over_line(reason: KillReason) -> Option<Line> {
+    match reason {
+        KillReason::NoGraceLeft => Some(Line::Verbose(
+            "no grace left before the lease could expire; SIGKILL",
+        )),
+        KillReason::Unacknowledged { kill_after } => Some(Line::Said(
+            Level::Warn,
+            format!(
+                "SIGKILL before --kill-after {}: etcd stopped acknowledging the lease's renewals, and the lease could expire",
+                humantime::format_duration(kill_after)
+            ),
+        )),
+        KillReason::Outlived => Some(Line::Verbose(
+            "the command's job outlived the grace; SIGKILL",
+        )),
+        KillReason::Already => None,
     }
 }
 
@@ -240,4 +288,106 @@ enum InGrace {
     Signal(Signal),
     /// A renewal acknowledged; false once the keeper is gone.
     Renewed(bool),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::table::Status;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn limits(grace: Duration) -> Limits {
+        Limits {
+            kill_after: 10 * SECOND,
+            grace,
+            timeout: Some(60 * SECOND),
+        }
+    }
+
+    /// The text of a warning, said whatever the verbosity.
+    fn warned(line: Option<Line>) -> String {
+        match line {
+            Some(Line::Said(Level::Warn, text)) => text,
+            other => panic!("not a warning: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_loss_says_so_and_a_grace_cut_short_says_by_how_much() {
+        let lost = RunningEvent::LeadershipLost(Loss::LeaseGone);
+        let whole = warned(why_line("nightly", limits(10 * SECOND), &lost, false));
+        assert_eq!(
+            whole,
+            format!(
+                "leadership of nightly lost: {}; stopping the command",
+                Loss::LeaseGone
+            )
+        );
+        let cut = warned(why_line("nightly", limits(3 * SECOND), &lost, false));
+        assert!(
+            cut.ends_with(
+                "(SIGKILL after 3s, not --kill-after 10s: the lease could expire by then)"
+            ),
+            "{cut}"
+        );
+        let longer = warned(why_line("nightly", limits(11 * SECOND), &lost, false));
+        assert_eq!(longer, whole);
+    }
+
+    #[test]
+    fn a_command_that_exited_is_told_of_only_with_v_and_only_if_it_left_something() {
+        let exited = RunningEvent::CommandExited(Status {
+            code: 0,
+            signalled: false,
+        });
+        assert!(matches!(
+            why_line("nightly", limits(SECOND), &exited, false),
+            Some(Line::Verbose(_))
+        ));
+        assert_eq!(why_line("nightly", limits(SECOND), &exited, true), None);
+    }
+
+    #[test]
+    fn a_timeout_names_its_limit() {
+        let line = warned(why_line(
+            "nightly",
+            limits(SECOND),
+            &RunningEvent::TimedOut,
+            false,
+        ));
+        assert_eq!(
+            line,
+            "nightly: the command ran past --timeout 1m; stopping it"
+        );
+    }
+
+    #[test]
+    fn a_kept_stop_cut_short_says_when_sigkill_comes() {
+        let line = warned(Some(cut_line("nightly", &Loss::LeaseGone, 2 * SECOND)));
+        assert!(
+            line.starts_with("leadership of nightly lost while the command was being stopped"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("SIGKILL in 2s if it is still there"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn only_a_silent_etcd_is_warned_of_at_the_graces_end() {
+        let unacknowledged = KillReason::Unacknowledged {
+            kill_after: 10 * SECOND,
+        };
+        let line = warned(grace_over_line(unacknowledged));
+        assert!(
+            line.starts_with("SIGKILL before --kill-after 10s"),
+            "{line}"
+        );
+        for reason in [KillReason::NoGraceLeft, KillReason::Outlived] {
+            assert!(matches!(grace_over_line(reason), Some(Line::Verbose(_))));
+        }
+        assert_eq!(grace_over_line(KillReason::Already), None);
+    }
 }

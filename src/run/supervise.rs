@@ -14,6 +14,7 @@
 //! [`super::stopping`]'s.
 
 use std::future::Future;
+use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use super::campaign::Won;
@@ -103,13 +104,8 @@ impl<'a> Leading<'a> {
             clock::Instant::now(),
         );
         let grace = running.schedule().grace;
-        if grace < config.kill_after {
-            tracing::debug!(
-                "--kill-after {} shortened to {}, so that SIGKILL lands before a {} lease could expire",
-                humantime::format_duration(config.kill_after),
-                humantime::format_duration(grace),
-                humantime::format_duration(won.lease.ttl)
-            );
+        if let Some(line) = shortened_line(config.kill_after, grace, won.lease.ttl) {
+            tracing::debug!("{line}");
         }
         let leading = Leading {
             config,
@@ -264,7 +260,7 @@ pub async fn leadership_lost(
             LeaseVerdict::Gone => return Loss::LeaseGone,
             LeaseVerdict::MustStop => {
                 return Loss::Unacknowledged {
-                    silent_for: (now.expires - lease.ttl).elapsed(),
+                    silent_for: silent_for(now.expires, lease.ttl, clock::Instant::now()),
                     ttl: lease.ttl,
                     trouble: now.trouble,
                 }
@@ -280,6 +276,26 @@ pub async fn leadership_lost(
     }
 }
 
+/// How long etcd has acknowledged nothing, as of `now`: since the send
+/// of the last renewal it acknowledged, which is a TTL before the lease's
+/// local deadline `expires`.
+fn silent_for(expires: clock::Instant, ttl: Duration, now: clock::Instant) -> Duration {
+    now.saturating_since(expires - ttl)
+}
+
+/// The -v line for a --kill-after that the kill schedule shortened to
+/// `grace`, so that SIGKILL lands before a lease of `ttl` could expire.
+fn shortened_line(kill_after: Duration, grace: Duration, ttl: Duration) -> Option<String> {
+    (grace < kill_after).then(|| {
+        format!(
+            "--kill-after {} shortened to {}, so that SIGKILL lands before a {} lease could expire",
+            humantime::format_duration(kill_after),
+            humantime::format_duration(grace),
+            humantime::format_duration(ttl)
+        )
+    })
+}
+
 /// What a running command's sources gave, before it is the protocol's
 /// event.
 enum Happened {
@@ -287,4 +303,31 @@ enum Happened {
     Child(ChildEvent),
     Signal(Signal),
     Timeout,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn silence_counts_from_the_last_acknowledged_renewals_send() {
+        let at = |seconds| clock::Instant::from_boot(seconds * SECOND);
+        // Acknowledged a renewal sent at 100 s: a 10 s lease's local
+        // deadline is then 110 s.
+        assert_eq!(silent_for(at(110), 10 * SECOND, at(107)), 7 * SECOND);
+        assert_eq!(silent_for(at(110), 10 * SECOND, at(99)), Duration::ZERO);
+    }
+
+    #[test]
+    fn only_a_kill_after_cut_short_is_told() {
+        let line = shortened_line(10 * SECOND, 4 * SECOND, 6 * SECOND);
+        assert_eq!(
+            line.as_deref(),
+            Some("--kill-after 10s shortened to 4s, so that SIGKILL lands before a 6s lease could expire")
+        );
+        assert_eq!(shortened_line(10 * SECOND, 10 * SECOND, 60 * SECOND), None);
+        assert_eq!(shortened_line(10 * SECOND, 11 * SECOND, 60 * SECOND), None);
+    }
 }

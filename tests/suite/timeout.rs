@@ -119,21 +119,22 @@ fn cpu_ticks(pid: i32) -> u64 {
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
-/// The key deleted during that whole --kill-after: leadership is lost, and
-/// the next leader may start at once, so the grace is cut to the loss's.
-/// The old job ran beside the new leader for the whole --kill-after.
-#[test]
-fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
-    let etcd = Etcd::shared();
-    let jobs_t_lost = unique("jobs/t-lost");
+/// A job that ignores SIGTERM, led as `name` with a 3 s TTL, past its
+/// --timeout of 1 s and into a --kill-after of 20 s: the replica, the
+/// job's pid, and what `fault` (called then) returned.
+fn past_timeout_in_grace<T>(
+    etcd: &Etcd,
+    name: &str,
+    fault: impl FnOnce() -> T,
+) -> (Replica, i32, T) {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let script = format!(
         "trap '' TERM; echo $$ > '{}'; while :; do sleep 0.1; done",
         pidfile.display()
     );
-    let mut replica = lr(etcd)
-        .name(&jobs_t_lost)
+    let replica = lr(etcd)
+        .name(name)
         .ttl(Duration::from_secs(3))
         .args(["--timeout", "1s", "--kill-after", "20s"])
         .spawn(["sh", "-c", &script]);
@@ -141,13 +142,17 @@ fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
     await_condition(Duration::from_secs(20), "the timeout", || {
         replica.stderr_so_far().contains("ran past --timeout")
     });
-    let (key, _, _) = etcd.candidates(&jobs_t_lost)[0].clone();
-    etcd.delete(&key);
-    let deleted = std::time::Instant::now();
-    // The loss's grace at a 3 s TTL is under half a second; the
-    // timeout's, which it cuts, is 20 s.
+    let done = fault();
+    (replica, job, done)
+}
+
+/// Waits for `job` to be killed within ten seconds of `since`, then for
+/// the replica's exit: 123, and its stderr.
+fn killed_and_exited(mut replica: Replica, job: i32, since: std::time::Instant) -> String {
+    // A loss's grace at a 3 s TTL is under half a second; the timeout's,
+    // which it cuts, is 20 s.
     await_condition(SOON, "the job to be killed", || !alive(job));
-    let took = active_since(deleted);
+    let took = active_since(since);
     assert!(
         took < Duration::from_secs(10),
         "the job outlived the loss by {took:?}"
@@ -158,6 +163,42 @@ fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
         stderr.contains("lost while the command was being stopped"),
         "{stderr}"
     );
+    stderr
+}
+
+/// The key deleted during that whole --kill-after: leadership is lost, and
+/// the next leader may start at once, so the grace is cut to the loss's.
+/// The old job ran beside the new leader for the whole --kill-after.
+#[test]
+fn a_loss_during_a_timeouts_grace_cuts_it_to_the_losss() {
+    let etcd = Etcd::shared();
+    let jobs_t_lost = unique("jobs/t-lost");
+    let (replica, job, deleted) = past_timeout_in_grace(etcd, &jobs_t_lost, || {
+        let (key, _, _) = etcd.candidates(&jobs_t_lost)[0].clone();
+        etcd.delete(&key);
+        std::time::Instant::now()
+    });
+    killed_and_exited(replica, job, deleted);
+}
+
+/// etcd frozen during that whole --kill-after: its renewals go
+/// unacknowledged, so the lease could expire long before the grace the
+/// user asked for ends. The leadership is taken as lost a margin before it
+/// could, the grace cut to the loss's, and the line says why, with what
+/// the keeper last saw fail.
+#[test]
+fn a_frozen_etcd_during_a_timeouts_grace_cuts_it_to_the_losss() {
+    let etcd = Etcd::start();
+    let (replica, job, (frozen, since)) = past_timeout_in_grace(&etcd, "jobs/t-frozen", || {
+        (etcd.freeze(), std::time::Instant::now())
+    });
+    let stderr = killed_and_exited(replica, job, since);
+    drop(frozen);
+    assert!(
+        stderr.contains(": etcd has not acknowledged a lease renewal"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the last renewal failed: "), "{stderr}");
 }
 
 /// The limit counts from the command's start: time spent queued with
