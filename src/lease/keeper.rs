@@ -196,3 +196,70 @@ fn open(client: Client, id: LeaseId, bound: Duration) -> impl std::future::Futur
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! How an opening's answer is taken, against the simulated etcd
+    //! (`crate::simulation`) and the real etcd-client over it; what the
+    //! simulated etcd answers an opening, `tests/facts/etcd.rs` pins
+    //! against real ones.
+
+    use super::*;
+    use crate::simulation::network::Network;
+    use crate::simulation::with_one_member;
+
+    const BOUND: Duration = Duration::from_secs(1);
+
+    /// What an opening gave, as a test can compare it.
+    fn seen(opened: Opened) -> String {
+        match opened {
+            Opened::Stream(_) => "a stream".into(),
+            Opened::LeaseGone => "the lease gone".into(),
+            Opened::Failed(err) => format!("failed: {err:#}"),
+        }
+    }
+
+    /// What opening a keep-alive stream gives for a lease granted by the
+    /// simulated etcd, after `then` (given the client, the network and the
+    /// lease) has had its way.
+    fn opening_after(then: impl AsyncFnOnce(&mut Client, &Network, i64)) -> String {
+        with_one_member(async |mut client, network| {
+            let lease = client.lease_grant(3, None).await.expect("granted").id();
+            then(&mut client, &network, lease).await;
+            seen(open(client, LeaseId(lease), BOUND).await)
+        })
+    }
+
+    #[test]
+    fn an_opening_for_a_live_lease_gives_its_stream() {
+        assert_eq!(opening_after(async |_, _, _| {}), "a stream");
+    }
+
+    /// etcd answers the first renewal of a lease it let go of with a TTL
+    /// of 0, which etcd-client turns into a refusal: the lease is gone,
+    /// not a stream to try again on another member.
+    #[test]
+    fn an_opening_for_a_lease_etcd_let_go_of_finds_it_gone() {
+        let opened = opening_after(async |client, _, lease| {
+            client.lease_revoke(lease).await.expect("revoked");
+        });
+        assert_eq!(opened, "the lease gone");
+    }
+
+    /// Any other refusal (here a member down; in a cluster without quorum,
+    /// "no leader") says nothing of the lease: a failure, tried again, and
+    /// the local deadline decides. Taken for the lease gone, it ended a
+    /// leadership that a member coming back would have kept, and said
+    /// etcd had let go of a lease it still held.
+    #[test]
+    fn an_opening_refused_otherwise_is_a_failure_not_the_lease_gone() {
+        let opened = opening_after(async |_, network, _| {
+            network.member_down(0, Duration::from_secs(10));
+        });
+        assert!(
+            opened.starts_with("failed: opening the keep-alive stream: ")
+                && !opened.contains("timed out"),
+            "{opened}"
+        );
+    }
+}

@@ -269,6 +269,42 @@ pub fn leave() {
     WORLD.with(|world| *world.borrow_mut() = None);
 }
 
+/// Runs `body` on tokio's paused clock with a client of a calm simulated
+/// etcd of one member, over replica 0's link (the network given too, to
+/// break it), the shell's clocks read off tokio's: for tests of how the
+/// shell takes one request's answer.
+pub fn with_one_member<T>(body: impl AsyncFnOnce(etcd_client::Client, Network) -> T) -> T {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        crate::clock::simulated::begin();
+        let ledger = Ledger::new(ledger::Rules {
+            max_running: 1,
+            once_per: None,
+            etcd_rate: 1.0,
+            ttl: std::time::Duration::from_secs(1),
+        });
+        let network = Network::new(0, 1, 1, network::Meanness::CALM);
+        enter(Etcd::new(1.0, ledger), network.clone());
+        let url = network::endpoint(Link {
+            replica: 0,
+            member: 0,
+        });
+        let endpoint = tonic::transport::Endpoint::from_shared(url.clone()).expect("a URL");
+        let channel = channel(&url, &endpoint).expect("a simulated endpoint");
+        let client = etcd_client::Client::from_channel(etcd_client::Channel::Tonic(channel), None)
+            .await
+            .expect("a client");
+        let answer = body(client, network).await;
+        leave();
+        crate::clock::simulated::end();
+        answer
+    })
+}
+
 /// The channel for a simulated endpoint (None: not one), for
 /// `etcd::connection`'s seam: the real client's transport, over an
 /// in-memory connection to the simulated member.

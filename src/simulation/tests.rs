@@ -226,33 +226,6 @@ mod facts;
 /// etcds (`tests/facts/etcd.rs`) with the same transcript.
 #[test]
 fn the_simulated_etcd_answers_as_etcd_does() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a runtime");
-    let lines = runtime.block_on(async {
-        let ledger = super::ledger::Ledger::new(super::ledger::Rules {
-            max_running: 1,
-            once_per: None,
-            etcd_rate: 1.0,
-            ttl: Duration::from_secs(1),
-        });
-        let etcd = super::Etcd::new(1.0, ledger);
-        let network = super::network::Network::new(0, 1, 1, super::network::Meanness::CALM);
-        super::enter(etcd, network);
-        let url = super::network::endpoint(super::network::Link {
-            replica: 0,
-            member: 0,
-        });
-        let endpoint = tonic::transport::Endpoint::from_shared(url.clone()).expect("a URL");
-        let channel = super::channel(&url, &endpoint).expect("a simulated endpoint");
-        let client = etcd_client::Client::from_channel(etcd_client::Channel::Tonic(channel), None)
-            .await
-            .expect("a client");
-        let lines = facts::transcript(client, "facts/").await;
-        super::leave();
-        lines
-    });
+    let lines = super::with_one_member(async |client, _| facts::transcript(client, "facts/").await);
     assert_eq!(lines, facts::EXPECTED);
 }

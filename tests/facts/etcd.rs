@@ -22,6 +22,8 @@ pub const EXPECTED: &[&str] = &[
     "revoked: revision +4, keys left [a, b, c]",
     "the revoked lease's time to live: -1",
     "a put on the revoked lease: NotFound",
+    "a keep-alive opened for the revoked lease: lease keep alive error: lease not found",
+    "a renewal on a stream whose lease was revoked since: TTL 0",
     "the first key of three: [a] more true count 3",
     "keys by key, descending: [c, b, a]",
     "watch from +2: PUT d +2, PUT e +3, DELETE d +4, DELETE e +4",
@@ -133,6 +135,28 @@ pub async fn transcript(mut client: Client, prefix: &str) -> Vec<String> {
     lines.push(format!(
         "a put on the revoked lease: {}",
         refused.err().unwrap_or_else(|| "accepted".into())
+    ));
+    // etcd answers a renewal of a lease it does not have with a TTL of 0,
+    // and etcd-client refuses an opening so answered.
+    let opened = client.lease_keep_alive(lease.id()).await;
+    lines.push(format!(
+        "a keep-alive opened for the revoked lease: {}",
+        opened
+            .map(|_| "opened".into())
+            .unwrap_or_else(|err| err.to_string())
+    ));
+    let other = client.lease_grant(3, None).await.expect("grant").id();
+    let (mut keeper, mut stream) = client.lease_keep_alive(other).await.expect("opened");
+    client.lease_revoke(other).await.expect("revoke");
+    keeper.keep_alive().await.expect("sent");
+    let renewal = stream
+        .message()
+        .await
+        .expect("answered")
+        .expect("a renewal");
+    lines.push(format!(
+        "a renewal on a stream whose lease was revoked since: TTL {}",
+        renewal.ttl()
     ));
 
     let first = client

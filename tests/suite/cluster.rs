@@ -134,6 +134,12 @@ fn losing_quorum_longer_than_the_lease_stops_the_child_in_time() {
         stderr.contains("leadership of jobs/cluster lost"),
         "{stderr}"
     );
+    // etcd's silence, as it was: a member that answers "no leader" (or
+    // none at all) has not said the lease is gone.
+    assert!(
+        stderr.contains("etcd has not acknowledged a lease renewal"),
+        "{stderr}"
+    );
 
     etcd.start_member(raft_leader);
     etcd.start_member((raft_leader + 1) % 3);

@@ -339,6 +339,7 @@ fn a_waiter_whose_lease_died_never_runs_under_the_dead_key() {
         "echo $LEADERRUN_KEY $LEADERRUN_TOKEN > '{}'",
         seen.display()
     );
+    let launched = std::time::SystemTime::now();
     let mut waiter = lr(&etcd)
         .name("jobs/phantom")
         .wait()
@@ -348,12 +349,26 @@ fn a_waiter_whose_lease_died_never_runs_under_the_dead_key() {
         etcd.candidates("jobs/phantom").len() == 2
     });
     let (dead_key, _, dead_lease) = etcd.candidates("jobs/phantom")[1].clone();
+    // Later than the launch by more than the stamps' whole seconds.
+    await_condition(SOON, "two seconds since the waiter's launch", || {
+        std::time::SystemTime::now() > launched + Duration::from_secs(2)
+    });
     etcd.revoke(dead_lease);
-    // The waiter notices, and queues again under a fresh lease.
+    // The waiter notices, and queues again under a fresh lease, dated
+    // from then (what `status` shows it waiting since).
     await_condition(SOON, "the waiter to queue again", || {
         let candidates = etcd.candidates("jobs/phantom");
         candidates.len() == 2 && candidates[1].0 != dead_key
     });
+    let again = etcd
+        .get(&etcd.candidates("jobs/phantom")[1].0)
+        .expect("its key");
+    let again: serde_json::Value = serde_json::from_str(&again).unwrap();
+    let since = humantime::parse_rfc3339(again["started"].as_str().unwrap()).unwrap();
+    assert!(
+        since > launched + Duration::from_secs(1),
+        "queued again, its key says it waits since the launch: {again}"
+    );
     send(leader.pid(), Signal::SIGTERM);
     leader.finish(LIMIT);
     let (code, stderr) = waiter.finish(LIMIT);

@@ -52,25 +52,67 @@ fn deleted_leader_key_kills_the_child_and_its_background_jobs() {
     lose_leadership(|etcd, (key, _, _)| etcd.delete(key));
 }
 
-#[test]
-fn a_child_ignoring_the_stop_signal_is_killed_after_the_grace() {
-    let etcd = Etcd::shared();
-    let jobs_stubborn = unique("jobs/stubborn");
+/// `leaderrun` (as `lr` has it) over a job that ignores SIGTERM, and the
+/// job's pid.
+fn stubborn(lr: Lr) -> (Replica, i32) {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let script = format!(
         "trap '' TERM; echo $$ > '{}'; while :; do sleep 0.1; done",
         pidfile.display()
     );
-    let mut replica = lr(etcd)
-        .name(&jobs_stubborn)
-        .args(["--kill-after", "300ms"])
-        .spawn(["sh", "-c", &script]);
-    let pid = read_pid(&pidfile, SOON);
+    let replica = lr.spawn(["sh", "-c", &script]);
+    (replica, read_pid(&pidfile, SOON))
+}
+
+#[test]
+fn a_child_ignoring_the_stop_signal_is_killed_after_the_grace() {
+    let etcd = Etcd::shared();
+    let jobs_stubborn = unique("jobs/stubborn");
+    let (mut replica, pid) = stubborn(
+        lr(etcd)
+            .name(&jobs_stubborn)
+            .args(["--kill-after", "300ms"]),
+    );
     let (_, _, lease) = etcd.candidates(&jobs_stubborn)[0];
     etcd.revoke(lease);
     await_condition(SOON, "SIGKILL after the grace", || !alive(pid));
     assert_eq!(replica.finish(LIMIT).0, Some(124));
+}
+
+/// A loss's grace, with the lease's keeper gone (it ends when etcd says the
+/// lease is gone), is waited out asleep. The lease is revoked just before
+/// a renewal is due (here every 4 s of a 12 s TTL, a grace of 1.8 s), so
+/// that the keeper hears of it within the grace, whichever of it and the
+/// key's watch tells the loss first. The grace's wait, still listening
+/// for renewals from a keeper that was gone, spun a whole core until
+/// SIGKILL. Measured by the kernel's count of leaderrun's CPU time over
+/// a second inside the grace.
+#[test]
+fn a_loss_waits_out_its_grace_asleep_once_the_keeper_is_gone() {
+    let ttl = Duration::from_secs(12);
+    let etcd = Etcd::shared();
+    let name = unique("jobs/loss-asleep");
+    let (mut replica, pid) = stubborn(
+        lr(etcd)
+            .name(&name)
+            .ttl(ttl)
+            .debug_json()
+            .args(["--kill-after", "10s"]),
+    );
+    let (_, _, lease) = etcd.candidates(&name)[0];
+    let sent = replica.renewal_acknowledged(ttl) - ttl;
+    let next = sent + ttl / 3;
+    std::thread::sleep(
+        next.saturating_duration_since(std::time::Instant::now())
+            .saturating_sub(Duration::from_millis(200)),
+    );
+    etcd.revoke(lease);
+    std::thread::sleep(Duration::from_millis(600));
+    assert_asleep_for(replica.pid(), Duration::from_secs(1), "a loss's grace");
+    await_condition(SOON, "SIGKILL after the grace", || !alive(pid));
+    let (code, stderr) = replica.finish(LIMIT);
+    assert_eq!(code, Some(124), "{stderr}");
 }
 
 #[test]

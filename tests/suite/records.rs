@@ -5,6 +5,7 @@
 //! tokens say; a stale one never overwrites a record newer than its win.
 
 use crate::common::*;
+use etcd_client::WatchOptions;
 use std::time::{Duration, SystemTime};
 
 fn status_json(etcd: &Etcd, name: &str) -> serde_json::Value {
@@ -369,6 +370,86 @@ fn with_several_runners_the_run_that_finishes_last_is_recorded() {
     let started: serde_json::Value =
         serde_json::from_str(&etcd.get(&format!("{name}.last-started")).unwrap()).unwrap();
     assert_eq!(started["token"], success["token"], "{started}");
+}
+
+/// A run dates its leadership and its record from its command's start, not
+/// from leaderrun's: a run that waited in line two seconds says that its
+/// command started after the runs ahead ended, in its key (what `status`
+/// shows: marked as leading a second into its command with one runner,
+/// rewritten as its turn is proven with several) and in its record.
+#[test]
+fn a_queued_run_dates_its_start_from_its_command() {
+    let etcd = Etcd::shared();
+    for runners in ["1", "2"] {
+        let name = unique("jobs/dated");
+        let dir = tempfile::tempdir().unwrap();
+        let (go, done) = (dir.path().join("go"), dir.path().join("done"));
+        let slots = ["--max-running", runners];
+        let mut ahead: Vec<Replica> = (0..runners.parse().unwrap())
+            .map(|_| {
+                lr(etcd)
+                    .name(&name)
+                    .args(slots)
+                    .spawn(["sh", "-c", &until_exists(&go)])
+            })
+            .collect();
+        await_condition(LIMIT, "the runners ahead", || {
+            etcd.candidates(&name).len() == ahead.len()
+        });
+        let mut queued =
+            lr(etcd)
+                .name(&name)
+                .args(slots)
+                .wait()
+                .spawn(["sh", "-c", &until_exists(&done)]);
+        await_condition(LIMIT, "the run in line", || {
+            etcd.candidates(&name).len() == ahead.len() + 1
+        });
+        let (key, token, _) = etcd.candidates(&name).pop().unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        // Stamps are in whole seconds, cut down.
+        let released = SystemTime::now() - Duration::from_secs(1);
+        std::fs::write(&go, "").unwrap();
+        for replica in &mut ahead {
+            assert_eq!(replica.finish(LIMIT).0, Some(0));
+        }
+        let stamp = |value: &serde_json::Value| {
+            humantime::parse_rfc3339(value["started"].as_str().expect("started")).unwrap()
+        };
+        // Each version of the key, from its creation, until one dates the
+        // command: the run ahead may hand over by rewriting it first.
+        let (versions, dated) = etcd.with(async |mut client| {
+            let from = WatchOptions::new().with_start_revision(token);
+            let mut watch = client.watch(key.as_str(), Some(from)).await.unwrap();
+            let mut versions = Vec::new();
+            let read = async {
+                loop {
+                    let message = watch.message().await.unwrap().expect("the watch goes on");
+                    for event in message.events() {
+                        let value = event.kv().expect("a key").value();
+                        versions.push(serde_json::from_slice::<serde_json::Value>(value).unwrap());
+                        if stamp(versions.last().unwrap()) > released {
+                            return;
+                        }
+                    }
+                }
+            };
+            let dated = tokio::time::timeout(LIMIT, read).await.is_ok();
+            (versions, dated)
+        });
+        assert!(
+            dated,
+            "--max-running {runners}: the key says the command started before the runs ahead ended: {versions:?}"
+        );
+        std::fs::write(&done, "").unwrap();
+        let (code, stderr) = queued.finish(LIMIT);
+        assert_eq!(code, Some(0), "{stderr}");
+        let shown = status_json(etcd, &name);
+        assert!(
+            stamp(&shown["last_finished"]) > released,
+            "--max-running {runners}: the record says the command started before the runs ahead ended: {shown}"
+        );
+    }
 }
 
 /// `etcdctl make-mirror` copies records into a cluster whose revisions

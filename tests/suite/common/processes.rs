@@ -252,3 +252,30 @@ fn stat_field<T: std::str::FromStr>(pid: i32, index: usize) -> Option<T> {
     let field = stat.rsplit(')').next()?.split_whitespace().nth(index + 1)?;
     field.parse().ok()
 }
+
+/// How much CPU time `pid` used over the next `window` of wall time
+/// (user and system, counted by the kernel in ticks of 10 ms), and the
+/// wall time measured.
+fn cpu_over(pid: i32, window: Duration) -> (Duration, Duration) {
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("it runs");
+        // After the command's name, which may hold spaces: its fields 14, 15.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    let (before, from) = (ticks(), Instant::now());
+    std::thread::sleep(window);
+    let spent = ticks() - before;
+    (Duration::from_millis(spent * 10), from.elapsed())
+}
+
+/// Checks that `pid` sleeps through the next `window` (in `what`): a
+/// quarter of the time is far above a sleeper's wake-ups, and far below
+/// a spin's whole core.
+pub fn assert_asleep_for(pid: i32, window: Duration, what: &str) {
+    let (used, over) = cpu_over(pid, window);
+    assert!(
+        used < over / 4,
+        "leaderrun used {used:?} of CPU in {over:?} of {what}"
+    );
+}
