@@ -62,12 +62,10 @@ fn four_racers_without_wait_give_two_runs_and_two_conflicts() {
                 .spawn(&job)
         })
         .collect();
-    let mut codes: Vec<Option<i32>> = replicas
-        .iter_mut()
-        .map(|replica| replica.finish(LIMIT).0)
-        .collect();
-    codes.sort();
-    assert_eq!(codes, [Some(0), Some(0), Some(75), Some(75)]);
+    assert_eq!(
+        finish_all(&mut replicas, LIMIT),
+        [Some(0), Some(0), Some(75), Some(75)]
+    );
     assert_eq!(intervals(&log).len(), 2);
 }
 

@@ -387,3 +387,14 @@ pub fn assert_killed_a_margin_before(deadline: Instant, died: Instant, ttl: Dura
         margin(ttl)
     );
 }
+
+/// Waits for every one of `replicas` to exit, each within `limit`: their
+/// exit codes, sorted (which replica won a race is not the point).
+pub fn finish_all(replicas: &mut [Replica], limit: Duration) -> Vec<Option<i32>> {
+    let mut codes: Vec<Option<i32>> = replicas
+        .iter_mut()
+        .map(|replica| replica.finish(limit).0)
+        .collect();
+    codes.sort();
+    codes
+}
