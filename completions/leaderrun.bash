@@ -35,7 +35,7 @@ _leaderrun() {
 
     case "${cmd}" in
         leaderrun)
-            opts="-n -w -v -h -V --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --name --ttl --wait --wait-timeout --once-per --redact-args --max-running --conflict-exit-code --kill-signal --kill-after --timeout --verbose --log-format --manual --completions --help --version status help"
+            opts="-n -w -v -h -V --endpoints --dial-timeout --cacert --cert --key --insecure-skip-tls-verify --user --password --name --ttl --wait --wait-timeout --once-per --redact-args --max-running --conflict-exit-code --kill-signal --kill-after --timeout --pass-notify-socket --verbose --log-format --manual --completions --help --version status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -42,6 +42,7 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
             cand -w 'Queue for leadership instead of exiting when another replica leads'
             cand --wait 'Queue for leadership instead of exiting when another replica leads'
             cand --redact-args 'Store only the program''s name in etcd, not its arguments. The command line is kept in the candidate key''s value (and in the --once-per marker), where `status` shows it to anyone who can read the election: use this when an argument is secret'
+            cand --pass-notify-socket 'Give the command NOTIFY_SOCKET, systemd''s notification socket'
             cand -v 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
             cand --verbose 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
             cand -h 'Print help (see more with ''--help'')'

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_leaderrun_global_optspecs
-    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= redact-args max-running= conflict-exit-code= kill-signal= kill-after= timeout= v/verbose log-format= manual= completions= h/help V/version
+    string join \n endpoints= dial-timeout= cacert= cert= key= insecure-skip-tls-verify user= password= n/name= ttl= w/wait wait-timeout= once-per= redact-args max-running= conflict-exit-code= kill-signal= kill-after= timeout= pass-notify-socket v/verbose log-format= manual= completions= h/help V/version
 end
 
 function __fish_leaderrun_needs_command
@@ -54,6 +54,7 @@ zsh\t''"
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s w -l wait -d 'Queue for leadership instead of exiting when another replica leads'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l redact-args -d 'Store only the program\'s name in etcd, not its arguments. The command line is kept in the candidate key\'s value (and in the --once-per marker), where `status` shows it to anyone who can read the election: use this when an argument is secret'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -l pass-notify-socket -d 'Give the command NOTIFY_SOCKET, systemd\'s notification socket'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s V -l version -d 'Print version'

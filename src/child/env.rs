@@ -23,6 +23,12 @@ pub const GIVEN: [(&str, &str); 7] = [
     ("ETCDCTL_USER", "the user name, only when leaderrun got --user NAME and the password from ETCDCTL_PASSWORD, which the command inherits anyway; no password is ever added"),
 ];
 
+/// systemd's notification socket, which the command does not inherit
+/// unless --pass-notify-socket: leaderrun speaks for the run
+/// (`run::notify`), and the command's own READY=1 would be its word
+/// against leaderrun's.
+pub const NOTIFY_SOCKET: &str = "NOTIFY_SOCKET";
+
 /// Variables set for the command, overriding inherited ones.
 pub type Variables = Vec<(&'static str, OsString)>;
 

@@ -128,6 +128,7 @@ impl Child {
         program: &Path,
         command: &[OsString],
         env: &env::Variables,
+        withheld: &[&str],
         guardian: &mut guard::Guard,
     ) -> anyhow::Result<Child> {
         // Before the spawn, so that no stop or exit of the child goes unseen.
@@ -136,12 +137,18 @@ impl Child {
         guardian.await_named(GUARDIAN_NAMED);
         let lent = Lent::prepare();
         let take_terminal = lent.is_some();
-        let process = spawn::spawn(program, command, env, guardian.pipe(), take_terminal).map_err(
-            |error| SpawnError::Spawn {
-                program: PathBuf::from(&command[0]),
-                error,
-            },
-        )?;
+        let process = spawn::spawn(
+            program,
+            command,
+            env,
+            withheld,
+            guardian.pipe(),
+            take_terminal,
+        )
+        .map_err(|error| SpawnError::Spawn {
+            program: PathBuf::from(&command[0]),
+            error,
+        })?;
         let group = process.pid;
         guardian.guard_job();
         let mut lent = lent.unwrap_or_default();

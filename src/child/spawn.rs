@@ -61,6 +61,7 @@ pub fn spawn(
     program: &Path,
     command: &[OsString],
     env: &env::Variables,
+    withheld: &[&str],
     guardian: Option<BorrowedFd>,
     take_terminal: bool,
 ) -> io::Result<Process> {
@@ -74,7 +75,7 @@ pub fn spawn(
         true => None,
         false => Some(CString::new(command[0].as_bytes())?),
     };
-    let environment = environment(env)?;
+    let environment = environment(env, withheld)?;
     let plan = Plan {
         parent: nix::unistd::getpid(),
         guardian,
@@ -159,12 +160,13 @@ extern "C" {
     static environ: *const *const libc::c_char;
 }
 
-/// leaderrun's environment with `env` over it. Inherited variables are
+/// leaderrun's environment with `env` over it, and without the variables
+/// `withheld` names. Inherited variables are
 /// passed on as the very strings leaderrun was given: copying each (as
 /// `std::env::vars_os` does) cost more allocations than the rest of the
 /// spawn, on the next leader's path. Nothing in leaderrun changes its own
 /// environment (no `set_var`, no `setenv`), so they stay where they are.
-fn environment(env: &env::Variables) -> io::Result<Environment> {
+fn environment(env: &env::Variables, withheld: &[&str]) -> io::Result<Environment> {
     let set = env
         .iter()
         .map(|(name, value)| {
@@ -182,6 +184,7 @@ fn environment(env: &env::Variables) -> io::Result<Environment> {
             None => entry,
         };
         env.iter().any(|(over, _)| over.as_bytes() == name)
+            || withheld.iter().any(|gone| gone.as_bytes() == name)
     };
     let mut envp = Vec::new();
     // SAFETY: `environ` is the array the process started with (or the C

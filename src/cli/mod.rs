@@ -373,6 +373,16 @@ pub struct ChildArgs {
     /// the queueing.
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout, allow_hyphen_values = true)]
     pub timeout: Option<Duration>,
+
+    /// Give the command NOTIFY_SOCKET, systemd's notification socket.
+    ///
+    /// Under a Type=notify unit leaderrun tells systemd itself where the
+    /// run stands (READY=1 once in line or leading, a STATUS= line at each
+    /// stage, STOPPING=1), and the command does not inherit the socket.
+    /// Pass it on to a command that sends its own notifications; the unit
+    /// then needs NotifyAccess=all.
+    #[arg(long)]
+    pub pass_notify_socket: bool,
 }
 
 #[derive(Debug, Clone, Args)]

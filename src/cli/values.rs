@@ -146,6 +146,11 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
         explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
         etcd_env: Vec::new(),
         handoff: Handoff::from_value(std::env::var_os(Handoff::VARIABLE).as_deref()),
+        systemd_listens: std::env::var_os(env::NOTIFY_SOCKET).is_some_and(|path| !path.is_empty()),
+        withheld: match cli.child.pass_notify_socket {
+            true => &[],
+            false => &[env::NOTIFY_SOCKET],
+        },
         command,
     };
     Ok(Run {

@@ -94,6 +94,8 @@ pub struct Campaigner<'a> {
     guard: Option<Guard>,
     /// Whoever leads, as the last attempt without --wait found them.
     pub held_by: Option<Leader>,
+    /// Who led as we last joined the line (--wait), as said.
+    pub queued_behind: Option<String>,
     /// The `--once-per` window's marker, when it already had its run.
     pub window_taken: Option<Marker>,
     /// The error behind the last setback, for the line that says it.
@@ -138,6 +140,7 @@ impl<'a> Campaigner<'a> {
             holder: config.holder.clone(),
             guard,
             held_by: None,
+            queued_behind: None,
             window_taken: None,
             error: None,
         }
@@ -218,8 +221,9 @@ impl<'a> Campaigner<'a> {
                 CampaignEvent::FirstInLine(InLine { candidate, own }, proof)
             }
             None => {
-                if let Some(leader) = runners.first() {
-                    tracing::info!("waiting: {} leads", leader.describe());
+                self.queued_behind = runners.first().map(|leader| leader.describe());
+                if let Some(leader) = &self.queued_behind {
+                    tracing::info!("waiting: {leader} leads");
                 }
                 CampaignEvent::Queued(InLine { candidate, own })
             }

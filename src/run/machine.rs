@@ -28,6 +28,7 @@ use std::future::Future;
 use tokio::sync::Notify;
 
 use super::campaign::{self, Campaign, Campaigner, Event};
+use super::notify::{Notifier, Stage};
 use super::session::Session;
 use super::stopping::Stopping;
 use super::supervise::{Leading, NotStarted};
@@ -96,7 +97,9 @@ pub async fn drive(
     let mut campaigner = Campaigner::new(config, connection, guardian);
     let run = Run { config, connection };
     let mut state = State::Campaigning(campaign::start(config));
+    let mut notifier = Notifier::new(config.systemd_listens);
     let ending = loop {
+        notifier.stage(|| stage_of(&state, &campaigner), &config.election);
         let next = match state {
             State::Campaigning(mut core) => {
                 let event = campaign_event(&mut core, &mut campaigner, &mut session, signals).await;
@@ -138,6 +141,27 @@ pub async fn drive(
         }
     };
     finish(config, connection, session, ending).await
+}
+
+/// Where the run in `state` stands, as the service manager is told; None
+/// while a win is proven and claimed, which says nothing new (a waiter
+/// whose turn came is still shown in line until it leads).
+fn stage_of(state: &State<'_>, campaigner: &Campaigner<'_>) -> Option<Stage> {
+    Some(match state {
+        State::Campaigning(core) => match core.phase() {
+            CampaignPhase::Dialling | CampaignPhase::Granting | CampaignPhase::Joining => {
+                Stage::Campaigning
+            }
+            CampaignPhase::Waiting => Stage::Queued {
+                behind: campaigner.queued_behind.clone(),
+            },
+            CampaignPhase::Proving | CampaignPhase::Claiming => return None,
+        },
+        State::Leading(leading, _) => Stage::Leading {
+            token: leading.won.leadership.token,
+        },
+        State::Stopping(..) => Stage::Stopping,
+    })
 }
 
 /// The campaign's next event: its phase's work (from when its protocol

@@ -20,6 +20,7 @@
 mod campaign;
 mod explain;
 mod machine;
+mod notify;
 mod session;
 mod stopping;
 mod supervise;
@@ -65,6 +66,12 @@ pub struct Config {
     pub holder: Holder,
     /// The handoff fast path, or only the slow path (`handoff`).
     pub handoff: crate::election::handoff::Handoff,
+    /// Whether a service manager listens (`NOTIFY_SOCKET` was set): then
+    /// it is told where the run stands (`notify`).
+    pub systemd_listens: bool,
+    /// What the command does not inherit of leaderrun's environment:
+    /// `NOTIFY_SOCKET`, unless --pass-notify-socket.
+    pub withheld: &'static [&'static str],
 }
 
 impl Config {

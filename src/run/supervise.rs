@@ -76,7 +76,13 @@ impl<'a> Leading<'a> {
             .once_per
             .map(|window| crate::etcd::requests::whole_seconds(window).unsigned_abs());
         let run = record::Run::new(&holder, leadership.token, leadership.proven_at, window);
-        let spawned = Child::spawn(&config.program, &config.command, &env, &mut won.guard);
+        let spawned = Child::spawn(
+            &config.program,
+            &config.command,
+            &env,
+            config.withheld,
+            &mut won.guard,
+        );
         let child = match spawned {
             Ok(child) => child,
             Err(error) => {

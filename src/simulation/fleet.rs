@@ -470,6 +470,8 @@ impl World {
             } else {
                 Handoff::Slow
             },
+            systemd_listens: false,
+            withheld: &[],
         };
         let endpoints: Vec<String> = (0..setup.members)
             .map(|member| {

@@ -225,6 +225,7 @@ impl Child {
         _program: &Path,
         command: &[OsString],
         env: &env::Variables,
+        _withheld: &[&str],
         _guardian: &mut Guard,
     ) -> anyhow::Result<Child> {
         let replica = replica();

@@ -35,6 +35,7 @@ mod signals;
 mod status;
 mod status_all;
 mod stopped;
+mod systemd;
 mod terminal;
 mod timeout;
 mod token;
