@@ -306,6 +306,9 @@ pub struct ElectionArgs {
     pub ttl: Duration,
 
     /// Queue for leadership instead of exiting when another replica leads.
+    ///
+    /// On a terminal a live line shows the place in line, who leads and
+    /// how long this run has waited; elsewhere -v logs it.
     #[arg(short, long)]
     pub wait: bool,
 

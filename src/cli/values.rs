@@ -18,7 +18,7 @@ use crate::election::handoff::Handoff;
 use crate::election::holder::Holder;
 use crate::election::name;
 use crate::etcd;
-use crate::run::Config;
+use crate::run::{still_waiting_every, Config, WaitShown, STILL_WAITING_VARIABLE};
 use crate::status::{self, Elections, Format};
 
 /// What a run takes: its configuration, how to reach etcd, and what the
@@ -151,6 +151,14 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
             true => &[],
             false => &[env::NOTIFY_SOCKET],
         },
+        wait_shown: WaitShown::choose(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("TERM").as_deref(),
+            cli.output.verbose > 0,
+        ),
+        still_waiting_every: still_waiting_every(
+            std::env::var_os(STILL_WAITING_VARIABLE).as_deref(),
+        ),
         command,
     };
     Ok(Run {

@@ -101,6 +101,15 @@ impl Proclaimed {
         }
     }
 
+    /// Since when it waits or leads, as its value says (RFC 3339); None
+    /// for another tool's.
+    pub fn started(&self) -> Option<&str> {
+        match self {
+            Proclaimed::Leaderrun(holder) => Some(&holder.started),
+            Proclaimed::Other(_) => None,
+        }
+    }
+
     /// The --max-running its value gives; None for another tool's, which
     /// holds the election alone (etcd's election elects only the first).
     pub fn max_running(&self) -> Option<usize> {

@@ -186,20 +186,29 @@ pub struct Snapshot {
     /// Those that run: the first --max-running candidates (as the first
     /// says), the leader first.
     pub runners: Vec<Leader>,
-    /// Candidates, the runners included.
-    pub candidates: i64,
+    /// Those that wait, in line order: every candidate but the runners,
+    /// each with its place in line (the leader's is 1).
+    pub waiting: Vec<(usize, Leader)>,
 }
 
-/// Reads the leader of an election and the number of candidates. The name
+/// Reads the leader of an election, its runners and who waits. The name
 /// is bytes, as etcd's keys are: `status --all` finds names that are not
 /// UTF-8 (`etcdctl elect` writes any bytes).
 pub async fn read_leader(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Snapshot> {
     let line = Line::read(connection, election).await?;
     let slots = line.leader().map_or(1, Leader::slots);
+    let runners = runners(line.in_order.values(), slots);
+    let waiting = line
+        .in_order
+        .values()
+        .enumerate()
+        .filter(|(_, candidate)| !runners.iter().any(|runner| runner.key == candidate.key))
+        .map(|(at, candidate)| (at + 1, candidate.clone()))
+        .collect();
     Ok(Snapshot {
         leader: line.leader().cloned(),
-        runners: runners(line.in_order.values(), slots),
-        candidates: line.in_order.len() as i64,
+        runners,
+        waiting,
     })
 }
 
@@ -291,24 +300,43 @@ impl Line {
         }
     }
 
+    /// The candidates in line order, the leader first.
+    pub fn in_line(&self) -> impl Iterator<Item = &Leader> {
+        self.in_order.values()
+    }
+
     /// Follows the line until `report` returns false, calling it with the
     /// leader now and after every revision at which the leader changed, in
     /// order. A broken watch is opened again from where it stopped, so no
     /// change is missed; only if etcd compacted that history away is the
     /// line read afresh (and what happened in between is lost to it).
     pub async fn follow(
-        mut self,
+        self,
         connection: &Connection,
         mut report: impl FnMut(Option<&Leader>) -> Result<bool>,
     ) -> Result<()> {
-        if !report(self.leader())? {
+        self.follow_by(connection, Line::leader_identity, |line| {
+            report(line.leader())
+        })
+        .await
+    }
+
+    /// [`Line::follow`], calling `report` with the line now and after every
+    /// revision at which what `shown` makes of it changed.
+    pub async fn follow_by<T: PartialEq>(
+        mut self,
+        connection: &Connection,
+        shown: impl Fn(&Line) -> T,
+        mut report: impl FnMut(&Line) -> Result<bool>,
+    ) -> Result<()> {
+        if !report(&self)? {
             return Ok(());
         }
         let mut backoff = retry::backoff(retry::WAITING);
         loop {
-            let followed = self.watch(connection, &mut report).await?;
+            let followed = self.watch(connection, &shown, &mut report).await?;
             // Every change up to here has been reported.
-            let shown = self.leader_identity();
+            let was = shown(&self);
             match followed {
                 Followed::Stopped => return Ok(()),
                 Followed::Broke => retry::wait(&mut backoff).await,
@@ -317,7 +345,7 @@ impl Line {
                         Ok(line) => {
                             self = line;
                             backoff.reset();
-                            if self.leader_identity() != shown && !report(self.leader())? {
+                            if shown(&self) != was && !report(&self)? {
                                 return Ok(());
                             }
                             break;
@@ -333,11 +361,13 @@ impl Line {
     }
 
     /// Applies one watch's events, revision by revision, reporting each
-    /// change of leader, until the watch ends or `report` says stop.
-    async fn watch(
+    /// change of what `shown` makes of the line, until the watch ends or
+    /// `report` says stop.
+    async fn watch<T: PartialEq>(
         &mut self,
         connection: &Connection,
-        report: &mut impl FnMut(Option<&Leader>) -> Result<bool>,
+        shown: &impl Fn(&Line) -> T,
+        report: &mut impl FnMut(&Line) -> Result<bool>,
     ) -> Result<Followed> {
         let options = WatchOptions::new()
             .with_prefix()
@@ -371,34 +401,35 @@ impl Line {
                     return Ok(Followed::Broke);
                 }
             };
-            if self.apply(&events, report)? == Applied::Stopped {
+            if self.apply(&events, shown, report)? == Applied::Stopped {
                 return Ok(Followed::Stopped);
             }
         }
     }
 
     /// Applies one watch response's events, in order, reporting each
-    /// change of leader, until `report` says stop.
-    fn apply(
+    /// change of what `shown` makes of the line, until `report` says stop.
+    fn apply<T: PartialEq>(
         &mut self,
         events: &[WatchEvent],
-        report: &mut impl FnMut(Option<&Leader>) -> Result<bool>,
+        shown: &impl Fn(&Line) -> T,
+        report: &mut impl FnMut(&Line) -> Result<bool>,
     ) -> Result<Applied> {
-        let mut shown = self.leader_identity();
+        let mut was = shown(self);
         for (at, event) in events.iter().enumerate() {
             match event {
                 WatchEvent::Put(kv) => self.put(kv),
                 WatchEvent::Delete(kv) => self.delete(&kv.key),
             }
             self.revision = self.revision.max(event.revision());
-            // One transaction's changes share a revision: judge the
-            // leader once all of them are in.
+            // One transaction's changes share a revision: judge the line
+            // once all of them are in.
             let revision_done = events
                 .get(at + 1)
                 .is_none_or(|next| next.revision() != event.revision());
-            if revision_done && self.leader_identity() != shown {
-                shown = self.leader_identity();
-                if !report(self.leader())? {
+            if revision_done && shown(self) != was {
+                was = shown(self);
+                if !report(self)? {
                     return Ok(Applied::Stopped);
                 }
             }
@@ -512,8 +543,8 @@ mod tests {
         };
         line.put(&key("j/1", 5));
         let mut reports = Vec::new();
-        let mut report = |leader: Option<&Leader>| {
-            reports.push(leader.map(|leader| leader.token));
+        let mut report = |line: &Line| {
+            reports.push(line.leader().map(|leader| leader.token));
             Ok(true)
         };
         // One transaction at revision 7 deletes the leader and writes its
@@ -532,7 +563,8 @@ mod tests {
                 ..key("j/2", 0)
             }),
         ];
-        assert!(line.apply(&events, &mut report).unwrap() == Applied::All);
+        let shown = Line::leader_identity;
+        assert!(line.apply(&events, &shown, &mut report).unwrap() == Applied::All);
         assert_eq!(reports, [Some(Token(6)), None]);
         assert_eq!(line.revision, Revision(9));
     }

@@ -34,3 +34,9 @@ pub const LEADER: &str = "leader";
 /// A run lost its place or its leadership before its command ran, and
 /// campaigns again. Info level.
 pub const CAMPAIGNING_AGAIN: &str = "campaigning_again";
+
+/// A queued run says where it stands (-v, not on a terminal): as it joins
+/// the line, when the one just ahead changes, and every
+/// LEADERRUN_STILL_WAITING_EVERY (fields `place`, `ahead`, `leader`,
+/// `leader_command`, `waited_s`, `wait_timeout_left_s`). Info level.
+pub const WAITING: &str = "waiting";

@@ -32,7 +32,7 @@ use crate::election::{
 };
 use crate::error;
 use crate::etcd::connection::Failure;
-use crate::etcd::ids::{LeaseId, Revision};
+use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::Connection;
 use crate::host::Guard;
 use crate::lease::Lease;
@@ -96,6 +96,8 @@ pub struct Campaigner<'a> {
     pub held_by: Option<Leader>,
     /// Who led as we last joined the line (--wait), as said.
     pub queued_behind: Option<String>,
+    /// Our key's create revision as we last joined the line.
+    pub queued_as: Option<Token>,
     /// The `--once-per` window's marker, when it already had its run.
     pub window_taken: Option<Marker>,
     /// The error behind the last setback, for the line that says it.
@@ -141,6 +143,7 @@ impl<'a> Campaigner<'a> {
             guard,
             held_by: None,
             queued_behind: None,
+            queued_as: None,
             window_taken: None,
             error: None,
         }
@@ -221,10 +224,10 @@ impl<'a> Campaigner<'a> {
                 CampaignEvent::FirstInLine(InLine { candidate, own }, proof)
             }
             None => {
+                // Said by the wait shown (`waiting`), with -v or on a
+                // terminal.
                 self.queued_behind = runners.first().map(|leader| leader.describe());
-                if let Some(leader) = &self.queued_behind {
-                    tracing::info!("waiting: {leader} leads");
-                }
+                self.queued_as = Some(candidate.token);
                 CampaignEvent::Queued(InLine { candidate, own })
             }
         })

@@ -32,6 +32,7 @@ use super::notify::{Notifier, Stage};
 use super::session::Session;
 use super::stopping::Stopping;
 use super::supervise::{Leading, NotStarted};
+use super::waiting::{self, Waiting};
 use super::{explain, Config};
 use crate::clock;
 use crate::clock::Now;
@@ -98,8 +99,10 @@ pub async fn drive(
     let run = Run { config, connection };
     let mut state = State::Campaigning(campaign::start(config));
     let mut notifier = Notifier::new(config.systemd_listens);
+    let mut shown = ShownWait::default();
     let ending = loop {
         notifier.stage(|| stage_of(&state, &campaigner), &config.election);
+        shown.follow(config, connection, &state, &campaigner);
         let next = match state {
             State::Campaigning(mut core) => {
                 let event = campaign_event(&mut core, &mut campaigner, &mut session, signals).await;
@@ -112,6 +115,15 @@ pub async fn drive(
                     event: bare,
                     action,
                 };
+                let waits_on = matches!(
+                    &decision.next,
+                    CampaignNext::Campaign(core) if core.phase() == CampaignPhase::Waiting
+                );
+                if !waits_on {
+                    // The live line cleared before anything is said of
+                    // what comes next (why it did not run, a retry).
+                    shown.stop();
+                }
                 if decision.warn_full {
                     warn_full();
                 }
@@ -140,7 +152,61 @@ pub async fn drive(
             Next::End(ending) => break ending,
         }
     };
+    // The live line cleared before the way out says anything.
+    drop(shown);
     finish(config, connection, session, ending).await
+}
+
+/// The wait in line shown (`waiting`) while the run waits in line, if
+/// anyone looks: from the first time it joins the line.
+#[derive(Default)]
+struct ShownWait {
+    shown: Option<Waiting>,
+    /// When the run first joined the line: "waited" counts from there.
+    since: Option<clock::Instant>,
+}
+
+impl ShownWait {
+    /// Shows the wait if `state` waits in line, and stops showing it
+    /// (the live line cleared) once it does not.
+    fn follow(
+        &mut self,
+        config: &Config,
+        connection: &Connection,
+        state: &State<'_>,
+        campaigner: &Campaigner<'_>,
+    ) {
+        let Some(how) = config.wait_shown else {
+            return;
+        };
+        let waiting = match state {
+            State::Campaigning(core) if core.phase() == CampaignPhase::Waiting => Some(core),
+            _ => None,
+        };
+        match (waiting, &self.shown, campaigner.queued_as) {
+            (Some(core), None, Some(ours)) => {
+                let since = *self.since.get_or_insert_with(clock::Instant::now);
+                self.shown = Some(waiting::show(
+                    connection,
+                    waiting::Watched {
+                        shown: how,
+                        election: config.election.clone(),
+                        ours,
+                        since,
+                        gives_up_at: core.gives_up_at(),
+                        still_waiting_every: config.still_waiting_every,
+                    },
+                ));
+            }
+            (None, Some(_), _) => self.stop(),
+            _ => {}
+        }
+    }
+
+    /// Stops showing the wait: the live line cleared.
+    fn stop(&mut self) {
+        self.shown = None;
+    }
 }
 
 /// Where the run in `state` stands, as the service manager is told; None

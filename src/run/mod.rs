@@ -24,6 +24,9 @@ mod notify;
 mod session;
 mod stopping;
 mod supervise;
+mod waiting;
+
+pub use waiting::{still_waiting_every, Shown as WaitShown, STILL_WAITING_VARIABLE};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -72,6 +75,10 @@ pub struct Config {
     /// What the command does not inherit of leaderrun's environment:
     /// `NOTIFY_SOCKET`, unless --pass-notify-socket.
     pub withheld: &'static [&'static str],
+    /// How a wait in line is shown (`waiting`), if at all.
+    pub wait_shown: Option<WaitShown>,
+    /// How often a logged wait says it still waits.
+    pub still_waiting_every: Duration,
 }
 
 impl Config {

@@ -472,6 +472,8 @@ impl World {
             },
             systemd_listens: false,
             withheld: &[],
+            wait_shown: None,
+            still_waiting_every: Duration::from_secs(300),
         };
         let endpoints: Vec<String> = (0..setup.members)
             .map(|member| {

@@ -102,7 +102,7 @@ fn line(report: &Report) -> String {
     format!(
         "{}: {leader}, {} waiting{gone}{last}",
         printable(&name::escaped(&report.election)),
-        report.waiters
+        report.waiters()
     )
 }
 
@@ -119,7 +119,7 @@ const FAMILIES: [Family; 8] = [
     (
         "leaderrun_waiters",
         "Candidates queued behind the runners.",
-        |r| Some(r.waiters as f64),
+        |r| Some(r.waiters() as f64),
     ),
     (
         "leaderrun_last_success_timestamp_seconds",

@@ -87,8 +87,9 @@ pub struct Report {
     pub max_running: usize,
     /// Seconds left on the leader's lease; None if it just expired.
     pub ttl: Option<u64>,
-    /// Candidates queued behind the runners.
-    pub waiters: i64,
+    /// Candidates queued behind the runners, in line order, each with
+    /// its place in line (the leader's is 1).
+    pub waiting: Vec<(usize, Leader)>,
     /// The open `--once-per` window's marker.
     pub marker: Option<Marker>,
     /// The run records.
@@ -96,6 +97,11 @@ pub struct Report {
 }
 
 impl Report {
+    /// How many wait behind the runners.
+    pub fn waiters(&self) -> usize {
+        self.waiting.len()
+    }
+
     /// The line, the `--once-per` marker and the records are read at once;
     /// the leader's lease after, once it is known.
     async fn read(connection: &Connection, election: &[u8]) -> Result<Report> {
@@ -110,7 +116,7 @@ impl Report {
         let election::Snapshot {
             leader,
             runners,
-            candidates,
+            waiting,
         } = snapshot;
         let ttl = match &leader {
             Some(leader) => connection
@@ -121,7 +127,7 @@ impl Report {
         };
         Ok(Report {
             election: election.to_vec(),
-            waiters: (candidates - runners.len() as i64).max(0),
+            waiting,
             max_running: leader.as_ref().map_or(1, election::Leader::slots),
             runners,
             leader,

@@ -49,13 +49,31 @@ fn leader_json(report: &Report) -> serde_json::Value {
             "lease": format!("{:x}", leader.lease),
             "ttl": report.ttl,
             "holder": leader.holder.json(),
-            "waiters": report.waiters,
+            "waiters": report.waiters(),
+            "queue": queue_json(report),
         }),
         None => json!({
             "name": election, "key": null, "token": null, "lease": null,
-            "ttl": null, "holder": null, "waiters": report.waiters,
+            "ttl": null, "holder": null, "waiters": report.waiters(),
+            "queue": queue_json(report),
         }),
     }
+}
+
+/// Those waiting, in line order: each with its place in line (the
+/// leader's is 1), its key, token and lease, and what its value says
+/// (host, pid, since when it waits, command).
+fn queue_json(report: &Report) -> serde_json::Value {
+    report
+        .waiting
+        .iter()
+        .map(|(place, waiter)| {
+            let mut shown = runner_json(waiter);
+            shown["place"] = (*place).into();
+            shown
+        })
+        .collect::<Vec<_>>()
+        .into()
 }
 
 /// The run that opened the `--once-per` window, and what it has left.
@@ -172,7 +190,7 @@ pub fn text(report: &Report) -> String {
             lines.push(format!("runner:   {}", runner.describe()));
         }
     }
-    lines.push(format!("waiting:  {}", report.waiters));
+    lines.extend(waiting_lines(report));
     match report.last_start() {
         Some((run, StartState::Running)) => lines.push(format!("this run: {}", run_line(run))),
         Some((run, StartState::LeaderGone)) => lines.push(format!(
@@ -193,6 +211,27 @@ pub fn text(report: &Report) -> String {
         lines.push(window(&election, marker));
     }
     lines.join("\n") + "\n"
+}
+
+/// How many of those waiting the text lists, in line order.
+const SHOWN_WAITING: usize = 20;
+
+/// "waiting:" with how many wait, then the first [`SHOWN_WAITING`] of
+/// them, a line each.
+fn waiting_lines(report: &Report) -> Vec<String> {
+    let mut lines = vec![format!("waiting:  {}", report.waiters())];
+    for (place, waiter) in report.waiting.iter().take(SHOWN_WAITING) {
+        lines.push(format!(
+            "  {place}. {}: {}",
+            waiter.describe(),
+            printable(waiter.holder.command())
+        ));
+    }
+    let more = report.waiters().saturating_sub(SHOWN_WAITING);
+    if more > 0 {
+        lines.push(format!("  ... and {more} more (all of them: --json)"));
+    }
+    lines
 }
 
 /// The `--once-per` line: whose run opened the window, and when it closes.

@@ -42,5 +42,6 @@ mod token;
 mod torture;
 mod upgrade;
 mod usage;
+mod wait_shown;
 mod writers;
 mod zombies;

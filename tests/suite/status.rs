@@ -17,8 +17,18 @@ fn status_names_the_leader_and_counts_waiters() {
 
     let leader = Lr::at(&endpoint).name(&jobs_st).spawn(["sleep", "30"]);
     await_condition(SOON, "a leader", || etcd.candidates(&jobs_st).len() == 1);
-    let _waiter = Lr::at(&endpoint).name(&jobs_st).wait().spawn(["true"]);
-    await_condition(SOON, "a waiter", || etcd.candidates(&jobs_st).len() == 2);
+    let waiters: Vec<Replica> = (2..=3)
+        .map(|place| {
+            let waiter = Lr::at(&endpoint)
+                .name(&jobs_st)
+                .wait()
+                .spawn(["echo", "waiter"]);
+            await_condition(SOON, "a waiter", || {
+                etcd.candidates(&jobs_st).len() == place
+            });
+            waiter
+        })
+        .collect();
 
     let done = Lr::at(&endpoint)
         .status()
@@ -34,9 +44,35 @@ fn status_names_the_leader_and_counts_waiters() {
     assert_eq!(status["lease"], format!("{lease:x}"));
     assert_eq!(status["holder"]["pid"], leader.pid());
     assert_eq!(status["holder"]["command"], "sleep 30");
-    assert_eq!(status["waiters"], 1);
+    assert_eq!(status["waiters"], 2);
     let ttl = status["ttl"].as_i64().expect("ttl in seconds");
     assert!((1..=15).contains(&ttl), "{ttl}");
+    // Who waits, in line order, with each one's place in line.
+    let candidates = etcd.candidates(&jobs_st);
+    let queue = status["queue"].as_array().expect("the queue, listed");
+    assert_eq!(queue.len(), 2, "{status}");
+    for ((waiter, shown), place) in waiters.iter().zip(queue).zip(2..) {
+        assert_eq!(shown["place"], place, "{status}");
+        assert_eq!(shown["pid"], waiter.pid(), "{status}");
+        assert_eq!(shown["key"], candidates[place - 1].0, "{status}");
+        assert_eq!(shown["token"], candidates[place - 1].1, "{status}");
+        assert_eq!(shown["command"], "echo waiter", "{status}");
+        assert!(shown["started"].is_string(), "{status}");
+    }
+    let text = Lr::at(&endpoint)
+        .status()
+        .name(&jobs_st)
+        .finish_within(SOON)
+        .stdout;
+    let listed: Vec<&str> = text.lines().filter(|line| line.starts_with("  ")).collect();
+    assert_eq!(listed.len(), 2, "{text}");
+    for ((waiter, line), place) in waiters.iter().zip(listed).zip(2..) {
+        let starts = format!("  {place}. pid {} on ", waiter.pid());
+        assert!(
+            line.starts_with(&starts) && line.ends_with(": echo waiter"),
+            "{text}"
+        );
+    }
 
     // The same election, named by the command line instead of --name.
     let _derived = Lr::at(&endpoint).spawn(["sleep", "31"]);

@@ -40,7 +40,19 @@ pub struct Pty {
 
 impl Pty {
     pub fn open() -> Pty {
-        let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+        Pty::open_sized(None)
+    }
+
+    /// A pseudo-terminal `columns` wide (None: no size, which programs
+    /// read as 80 columns).
+    pub fn open_sized(columns: Option<u16>) -> Pty {
+        let size = columns.map(|columns| nix::pty::Winsize {
+            ws_row: 24,
+            ws_col: columns,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        });
+        let pty = nix::pty::openpty(size.as_ref(), None).expect("a pseudo-terminal");
         let master = std::fs::File::from(pty.master);
         nix::fcntl::fcntl(
             &master,

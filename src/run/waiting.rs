@@ -1,0 +1,496 @@
+//! What a run shows while it waits in line (`--wait`): where it stands,
+//! read off the line itself (every candidate, kept up to date by a watch
+//! of the election, `election::Line`) by a side task that runs only while
+//! someone looks, and decides nothing (the queue's own watch of the key
+//! just ahead decides the turn):
+//! - on a terminal (stderr a terminal, `TERM` not `dumb`): one live line,
+//!   redrawn in place every second and cleared when the wait ends: the
+//!   place in line, how many are ahead, who leads and for how long, how
+//!   long this run has waited, and what `--wait-timeout` leaves;
+//! - otherwise, with -v: a line as the run joins the line, one whenever
+//!   the candidate just ahead changes, and a "still waiting" line every
+//!   [`still_waiting_every`], each with the same facts (as fields, in JSON
+//!   logs).
+//!
+//! What each shows is a pure function of what was read ([`Place::of`],
+//! [`live_line`], [`log_line`]).
+
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::clock;
+use crate::clock::Now;
+use crate::election::holder::Proclaimed;
+use crate::election::{Leader, Line};
+use crate::etcd::ids::Token;
+use crate::etcd::Connection;
+use crate::logging::printable;
+
+/// How a waiting run is shown, if at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// A live line on the terminal.
+    Live,
+    /// Lines in the log (-v).
+    Logged,
+}
+
+impl Shown {
+    /// How a run that waits is shown: live on a terminal that can redraw
+    /// a line, logged with -v, else not at all (cron mails nothing).
+    pub fn choose(terminal: bool, term: Option<&std::ffi::OsStr>, verbose: bool) -> Option<Shown> {
+        let dumb = term.is_some_and(|term| term == "dumb");
+        match () {
+            () if terminal && !dumb => Some(Shown::Live),
+            () if verbose => Some(Shown::Logged),
+            () => None,
+        }
+    }
+}
+
+/// The variable that sets how often a logged wait says it still waits.
+pub const STILL_WAITING_VARIABLE: &str = "LEADERRUN_STILL_WAITING_EVERY";
+
+/// How often a logged wait says it still waits: every five minutes, or
+/// as [`STILL_WAITING_VARIABLE`] says (a duration, as the options take
+/// them; one that does not parse, or is zero, is ignored).
+pub fn still_waiting_every(value: Option<&std::ffi::OsStr>) -> Duration {
+    value
+        .and_then(|value| value.to_str())
+        .and_then(|value| humantime::parse_duration(value).ok())
+        .filter(|every| !every.is_zero())
+        .unwrap_or(Duration::from_secs(300))
+}
+
+/// Where a waiting run stands, as read off the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// Its place in line, the leader's being 1.
+    pub place: usize,
+    /// The key just ahead of ours.
+    pub just_ahead: Option<String>,
+    /// Who leads ("pid 42 on web-1 (token 7)", or another tool's
+    /// candidate as `status` describes it), and its command.
+    pub leader: Option<(String, String)>,
+    /// The leader's key.
+    pub leader_key: Option<String>,
+    /// Since when the leader leads, as its key says.
+    pub leads_since: Option<SystemTime>,
+}
+
+impl Place {
+    /// Where the candidate with create revision `ours` stands in `line`;
+    /// None once its key is not there (gone, or not seen yet), or once it
+    /// is among those that run (its turn: nothing is left to show).
+    pub fn of<'a>(line: impl IntoIterator<Item = &'a Leader>, ours: Token) -> Option<Place> {
+        let mut leader: Option<&Leader> = None;
+        let mut just_ahead = None;
+        for (at, candidate) in line.into_iter().enumerate() {
+            if at == 0 {
+                leader = Some(candidate);
+            }
+            if candidate.token == ours {
+                if at < leader.map_or(1, Leader::slots) {
+                    return None;
+                }
+                let leads_since = leader
+                    .and_then(|leader| leader.holder.started())
+                    .and_then(|started| humantime::parse_rfc3339(started).ok());
+                return Some(Place {
+                    place: at + 1,
+                    just_ahead,
+                    leader: leader.map(|leader| {
+                        let who = match &leader.holder {
+                            Proclaimed::Leaderrun(holder) => format!(
+                                "pid {} on {} (token {})",
+                                holder.pid,
+                                printable(&holder.host),
+                                leader.token
+                            ),
+                            Proclaimed::Other(_) => leader.describe(),
+                        };
+                        (who, printable(leader.holder.command()).into_owned())
+                    }),
+                    leader_key: leader.map(|leader| leader.key.clone()),
+                    leads_since,
+                });
+            }
+            just_ahead = Some(candidate.key.clone());
+        }
+        None
+    }
+
+    /// Who leads, and for how long as of `now`: "pid 42 on web-1 (token
+    /// 7) leads: sleep 30, for 1m 5s".
+    fn leader(&self, now: SystemTime) -> Option<String> {
+        let (leader, command) = self.leader.as_ref()?;
+        let leads_for = self
+            .leads_since
+            .map(|since| {
+                let leads_for = now.duration_since(since).unwrap_or_default();
+                format!(", for {}", whole_seconds(leads_for))
+            })
+            .unwrap_or_default();
+        Some(format!("{leader} leads: {command}{leads_for}"))
+    }
+}
+
+/// `duration`, to the second, as people read it.
+fn whole_seconds(duration: Duration) -> humantime::FormattedDuration {
+    humantime::format_duration(Duration::from_secs(duration.as_secs()))
+}
+
+/// When a line is said: the wall clock, how long the run has waited, and
+/// what its --wait-timeout leaves (None without one).
+#[derive(Debug, Clone, Copy)]
+pub struct Moment {
+    pub now: SystemTime,
+    pub waited: Duration,
+    pub left: Option<Duration>,
+}
+
+/// The live line: where the run stands and how long it has waited, with
+/// what its --wait-timeout leaves first, then who leads (a narrow
+/// terminal cuts the end off).
+pub fn live_line(place: &Place, election: &str, moment: Moment) -> String {
+    let mut line = format!(
+        "waiting for {}: place {} in line, {} ahead; waited {}",
+        printable(election),
+        place.place,
+        place.place - 1,
+        whole_seconds(moment.waited)
+    );
+    if let Some(left) = moment.left {
+        line.push_str(&format!(" (--wait-timeout: {} left)", whole_seconds(left)));
+    }
+    if let Some(leader) = place.leader(moment.now) {
+        line.push_str(&format!("; {leader}"));
+    }
+    line
+}
+
+/// Why a logged line is said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// The run joined the line.
+    Joined,
+    /// The candidate just ahead changed.
+    AheadChanged,
+    /// The steady reminder.
+    StillWaiting,
+}
+
+/// A logged line: the same facts as the live line, said as `why` asks.
+pub fn log_line(why: Why, place: &Place, election: &str, moment: Moment) -> String {
+    let facts = live_line(place, election, moment);
+    match why {
+        Why::Joined => facts,
+        Why::AheadChanged => format!("{facts} (the one ahead changed)"),
+        Why::StillWaiting => format!("still {facts}"),
+    }
+}
+
+/// A wait shown: its task, and the live line, cleared as it is dropped.
+pub struct Waiting {
+    task: tokio::task::JoinHandle<()>,
+    bar: Option<ProgressBar>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.task.abort();
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// What a shown wait needs to know.
+pub struct Watched {
+    pub shown: Shown,
+    pub election: String,
+    /// Our key's create revision.
+    pub ours: Token,
+    /// When this run began to wait (for "waited").
+    pub since: clock::Instant,
+    /// Its --wait-timeout's end, if it has one.
+    pub gives_up_at: Option<clock::Instant>,
+    pub still_waiting_every: Duration,
+}
+
+impl Watched {
+    /// Now, for what is said.
+    fn moment(&self) -> Moment {
+        Moment {
+            now: clock::wall(),
+            waited: self.since.elapsed(),
+            left: self.gives_up_at.map(|at| at.remaining()),
+        }
+    }
+}
+
+/// Starts showing a wait: reads the line, then follows it.
+pub fn show(connection: &Connection, watched: Watched) -> Waiting {
+    let bar = (watched.shown == Shown::Live).then(|| {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        // No spinner: its glyphs need a UTF-8 terminal, and the seconds
+        // waited already show the line is alive.
+        bar.set_style(ProgressStyle::with_template("{wide_msg}").expect("a template"));
+        bar
+    });
+    let task = crate::host::spawn(follow(connection.clone(), watched, bar.clone()));
+    Waiting { task, bar }
+}
+
+/// The side task: the line read, then followed; what it says, shown.
+async fn follow(connection: Connection, watched: Watched, bar: Option<ProgressBar>) {
+    let latest: Mutex<Option<Place>> = Mutex::default();
+    let line = read_line(&connection, &watched.election).await;
+    let mut reporter = Reporter {
+        watched: &watched,
+        bar: bar.as_ref(),
+        latest: &latest,
+        took_over: None,
+    };
+    let identity = |line: &Line| {
+        Place::of(line.in_line(), watched.ours).map(|place| (place.place, place.just_ahead))
+    };
+    let followed = line.follow_by(&connection, identity, |line| {
+        reporter.report(line);
+        Ok(true)
+    });
+    tokio::select! {
+        followed = followed => if let Err(err) = followed {
+            tracing::debug!("following the line to show the wait: {err:#}");
+        },
+        () = tick(&watched, bar.as_ref(), &latest) => {}
+    }
+}
+
+/// The line, read; tried again every second until it is (the wait is only
+/// shown: a failure here is for -vv).
+async fn read_line(connection: &Connection, election: &str) -> Line {
+    loop {
+        match Line::read(connection, election).await {
+            Ok(line) => return line,
+            Err(err) => {
+                tracing::debug!("reading the line to show the wait: {err:#}");
+                clock::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// What is shown as the line changes.
+struct Reporter<'a> {
+    watched: &'a Watched,
+    bar: Option<&'a ProgressBar>,
+    latest: &'a Mutex<Option<Place>>,
+    /// A leader seen taking over leads from then, whatever its key says
+    /// (until its win is marked, since when it waited): its key, and then.
+    took_over: Option<(String, SystemTime)>,
+}
+
+impl Reporter<'_> {
+    fn report(&mut self, line: &Line) {
+        let mut place = Place::of(line.in_line(), self.watched.ours);
+        let mut last = self.latest.lock().expect("not poisoned");
+        if let (Some(place), Some(before)) = (&mut place, &*last) {
+            if place.leader_key != before.leader_key {
+                self.took_over = place.leader_key.clone().map(|key| (key, clock::wall()));
+            }
+            let seen = self
+                .took_over
+                .as_ref()
+                .filter(|(key, _)| place.leader_key.as_ref() == Some(key))
+                .map(|(_, at)| *at);
+            place.leads_since = place.leads_since.max(seen);
+        }
+        if let Some(place) = &place {
+            let why = match &*last {
+                None => Some(Why::Joined),
+                Some(before) if before.just_ahead != place.just_ahead => Some(Why::AheadChanged),
+                Some(_) => None,
+            };
+            match (self.bar, why) {
+                (Some(bar), _) => bar.set_message(now_line(self.watched, place)),
+                (None, Some(why)) => log(self.watched, why, place),
+                (None, None) => {}
+            }
+        }
+        *last = place;
+    }
+}
+
+/// Every second, the live line redrawn (its times move on); or, logged,
+/// every `still_waiting_every`, the reminder.
+async fn tick(watched: &Watched, bar: Option<&ProgressBar>, latest: &Mutex<Option<Place>>) {
+    let every = match bar {
+        Some(_) => Duration::from_secs(1),
+        None => watched.still_waiting_every,
+    };
+    loop {
+        clock::sleep(every).await;
+        let place = latest.lock().expect("not poisoned").clone();
+        let Some(place) = place else { continue };
+        match bar {
+            Some(bar) => {
+                bar.set_message(now_line(watched, &place));
+                bar.tick();
+            }
+            None => log(watched, Why::StillWaiting, &place),
+        }
+    }
+}
+
+fn now_line(watched: &Watched, place: &Place) -> String {
+    live_line(place, &watched.election, watched.moment())
+}
+
+fn log(watched: &Watched, why: Why, place: &Place) {
+    let moment = watched.moment();
+    let line = log_line(why, place, &watched.election, moment);
+    tracing::info!(
+        event = crate::logging::events::WAITING,
+        place = place.place,
+        ahead = place.place - 1,
+        leader = place.leader.as_ref().map(|(leader, _)| leader.as_str()),
+        leader_command = place.leader.as_ref().map(|(_, command)| command.as_str()),
+        waited_s = moment.waited.as_secs(),
+        wait_timeout_left_s = moment.left.map(|left| left.as_secs()),
+        "{line}"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::election::holder::Holder;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn a_wait_is_live_on_a_terminal_logged_with_v_and_else_quiet() {
+        let xterm = Some(OsStr::new("xterm"));
+        let dumb = Some(OsStr::new("dumb"));
+        assert_eq!(Shown::choose(true, xterm, false), Some(Shown::Live));
+        assert_eq!(Shown::choose(true, None, true), Some(Shown::Live));
+        assert_eq!(Shown::choose(true, dumb, false), None);
+        assert_eq!(Shown::choose(true, dumb, true), Some(Shown::Logged));
+        assert_eq!(Shown::choose(false, xterm, true), Some(Shown::Logged));
+        assert_eq!(Shown::choose(false, xterm, false), None);
+    }
+
+    #[test]
+    fn still_waiting_every_five_minutes_unless_told_otherwise() {
+        let every = |value: &str| still_waiting_every(Some(OsStr::new(value)));
+        assert_eq!(still_waiting_every(None), Duration::from_secs(300));
+        assert_eq!(every("2s"), Duration::from_secs(2));
+        assert_eq!(every("1m 30s"), Duration::from_secs(90));
+        for ignored in ["", "0s", "soon", "-1s"] {
+            assert_eq!(every(ignored), Duration::from_secs(300), "{ignored}");
+        }
+    }
+
+    fn candidate(token: i64, pid: u32, started: &str, slots: usize) -> Leader {
+        Leader {
+            key: format!("jobs/x/{token:x}"),
+            token: Token(token),
+            lease: crate::etcd::ids::LeaseId(token),
+            holder: Proclaimed::Leaderrun(Holder {
+                host: "web-1".into(),
+                pid,
+                started: started.into(),
+                command: format!("job {token}"),
+                max_running: slots,
+            }),
+        }
+    }
+
+    /// A line of three, each started with `slots` runners.
+    fn three(slots: usize) -> [Leader; 3] {
+        [
+            candidate(5, 50, "2026-12-07T10:00:00Z", slots),
+            candidate(7, 70, "2026-12-07T10:01:00Z", slots),
+            candidate(9, 90, "2026-12-07T10:02:00Z", slots),
+        ]
+    }
+
+    #[test]
+    fn a_place_is_counted_from_the_leader_and_names_the_one_just_ahead() {
+        let line = three(1);
+        let third = Place::of(&line, Token(9)).expect("in line");
+        assert_eq!(third.place, 3);
+        assert_eq!(third.just_ahead.as_deref(), Some("jobs/x/7"));
+        assert_eq!(third.leader_key.as_deref(), Some("jobs/x/5"));
+        assert_eq!(
+            third.leader,
+            Some(("pid 50 on web-1 (token 5)".into(), "job 5".into()))
+        );
+        let since = humantime::parse_rfc3339("2026-12-07T10:00:00Z").unwrap();
+        assert_eq!(third.leads_since, Some(since));
+        assert_eq!(Place::of(&line, Token(7)).expect("in line").place, 2);
+        // Our turn (the leader's place), or a key not (yet) there.
+        assert_eq!(Place::of(&line, Token(5)), None);
+        assert_eq!(Place::of(&line, Token(11)), None);
+    }
+
+    #[test]
+    fn with_several_runners_a_place_among_them_is_a_turn() {
+        let line = three(2);
+        assert_eq!(Place::of(&line, Token(7)), None);
+        assert_eq!(Place::of(&line, Token(9)).expect("waits").place, 3);
+    }
+
+    #[test]
+    fn the_lines_say_where_the_run_stands() {
+        let line = [
+            candidate(5, 50, "2026-12-07T10:00:00Z", 1),
+            candidate(7, 70, "2026-12-07T10:01:00Z", 1),
+        ];
+        let place = Place::of(&line, Token(7)).expect("in line");
+        let moment = Moment {
+            now: humantime::parse_rfc3339("2026-12-07T10:01:05Z").unwrap(),
+            waited: Duration::from_millis(4_900),
+            left: Some(Duration::from_secs(115)),
+        };
+        assert_eq!(
+            live_line(&place, "jobs/x", moment),
+            "waiting for jobs/x: place 2 in line, 1 ahead; waited 4s (--wait-timeout: 1m 55s left); pid 50 on web-1 (token 5) leads: job 5, for 1m 5s"
+        );
+        let moment = Moment {
+            left: None,
+            ..moment
+        };
+        assert_eq!(
+            live_line(&place, "jobs/x", moment),
+            "waiting for jobs/x: place 2 in line, 1 ahead; waited 4s; pid 50 on web-1 (token 5) leads: job 5, for 1m 5s"
+        );
+        let said = |why| log_line(why, &place, "jobs/x", moment);
+        assert!(said(Why::Joined).starts_with("waiting for jobs/x: place 2"));
+        assert!(said(Why::AheadChanged).ends_with(" (the one ahead changed)"));
+        assert!(said(Why::StillWaiting).starts_with("still waiting for jobs/x: place 2"));
+    }
+
+    /// A name or a holder with control characters shows them escaped: the
+    /// live line is redrawn in place, and an escape sequence in it would
+    /// take the terminal over.
+    #[test]
+    fn the_lines_show_control_characters_escaped() {
+        let mut leader = candidate(5, 50, "2026-12-07T10:00:00Z", 1);
+        if let Proclaimed::Leaderrun(holder) = &mut leader.holder {
+            holder.host = "web\x1b[2J".into();
+            holder.command = "rm\n-rf".into();
+        }
+        let line = [leader, candidate(7, 70, "2026-12-07T10:01:00Z", 1)];
+        let place = Place::of(&line, Token(7)).expect("in line");
+        let moment = Moment {
+            now: humantime::parse_rfc3339("2026-12-07T10:01:05Z").unwrap(),
+            waited: Duration::ZERO,
+            left: None,
+        };
+        let shown = live_line(&place, "jobs/\x1b[31m", moment);
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+    }
+}
