@@ -18,7 +18,7 @@ use crate::election::handoff::Handoff;
 use crate::election::holder::Holder;
 use crate::election::name;
 use crate::etcd;
-use crate::run::{still_waiting_every, Config, WaitShown, STILL_WAITING_VARIABLE};
+use crate::run::{still_waiting_every, Config, NotifySocket, WaitShown, STILL_WAITING_VARIABLE};
 use crate::status::{self, Elections, Format};
 
 /// What a run takes: its configuration, how to reach etcd, and what the
@@ -146,7 +146,7 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
         explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
         etcd_env: Vec::new(),
         handoff: Handoff::from_value(std::env::var_os(Handoff::VARIABLE).as_deref()),
-        systemd_listens: std::env::var_os(env::NOTIFY_SOCKET).is_some_and(|path| !path.is_empty()),
+        notify_socket: NotifySocket::from_env(std::env::var_os(env::NOTIFY_SOCKET).as_deref()),
         withheld: match cli.child.pass_notify_socket {
             true => &[],
             false => &[env::NOTIFY_SOCKET],

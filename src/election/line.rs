@@ -279,6 +279,11 @@ impl Line {
         self.in_order.values().next()
     }
 
+    /// The candidates in line order, the leader first.
+    pub fn in_line(&self) -> impl Iterator<Item = &Leader> {
+        self.in_order.values()
+    }
+
     fn leader_identity(&self) -> LeaderIdentity {
         self.leader()
             .map(|leader| (leader.key.clone(), leader.token, leader.stale()))
@@ -300,43 +305,24 @@ impl Line {
         }
     }
 
-    /// The candidates in line order, the leader first.
-    pub fn in_line(&self) -> impl Iterator<Item = &Leader> {
-        self.in_order.values()
-    }
-
     /// Follows the line until `report` returns false, calling it with the
     /// leader now and after every revision at which the leader changed, in
     /// order. A broken watch is opened again from where it stopped, so no
     /// change is missed; only if etcd compacted that history away is the
     /// line read afresh (and what happened in between is lost to it).
     pub async fn follow(
-        self,
+        mut self,
         connection: &Connection,
         mut report: impl FnMut(Option<&Leader>) -> Result<bool>,
     ) -> Result<()> {
-        self.follow_by(connection, Line::leader_identity, |line| {
-            report(line.leader())
-        })
-        .await
-    }
-
-    /// [`Line::follow`], calling `report` with the line now and after every
-    /// revision at which what `shown` makes of it changed.
-    pub async fn follow_by<T: PartialEq>(
-        mut self,
-        connection: &Connection,
-        shown: impl Fn(&Line) -> T,
-        mut report: impl FnMut(&Line) -> Result<bool>,
-    ) -> Result<()> {
-        if !report(&self)? {
+        if !report(self.leader())? {
             return Ok(());
         }
         let mut backoff = retry::backoff(retry::WAITING);
         loop {
-            let followed = self.watch(connection, &shown, &mut report).await?;
+            let followed = self.watch(connection, &mut report).await?;
             // Every change up to here has been reported.
-            let was = shown(&self);
+            let shown = self.leader_identity();
             match followed {
                 Followed::Stopped => return Ok(()),
                 Followed::Broke => retry::wait(&mut backoff).await,
@@ -345,7 +331,7 @@ impl Line {
                         Ok(line) => {
                             self = line;
                             backoff.reset();
-                            if shown(&self) != was && !report(&self)? {
+                            if self.leader_identity() != shown && !report(self.leader())? {
                                 return Ok(());
                             }
                             break;
@@ -361,13 +347,11 @@ impl Line {
     }
 
     /// Applies one watch's events, revision by revision, reporting each
-    /// change of what `shown` makes of the line, until the watch ends or
-    /// `report` says stop.
-    async fn watch<T: PartialEq>(
+    /// change of leader, until the watch ends or `report` says stop.
+    async fn watch(
         &mut self,
         connection: &Connection,
-        shown: &impl Fn(&Line) -> T,
-        report: &mut impl FnMut(&Line) -> Result<bool>,
+        report: &mut impl FnMut(Option<&Leader>) -> Result<bool>,
     ) -> Result<Followed> {
         let options = WatchOptions::new()
             .with_prefix()
@@ -401,35 +385,34 @@ impl Line {
                     return Ok(Followed::Broke);
                 }
             };
-            if self.apply(&events, shown, report)? == Applied::Stopped {
+            if self.apply(&events, report)? == Applied::Stopped {
                 return Ok(Followed::Stopped);
             }
         }
     }
 
     /// Applies one watch response's events, in order, reporting each
-    /// change of what `shown` makes of the line, until `report` says stop.
-    fn apply<T: PartialEq>(
+    /// change of leader, until `report` says stop.
+    fn apply(
         &mut self,
         events: &[WatchEvent],
-        shown: &impl Fn(&Line) -> T,
-        report: &mut impl FnMut(&Line) -> Result<bool>,
+        report: &mut impl FnMut(Option<&Leader>) -> Result<bool>,
     ) -> Result<Applied> {
-        let mut was = shown(self);
+        let mut shown = self.leader_identity();
         for (at, event) in events.iter().enumerate() {
             match event {
                 WatchEvent::Put(kv) => self.put(kv),
                 WatchEvent::Delete(kv) => self.delete(&kv.key),
             }
             self.revision = self.revision.max(event.revision());
-            // One transaction's changes share a revision: judge the line
-            // once all of them are in.
+            // One transaction's changes share a revision: judge the
+            // leader once all of them are in.
             let revision_done = events
                 .get(at + 1)
                 .is_none_or(|next| next.revision() != event.revision());
-            if revision_done && shown(self) != was {
-                was = shown(self);
-                if !report(self)? {
+            if revision_done && self.leader_identity() != shown {
+                shown = self.leader_identity();
+                if !report(self.leader())? {
                     return Ok(Applied::Stopped);
                 }
             }
@@ -543,8 +526,8 @@ mod tests {
         };
         line.put(&key("j/1", 5));
         let mut reports = Vec::new();
-        let mut report = |line: &Line| {
-            reports.push(line.leader().map(|leader| leader.token));
+        let mut report = |leader: Option<&Leader>| {
+            reports.push(leader.map(|leader| leader.token));
             Ok(true)
         };
         // One transaction at revision 7 deletes the leader and writes its
@@ -563,8 +546,7 @@ mod tests {
                 ..key("j/2", 0)
             }),
         ];
-        let shown = Line::leader_identity;
-        assert!(line.apply(&events, &shown, &mut report).unwrap() == Applied::All);
+        assert!(line.apply(&events, &mut report).unwrap() == Applied::All);
         assert_eq!(reports, [Some(Token(6)), None]);
         assert_eq!(line.revision, Revision(9));
     }

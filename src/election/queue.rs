@@ -30,6 +30,10 @@ impl Election<'_> {
     /// that revision with no read; its deletion or overwrite loses our place
     /// at once. That proof is taken only on the handoff's fast path
     /// (`handoff`).
+    ///
+    /// `watching` is told each key (or prefix) watched ahead, as it
+    /// changes: what a shown wait (`run::waiting`) reads the line again on,
+    /// with no watch of its own.
     pub async fn wait_for_turn(
         &self,
         handoff: Handoff,
@@ -37,6 +41,7 @@ impl Election<'_> {
         lease_id: LeaseId,
         lease: &mut watch::Receiver<LeaseState>,
         own: &mut OwnKey,
+        watching: &watch::Sender<Option<Vec<u8>>>,
     ) -> Turn {
         let mut broken_watches = retry::backoff(retry::KEEPING);
         // The last revision the watch showed us, once it has shown one.
@@ -57,7 +62,16 @@ impl Election<'_> {
                 Ok(Ahead::Nobody(revision, ours)) => {
                     return self.nobody_ahead(handoff, own, revision, ours)
                 }
-                Ok(Ahead::Watch(watch, revision)) => (watch, revision),
+                Ok(Ahead::Watch(watch, revision)) => {
+                    watching.send_if_modified(|watched| {
+                        let new = watched.as_deref() != Some(watch.key.as_slice());
+                        if new {
+                            *watched = Some(watch.key.clone());
+                        }
+                        new
+                    });
+                    (watch, revision)
+                }
                 // Ridden out or not, as the run's table decides (a
                 // waiter rides an outage out: its lease decides whether its
                 // place survives it).

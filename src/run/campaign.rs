@@ -98,6 +98,9 @@ pub struct Campaigner<'a> {
     pub queued_behind: Option<String>,
     /// Our key's create revision as we last joined the line.
     pub queued_as: Option<Token>,
+    /// What the queue watches ahead of us, as it changes (`run::waiting`
+    /// reads the line again on it).
+    pub watching: tokio::sync::watch::Sender<Option<Vec<u8>>>,
     /// The `--once-per` window's marker, when it already had its run.
     pub window_taken: Option<Marker>,
     /// The error behind the last setback, for the line that says it.
@@ -144,6 +147,7 @@ impl<'a> Campaigner<'a> {
             held_by: None,
             queued_behind: None,
             queued_as: None,
+            watching: tokio::sync::watch::Sender::new(None),
             window_taken: None,
             error: None,
         }
@@ -255,6 +259,7 @@ impl<'a> Campaigner<'a> {
                 lease.id,
                 &mut lease.watch(),
                 &mut place.own,
+                &self.watching,
             )
             .await;
         Ok(match turn {

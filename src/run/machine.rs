@@ -98,7 +98,7 @@ pub async fn drive(
     let mut campaigner = Campaigner::new(config, connection, guardian);
     let run = Run { config, connection };
     let mut state = State::Campaigning(campaign::start(config));
-    let mut notifier = Notifier::new(config.systemd_listens);
+    let mut notifier = Notifier::new(config.notify_socket.clone());
     let mut shown = ShownWait::default();
     let ending = loop {
         notifier.stage(|| stage_of(&state, &campaigner), &config.election);
@@ -158,7 +158,8 @@ pub async fn drive(
 }
 
 /// The wait in line shown (`waiting`) while the run waits in line, if
-/// anyone looks: from the first time it joins the line.
+/// anyone looks (a terminal, -v, systemd): from the first time it joins
+/// the line.
 #[derive(Default)]
 struct ShownWait {
     shown: Option<Waiting>,
@@ -176,9 +177,9 @@ impl ShownWait {
         state: &State<'_>,
         campaigner: &Campaigner<'_>,
     ) {
-        let Some(how) = config.wait_shown else {
+        if config.wait_shown.is_none() && config.notify_socket.is_none() {
             return;
-        };
+        }
         let waiting = match state {
             State::Campaigning(core) if core.phase() == CampaignPhase::Waiting => Some(core),
             _ => None,
@@ -189,7 +190,9 @@ impl ShownWait {
                 self.shown = Some(waiting::show(
                     connection,
                     waiting::Watched {
-                        shown: how,
+                        shown: config.wait_shown,
+                        systemd: config.notify_socket.clone(),
+                        watching: campaigner.watching.subscribe(),
                         election: config.election.clone(),
                         ours,
                         since,
@@ -219,14 +222,15 @@ fn stage_of(state: &State<'_>, campaigner: &Campaigner<'_>) -> Option<Stage> {
                 Stage::Campaigning
             }
             CampaignPhase::Waiting => Stage::Queued {
-                behind: campaigner.queued_behind.clone(),
+                place: None,
+                leads: campaigner.queued_behind.clone(),
             },
             CampaignPhase::Proving | CampaignPhase::Claiming => return None,
         },
         State::Leading(leading, _) => Stage::Leading {
             token: leading.won.leadership.token,
         },
-        State::Stopping(..) => Stage::Stopping,
+        State::Stopping(..) => Stage::Ending,
     })
 }
 

@@ -26,6 +26,7 @@ mod stopping;
 mod supervise;
 mod waiting;
 
+pub use notify::Socket as NotifySocket;
 pub use waiting::{still_waiting_every, Shown as WaitShown, STILL_WAITING_VARIABLE};
 
 use std::ffi::OsString;
@@ -69,9 +70,9 @@ pub struct Config {
     pub holder: Holder,
     /// The handoff fast path, or only the slow path (`handoff`).
     pub handoff: crate::election::handoff::Handoff,
-    /// Whether a service manager listens (`NOTIFY_SOCKET` was set): then
-    /// it is told where the run stands (`notify`).
-    pub systemd_listens: bool,
+    /// Where a service manager listens (`NOTIFY_SOCKET`), if one does: it
+    /// is told where the run stands (`notify`).
+    pub notify_socket: Option<NotifySocket>,
     /// What the command does not inherit of leaderrun's environment:
     /// `NOTIFY_SOCKET`, unless --pass-notify-socket.
     pub withheld: &'static [&'static str],

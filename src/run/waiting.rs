@@ -1,8 +1,11 @@
 //! What a run shows while it waits in line (`--wait`): where it stands,
-//! read off the line itself (every candidate, kept up to date by a watch
-//! of the election, `election::Line`) by a side task that runs only while
-//! someone looks, and decides nothing (the queue's own watch of the key
-//! just ahead decides the turn):
+//! read off the line itself (every candidate, `election::Line`) by a side
+//! task that runs only while someone looks (a terminal, -v, systemd) and
+//! decides nothing. It reads the line as the wait begins and again when
+//! the queue's own watch moves on to a new key ahead (the queue tells it:
+//! no watch of its own, which for every waiter on -v would wake them all
+//! at each change of the line), and on the live line's and the reminder's
+//! clocks:
 //! - on a terminal (stderr a terminal, `TERM` not `dumb`): one live line,
 //!   redrawn in place every second and cleared when the wait ends: the
 //!   place in line, how many are ahead, who leads and for how long, how
@@ -27,6 +30,9 @@ use crate::election::{Leader, Line};
 use crate::etcd::ids::Token;
 use crate::etcd::Connection;
 use crate::logging::printable;
+
+use super::notify::{self, Stage};
+use super::NotifySocket;
 
 /// How a waiting run is shown, if at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,7 +215,12 @@ impl Drop for Waiting {
 
 /// What a shown wait needs to know.
 pub struct Watched {
-    pub shown: Shown,
+    /// How it is shown on stderr, if it is.
+    pub shown: Option<Shown>,
+    /// Where systemd listens, if it does: told each new place in line.
+    pub systemd: Option<NotifySocket>,
+    /// What the queue watches ahead of this run, as it changes.
+    pub watching: tokio::sync::watch::Receiver<Option<Vec<u8>>>,
     pub election: String,
     /// Our key's create revision.
     pub ours: Token,
@@ -233,7 +244,7 @@ impl Watched {
 
 /// Starts showing a wait: reads the line, then follows it.
 pub fn show(connection: &Connection, watched: Watched) -> Waiting {
-    let bar = (watched.shown == Shown::Live).then(|| {
+    let bar = (watched.shown == Some(Shown::Live)).then(|| {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         // No spinner: its glyphs need a UTF-8 terminal, and the seconds
         // waited already show the line is alive.
@@ -244,28 +255,61 @@ pub fn show(connection: &Connection, watched: Watched) -> Waiting {
     Waiting { task, bar }
 }
 
-/// The side task: the line read, then followed; what it says, shown.
+/// The side task: the line read as the wait begins, again whenever the
+/// queue watches something new ahead (the one just ahead changed: the
+/// queue's own watch saw it, so no watch of ours is opened, and a change
+/// far ahead wakes nobody behind), and as the live line and the reminder
+/// go; what it says, shown.
 async fn follow(connection: Connection, watched: Watched, bar: Option<ProgressBar>) {
+    let mut watching = watched.watching.clone();
     let latest: Mutex<Option<Place>> = Mutex::default();
-    let line = read_line(&connection, &watched.election).await;
     let mut reporter = Reporter {
         watched: &watched,
         bar: bar.as_ref(),
         latest: &latest,
         took_over: None,
     };
-    let identity = |line: &Line| {
-        Place::of(line.in_line(), watched.ours).map(|place| (place.place, place.just_ahead))
+    reporter.report(&read_line(&connection, &watched.election).await);
+    // How often the live line is redrawn (its times move on), and every
+    // how many redraws the line is read again (a leader's change far ahead
+    // tells this run nothing); or, logged, the reminder.
+    let (every, read_every) = match (&bar, watched.shown) {
+        (Some(_), _) => (Some(Duration::from_secs(1)), 5),
+        (None, Some(Shown::Logged)) => (Some(watched.still_waiting_every), 1),
+        (None, _) => (None, 1),
     };
-    let followed = line.follow_by(&connection, identity, |line| {
-        reporter.report(line);
-        Ok(true)
-    });
-    tokio::select! {
-        followed = followed => if let Err(err) = followed {
-            tracing::debug!("following the line to show the wait: {err:#}");
-        },
-        () = tick(&watched, bar.as_ref(), &latest) => {}
+    let tick = || async move {
+        match every {
+            Some(every) => clock::sleep(every).await,
+            None => std::future::pending().await,
+        }
+    };
+    let mut ticks = 0u64;
+    loop {
+        tokio::select! {
+            changed = watching.changed() => {
+                if changed.is_err() {
+                    // The campaign is gone: so is this wait, soon.
+                    return std::future::pending().await;
+                }
+                reporter.report(&read_line(&connection, &watched.election).await);
+            }
+            () = tick() => {
+                ticks += 1;
+                if ticks % read_every == 0 {
+                    reporter.report(&read_line(&connection, &watched.election).await);
+                }
+                let place = latest.lock().expect("not poisoned").clone();
+                let Some(place) = place else { continue };
+                match &bar {
+                    Some(bar) => {
+                        bar.set_message(now_line(&watched, &place));
+                        bar.tick();
+                    }
+                    None => log(&watched, Why::StillWaiting, &place),
+                }
+            }
+        }
     }
 }
 
@@ -314,34 +358,23 @@ impl Reporter<'_> {
                 Some(before) if before.just_ahead != place.just_ahead => Some(Why::AheadChanged),
                 Some(_) => None,
             };
-            match (self.bar, why) {
-                (Some(bar), _) => bar.set_message(now_line(self.watched, place)),
-                (None, Some(why)) => log(self.watched, why, place),
-                (None, None) => {}
+            match (self.bar, why, self.watched.shown) {
+                (Some(bar), _, _) => bar.set_message(now_line(self.watched, place)),
+                (None, Some(why), Some(Shown::Logged)) => log(self.watched, why, place),
+                _ => {}
+            }
+            let moved = last.as_ref().is_none_or(|before| {
+                (before.place, &before.leader_key) != (place.place, &place.leader_key)
+            });
+            if let (Some(socket), true) = (&self.watched.systemd, moved) {
+                let stage = Stage::Queued {
+                    place: Some(place.place),
+                    leads: place.leader.as_ref().map(|(leader, _)| leader.clone()),
+                };
+                notify::tell(socket, &notify::told(&stage, &self.watched.election));
             }
         }
         *last = place;
-    }
-}
-
-/// Every second, the live line redrawn (its times move on); or, logged,
-/// every `still_waiting_every`, the reminder.
-async fn tick(watched: &Watched, bar: Option<&ProgressBar>, latest: &Mutex<Option<Place>>) {
-    let every = match bar {
-        Some(_) => Duration::from_secs(1),
-        None => watched.still_waiting_every,
-    };
-    loop {
-        clock::sleep(every).await;
-        let place = latest.lock().expect("not poisoned").clone();
-        let Some(place) = place else { continue };
-        match bar {
-            Some(bar) => {
-                bar.set_message(now_line(watched, &place));
-                bar.tick();
-            }
-            None => log(watched, Why::StillWaiting, &place),
-        }
     }
 }
 

@@ -470,7 +470,7 @@ impl World {
             } else {
                 Handoff::Slow
             },
-            systemd_listens: false,
+            notify_socket: None,
             withheld: &[],
             wait_shown: None,
             still_waiting_every: Duration::from_secs(300),
