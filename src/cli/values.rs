@@ -129,6 +129,7 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
         max_running: cli.election.max_running,
         ..Holder::for_this_process(&command, cli.election.redact_args)
     };
+    let still_waiting = still_waiting_every(std::env::var_os(STILL_WAITING_VARIABLE).as_deref());
     let config = Config {
         program,
         holder,
@@ -154,11 +155,9 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
         wait_shown: WaitShown::choose(
             std::io::stderr().is_terminal(),
             std::env::var_os("TERM").as_deref(),
-            cli.output.verbose > 0,
+            cli.output.verbose > 0 && still_waiting.is_some(),
         ),
-        still_waiting_every: still_waiting_every(
-            std::env::var_os(STILL_WAITING_VARIABLE).as_deref(),
-        ),
+        still_waiting_every: still_waiting.unwrap_or_default(),
         command,
     };
     Ok(Run {

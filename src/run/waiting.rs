@@ -61,13 +61,20 @@ pub const STILL_WAITING_VARIABLE: &str = "LEADERRUN_STILL_WAITING_EVERY";
 
 /// How often a logged wait says it still waits: every five minutes, or
 /// as [`STILL_WAITING_VARIABLE`] says (a duration, as the options take
-/// them; one that does not parse, or is zero, is ignored).
-pub fn still_waiting_every(value: Option<&std::ffi::OsStr>) -> Duration {
-    value
-        .and_then(|value| value.to_str())
-        .and_then(|value| humantime::parse_duration(value).ok())
-        .filter(|every| !every.is_zero())
-        .unwrap_or(Duration::from_secs(300))
+/// them; one that does not parse, or is zero, is ignored). None for `off`:
+/// a logged wait says nothing at all, and reads nothing (a fleet on -v
+/// whose waiters should not each read the line).
+pub fn still_waiting_every(value: Option<&std::ffi::OsStr>) -> Option<Duration> {
+    let value = value.and_then(|value| value.to_str());
+    if value == Some("off") {
+        return None;
+    }
+    Some(
+        value
+            .and_then(|value| humantime::parse_duration(value).ok())
+            .filter(|every| !every.is_zero())
+            .unwrap_or(Duration::from_secs(300)),
+    )
 }
 
 /// Where a waiting run stands, as read off the line.
@@ -418,11 +425,13 @@ mod tests {
     #[test]
     fn still_waiting_every_five_minutes_unless_told_otherwise() {
         let every = |value: &str| still_waiting_every(Some(OsStr::new(value)));
-        assert_eq!(still_waiting_every(None), Duration::from_secs(300));
-        assert_eq!(every("2s"), Duration::from_secs(2));
-        assert_eq!(every("1m 30s"), Duration::from_secs(90));
-        for ignored in ["", "0s", "soon", "-1s"] {
-            assert_eq!(every(ignored), Duration::from_secs(300), "{ignored}");
+        let five_minutes = Some(Duration::from_secs(300));
+        assert_eq!(still_waiting_every(None), five_minutes);
+        assert_eq!(every("2s"), Some(Duration::from_secs(2)));
+        assert_eq!(every("1m 30s"), Some(Duration::from_secs(90)));
+        assert_eq!(every("off"), None);
+        for ignored in ["", "0s", "soon", "-1s", "OFF"] {
+            assert_eq!(every(ignored), five_minutes, "{ignored}");
         }
     }
 

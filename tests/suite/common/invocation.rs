@@ -73,8 +73,12 @@ impl Lr {
     }
 
     /// Debug lines as JSON, to be read by their event ([`DEBUG_JSON`]).
+    /// A waiting run's own lines off: the tests that read the events count
+    /// the protocol's requests, and a shown wait reads the line
+    /// (`wait_shown.rs` tests those lines).
     pub fn debug_json(self) -> Lr {
         self.args(DEBUG_JSON)
+            .env("LEADERRUN_STILL_WAITING_EVERY", "off")
     }
 
     /// One more variable in leaderrun's environment.
