@@ -129,7 +129,8 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
         max_running: cli.election.max_running,
         ..Holder::for_this_process(&command, cli.election.redact_args)
     };
-    let still_waiting = still_waiting_every(std::env::var_os(STILL_WAITING_VARIABLE).as_deref());
+    let still_waiting = still_waiting_every(std::env::var_os(STILL_WAITING_VARIABLE).as_deref())
+        .map_err(anyhow::Error::msg)?;
     let config = Config {
         program,
         holder,

@@ -35,8 +35,9 @@ pub const LEADER: &str = "leader";
 /// campaigns again. Info level.
 pub const CAMPAIGNING_AGAIN: &str = "campaigning_again";
 
-/// A queued run says where it stands (-v, not on a terminal): as it joins
-/// the line, when the one just ahead changes, and every
-/// LEADERRUN_STILL_WAITING_EVERY (fields `place`, `ahead`, `leader`,
-/// `leader_command`, `waited_s`, `wait_timeout_left_s`). Info level.
+/// A queued run says where it stands (-v): as it joins the line, when the
+/// one just ahead changes, and every LEADERRUN_STILL_WAITING_EVERY (fields
+/// `why`: `joined`, `ahead_changed` or `still_waiting`; `place`, `ahead`,
+/// `leader`, `leader_command`, `waited_s`, `wait_timeout_left_s`). Info
+/// level.
 pub const WAITING: &str = "waiting";

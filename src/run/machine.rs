@@ -119,9 +119,10 @@ pub async fn drive(
                     &decision.next,
                     CampaignNext::Campaign(core) if core.phase() == CampaignPhase::Waiting
                 );
-                if !waits_on {
+                if !waits_on || decision.warn_full {
                     // The live line cleared before anything is said of
-                    // what comes next (why it did not run, a retry).
+                    // what comes next (why it did not run, a retry, a
+                    // full etcd).
                     shown.stop();
                 }
                 if decision.warn_full {

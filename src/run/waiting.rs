@@ -44,11 +44,13 @@ pub enum Shown {
 impl Shown {
     /// How a run that waits is shown: live on a terminal that can redraw
     /// a line, logged with -v, else not at all (cron mails nothing).
+    /// A terminal on -v gets the logged lines, not the live one: any log
+    /// line would be written over it.
     pub fn choose(terminal: bool, term: Option<&std::ffi::OsStr>, verbose: bool) -> Option<Shown> {
         let dumb = term.is_some_and(|term| term == "dumb");
         match () {
-            () if terminal && !dumb => Some(Shown::Live),
             () if verbose => Some(Shown::Logged),
+            () if terminal && !dumb => Some(Shown::Live),
             () => None,
         }
     }
@@ -57,22 +59,32 @@ impl Shown {
 /// The variable that sets how often a logged wait says it still waits.
 pub const STILL_WAITING_VARIABLE: &str = "LEADERRUN_STILL_WAITING_EVERY";
 
+/// The shortest interval [`STILL_WAITING_VARIABLE`] takes.
+const STILL_WAITING_AT_LEAST: Duration = Duration::from_secs(1);
+
 /// How often a logged wait says it still waits: every five minutes, or
-/// as [`STILL_WAITING_VARIABLE`] says (a duration, as the options take
-/// them; one that does not parse, or is zero, is ignored). None for `off`:
-/// a logged wait says nothing at all, and reads nothing (a fleet on -v
-/// whose waiters should not each read the line).
-pub fn still_waiting_every(value: Option<&std::ffi::OsStr>) -> Option<Duration> {
-    let value = value.and_then(|value| value.to_str());
-    if value == Some("off") {
-        return None;
+/// as [`STILL_WAITING_VARIABLE`] says (a duration of a second or more, as
+/// the options take them). None for `off`: a logged wait says nothing at
+/// all, and reads nothing (a fleet on -v whose waiters should not each
+/// read the line). Err: the one line that says what is wrong with it.
+pub fn still_waiting_every(value: Option<&std::ffi::OsStr>) -> Result<Option<Duration>, String> {
+    let Some(value) = value else {
+        return Ok(Some(Duration::from_secs(300)));
+    };
+    let wrong = || {
+        format!(
+            "{STILL_WAITING_VARIABLE}={}: expected a duration of 1s or more (e.g. 30s, 5m), or off",
+            printable(&value.to_string_lossy())
+        )
+    };
+    match value.to_str() {
+        Some("off") => Ok(None),
+        Some(text) => match humantime::parse_duration(text) {
+            Ok(every) if every >= STILL_WAITING_AT_LEAST => Ok(Some(every)),
+            _ => Err(wrong()),
+        },
+        None => Err(wrong()),
     }
-    Some(
-        value
-            .and_then(|value| humantime::parse_duration(value).ok())
-            .filter(|every| !every.is_zero())
-            .unwrap_or(Duration::from_secs(300)),
-    )
 }
 
 /// Where a waiting run stands, as read off the line.
@@ -174,6 +186,8 @@ pub fn live_line(place: &Place, election: &str, moment: Moment) -> String {
         whole_seconds(moment.waited)
     );
     if let Some(left) = moment.left {
+        // Rounded up: "0s left" would be said a whole second early.
+        let left = Duration::from_secs(left.as_secs() + u64::from(left.subsec_nanos() > 0));
         line.push_str(&format!(" (--wait-timeout: {} left)", whole_seconds(left)));
     }
     if let Some(leader) = place.leader(moment.now) {
@@ -217,7 +231,7 @@ impl LiveLine {
     /// line that wrapped could not be erased).
     fn draw(&self, text: &str) {
         let (_, columns) = self.term.size();
-        let shown = console::truncate_str(text, usize::from(columns.saturating_sub(1)), "");
+        let shown = fit(text, usize::from(columns.saturating_sub(1)));
         let drawn = self
             .term
             .clear_line()
@@ -231,6 +245,25 @@ impl LiveLine {
     fn clear(&self) {
         let _ = self.term.clear_line().and_then(|()| self.term.flush());
     }
+}
+
+/// The start of `text` that fits in `columns` terminal columns, a wide
+/// character (two columns) left out whole rather than cut in half.
+/// (`console::truncate_str` gave nothing at all at some widths for text
+/// with wide characters.)
+fn fit(text: &str, columns: usize) -> String {
+    let mut used = 0;
+    let mut fitted = String::new();
+    let mut one = [0; 4];
+    for character in text.chars() {
+        let width = console::measure_text_width(character.encode_utf8(&mut one));
+        if used + width > columns {
+            break;
+        }
+        used += width;
+        fitted.push(character);
+    }
+    fitted
 }
 
 /// A wait shown: its task, and the live line, cleared as it is dropped.
@@ -300,12 +333,18 @@ async fn follow(connection: Connection, watched: Watched, live: Option<LiveLine>
         latest: &latest,
         took_over: None,
     };
-    reporter.report(&read_line(&connection, &watched.election).await);
+    let first = loop {
+        match read_line(&connection, &watched.election).await {
+            Some(line) => break line,
+            None => clock::sleep(Duration::from_secs(1)).await,
+        }
+    };
+    reporter.report(&first);
     // How often the live line is redrawn (its times move on), and every
-    // how many redraws the line is read again (a leader's change far ahead
-    // tells this run nothing); or, logged, the reminder.
+    // how many redraws the line is read again (a change far ahead wakes
+    // nothing here); or, logged, the reminder.
     let (every, read_every) = match (&live, watched.shown) {
-        (Some(_), _) => (Some(Duration::from_secs(1)), 5),
+        (Some(_), _) => (Some(Duration::from_secs(1)), 2),
         (None, Some(Shown::Logged)) => (Some(watched.still_waiting_every), 1),
         (None, _) => (None, 1),
     };
@@ -323,12 +362,16 @@ async fn follow(connection: Connection, watched: Watched, live: Option<LiveLine>
                     // The campaign is gone: so is this wait, soon.
                     return std::future::pending().await;
                 }
-                reporter.report(&read_line(&connection, &watched.election).await);
+                if let Some(line) = read_line(&connection, &watched.election).await {
+                    reporter.report(&line);
+                }
             }
             () = tick() => {
                 ticks += 1;
                 if ticks % read_every == 0 {
-                    reporter.report(&read_line(&connection, &watched.election).await);
+                    if let Some(line) = read_line(&connection, &watched.election).await {
+                    reporter.report(&line);
+                }
                 }
                 let place = latest.lock().expect("not poisoned").clone();
                 let Some(place) = place else { continue };
@@ -341,16 +384,19 @@ async fn follow(connection: Connection, watched: Watched, live: Option<LiveLine>
     }
 }
 
-/// The line, read; tried again every second until it is (the wait is only
-/// shown: a failure here is for -vv).
-async fn read_line(connection: &Connection, election: &str) -> Line {
-    loop {
-        match Line::read(connection, election).await {
-            Ok(line) => return line,
-            Err(err) => {
-                tracing::debug!("reading the line to show the wait: {err:#}");
-                clock::sleep(Duration::from_secs(1)).await;
-            }
+/// The line, read within a second, if it could be (the wait is only
+/// shown: a failure here is for -vv, and a silent etcd must not stop the
+/// live line's clock).
+async fn read_line(connection: &Connection, election: &str) -> Option<Line> {
+    match clock::timeout(Duration::from_secs(1), Line::read(connection, election)).await {
+        Some(Ok(line)) => Some(line),
+        Some(Err(err)) => {
+            tracing::debug!("reading the line to show the wait: {err:#}");
+            None
+        }
+        None => {
+            tracing::debug!("reading the line to show the wait: no answer within a second");
+            None
         }
     }
 }
@@ -413,8 +459,14 @@ fn now_line(watched: &Watched, place: &Place) -> String {
 fn log(watched: &Watched, why: Why, place: &Place) {
     let moment = watched.moment();
     let line = log_line(why, place, &watched.election, moment);
+    let said = match why {
+        Why::Joined => "joined",
+        Why::AheadChanged => "ahead_changed",
+        Why::StillWaiting => "still_waiting",
+    };
     tracing::info!(
         event = crate::logging::events::WAITING,
+        why = said,
         place = place.place,
         ahead = place.place - 1,
         leader = place.leader.as_ref().map(|(leader, _)| leader.as_str()),
@@ -436,7 +488,8 @@ mod tests {
         let xterm = Some(OsStr::new("xterm"));
         let dumb = Some(OsStr::new("dumb"));
         assert_eq!(Shown::choose(true, xterm, false), Some(Shown::Live));
-        assert_eq!(Shown::choose(true, None, true), Some(Shown::Live));
+        assert_eq!(Shown::choose(true, None, false), Some(Shown::Live));
+        assert_eq!(Shown::choose(true, xterm, true), Some(Shown::Logged));
         assert_eq!(Shown::choose(true, dumb, false), None);
         assert_eq!(Shown::choose(true, dumb, true), Some(Shown::Logged));
         assert_eq!(Shown::choose(false, xterm, true), Some(Shown::Logged));
@@ -446,14 +499,19 @@ mod tests {
     #[test]
     fn still_waiting_every_five_minutes_unless_told_otherwise() {
         let every = |value: &str| still_waiting_every(Some(OsStr::new(value)));
-        let five_minutes = Some(Duration::from_secs(300));
-        assert_eq!(still_waiting_every(None), five_minutes);
-        assert_eq!(every("2s"), Some(Duration::from_secs(2)));
-        assert_eq!(every("1m 30s"), Some(Duration::from_secs(90)));
-        assert_eq!(every("off"), None);
-        for ignored in ["", "0s", "soon", "-1s", "OFF"] {
-            assert_eq!(every(ignored), five_minutes, "{ignored}");
+        assert_eq!(
+            still_waiting_every(None),
+            Ok(Some(Duration::from_secs(300)))
+        );
+        assert_eq!(every("2s"), Ok(Some(Duration::from_secs(2))));
+        assert_eq!(every("1m 30s"), Ok(Some(Duration::from_secs(90))));
+        assert_eq!(every("off"), Ok(None));
+        for wrong in ["", "0s", "1ms", "soon", "-1s", "OFF"] {
+            let said = every(wrong).expect_err(wrong);
+            assert!(said.contains("expected a duration of 1s or more"), "{said}");
         }
+        let said = every("5\u{1b}[2J").unwrap_err();
+        assert!(!said.chars().any(char::is_control), "{said:?}");
     }
 
     fn candidate(token: i64, pid: u32, started: &str, slots: usize) -> Leader {
@@ -534,6 +592,24 @@ mod tests {
         assert!(said(Why::Joined).starts_with("waiting for jobs/x: place 2"));
         assert!(said(Why::AheadChanged).ends_with(" (the one ahead changed)"));
         assert!(said(Why::StillWaiting).starts_with("still waiting for jobs/x: place 2"));
+    }
+
+    /// Wide characters (two columns each) fit whole or not at all, and the
+    /// line is never left empty for a width that cuts one in half.
+    #[test]
+    fn a_line_is_cut_to_the_columns_a_wide_character_at_a_time() {
+        let text = "ab漢字cd".repeat(40);
+        for columns in 0..200 {
+            let fitted = fit(&text, columns);
+            let width = console::measure_text_width(&fitted);
+            assert!(width <= columns, "{columns}: {width}");
+            assert!(
+                width + 1 >= columns.min(console::measure_text_width(&text)),
+                "{columns}: {width}"
+            );
+        }
+        assert_eq!(fit("ab漢字", 3), "ab");
+        assert_eq!(fit("ab漢字", 4), "ab漢");
     }
 
     /// A name or a holder with control characters shows them escaped: the

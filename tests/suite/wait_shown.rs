@@ -196,3 +196,25 @@ fn the_live_line_is_cleared_before_the_give_up_is_said() {
     send(leader.pid(), Signal::SIGTERM);
     leader.finish(LIMIT);
 }
+
+/// A reminder interval that is not one is refused as bad input, in one
+/// line, before anything is asked of etcd: 1ms once logged hundreds of
+/// lines a second.
+#[test]
+fn a_bad_reminder_interval_is_refused_in_one_line() {
+    let etcd = Etcd::shared();
+    for bad in ["1ms", "soon", "", "-1s"] {
+        let done = lr(etcd)
+            .name(&unique("jobs/still"))
+            .wait()
+            .env("LEADERRUN_STILL_WAITING_EVERY", bad)
+            .run_within(["true"], SOON);
+        assert_eq!(done.code, Some(125), "{bad:?}: {}", done.stderr);
+        assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+        assert!(
+            done.stderr.contains("LEADERRUN_STILL_WAITING_EVERY"),
+            "{}",
+            done.stderr
+        );
+    }
+}
