@@ -333,13 +333,9 @@ async fn follow(connection: Connection, watched: Watched, live: Option<LiveLine>
         latest: &latest,
         took_over: None,
     };
-    let first = loop {
-        match read_line(&connection, &watched.election).await {
-            Some(line) => break line,
-            None => clock::sleep(Duration::from_secs(1)).await,
-        }
-    };
-    reporter.report(&first);
+    while !reporter.refresh(&connection).await {
+        clock::sleep(Duration::from_secs(1)).await;
+    }
     // How often the live line is redrawn (its times move on), and every
     // how many redraws the line is read again (a change far ahead wakes
     // nothing here); or, logged, the reminder.
@@ -362,16 +358,12 @@ async fn follow(connection: Connection, watched: Watched, live: Option<LiveLine>
                     // The campaign is gone: so is this wait, soon.
                     return std::future::pending().await;
                 }
-                if let Some(line) = read_line(&connection, &watched.election).await {
-                    reporter.report(&line);
-                }
+                reporter.refresh(&connection).await;
             }
             () = tick() => {
                 ticks += 1;
                 if ticks % read_every == 0 {
-                    if let Some(line) = read_line(&connection, &watched.election).await {
-                    reporter.report(&line);
-                }
+                    reporter.refresh(&connection).await;
                 }
                 let place = latest.lock().expect("not poisoned").clone();
                 let Some(place) = place else { continue };
@@ -412,6 +404,18 @@ struct Reporter<'a> {
 }
 
 impl Reporter<'_> {
+    /// Reads the line and shows what it says: false if it could not be
+    /// read.
+    async fn refresh(&mut self, connection: &Connection) -> bool {
+        match read_line(connection, &self.watched.election).await {
+            Some(line) => {
+                self.report(&line);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn report(&mut self, line: &Line) {
         let mut place = Place::of(line.in_line(), self.watched.ours);
         let mut last = self.latest.lock().expect("not poisoned");
