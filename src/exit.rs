@@ -115,6 +115,7 @@ mod tests {
             Exit::Internal,
             Exit::NotExecutable,
             Exit::NotFound,
+            Exit::Paused,
         ];
         for exit in all.into_iter().filter(|exit| *exit != Exit::Success) {
             let code = exit.code().to_string();

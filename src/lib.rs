@@ -57,6 +57,7 @@ mod signals;
 #[cfg(test)]
 mod simulation;
 mod status;
+mod steer;
 
 pub use logging::events;
 
@@ -79,6 +80,8 @@ pub fn main(args: Vec<OsString>) -> i32 {
     };
     let output = match &cli.subcommand {
         Some(cli::Command::Status(status)) => &status.output,
+        Some(cli::Command::Pause(pause)) => &pause.steer.output,
+        Some(cli::Command::Resume(resume)) => &resume.steer.output,
         None => &cli.output,
     };
     logging::set_format(output.log_format);
@@ -86,11 +89,15 @@ pub fn main(args: Vec<OsString>) -> i32 {
     // `leaderrun -v status ...`: options before `status` make it the
     // command to run, not the subcommand. Running a program called status
     // as leader is never what that meant; `-- status` still does it.
-    if !separated && cli.subcommand.is_none() && cli.command.first().is_some_and(|c| c == "status")
-    {
+    let subcommand = cli
+        .command
+        .first()
+        .and_then(|first| first.to_str())
+        .filter(|first| ["status", "pause", "resume"].contains(first));
+    if let Some(word) = subcommand.filter(|_| !separated && cli.subcommand.is_none()) {
         logging::say(
             Level::Error,
-            "error: options go after 'status' (leaderrun status --name NAME ...); to run a program called status, write -- status",
+            &format!("error: options go after '{word}' (leaderrun {word} --name NAME ...); to run a program called {word}, write -- {word}"),
         );
         return Exit::Internal.code();
     }
@@ -98,6 +105,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Mode::Docs(text) => print_docs(&text),
         Mode::Status(options) => execute(verbose, async {
             status::status((*options)?).await.map(Exit::code)
+        }),
+        Mode::Steer(options) => execute(verbose, async {
+            steer::steer((*options)?).await.map(Exit::code)
         }),
         Mode::Run(values) => execute(verbose, async {
             let cli::Run {

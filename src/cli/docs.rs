@@ -215,6 +215,17 @@ pub fn man_page() -> Vec<u8> {
                     false,
                 ),
             ],
+            &[
+                ("leaderrun pause", true),
+                (
+                    " [OPTIONS] [--for DURATION] [--reason TEXT] [--name NAME | -- COMMAND [ARGS]...]",
+                    false,
+                ),
+            ],
+            &[
+                ("leaderrun resume", true),
+                (" [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]", false),
+            ],
         ],
     );
     let mut roff = Roff::new();
@@ -243,6 +254,14 @@ fn subcommands(roff: &mut Roff) {
             (
                 "leaderrun-status(1)",
                 "Show who leads an election, its token and its queue.",
+            ),
+            (
+                "leaderrun pause [--for DURATION] [--reason TEXT]",
+                "Pause an election across the fleet: until leaderrun resume, or until --for ends (an etcd lease of that length), no run of it starts. A run exits with the conflict code (saying, with -v or on a terminal, who paused, why, since and until when); a run with --wait waits out of line until the pause ends, its --wait-timeout counting, then queues as usual. A command already running is never stopped. The pause is the key NAME.paused; a second pause replaces the first. --reason is at most 200 characters; --for is 1s to 366 days. The connection options and --name (or -- COMMAND) are those of a run.",
+            ),
+            (
+                "leaderrun resume",
+                "End an election's pause (exit 0 whether it was paused or not, saying which).",
             ),
             (
                 "leaderrun help [SUBCOMMAND]",
@@ -382,8 +401,8 @@ fn what_status_prints(roff: &mut Roff) {
         roff,
         "WHAT IT PRINTS",
         &[
-            ("text", "Lines \"election:\", \"leader:\" (pid, host, the time it became leader, token; or \"none\"), \"command:\", \"token:\", \"key:\", \"lease:\" (id in hex and seconds left), \"waiting:\" (how many are queued with --wait, then the first 20 of them in line order, a line each: place in line, pid, host, since when it waits, token, command), when a --once-per window is open, \"once-per:\" (who started its run and when the window closes), and from the run records \"this run:\" (a run in progress; \"last start:\" instead when its leader is gone with no end recorded), \"last run:\" and \"last success:\" (outcome, host, start and end, token). A key with no lease that blocks the election is named as stale, with the etcdctl del that removes it."),
-            ("--json", "One JSON object: name (a name that is not UTF-8 has its bad bytes escaped as \\xNN, and name_base64 is added with its exact bytes), key, token, lease (hex), ttl (seconds left), holder {host, pid, started, command; for another tool's candidate, etcdctl elect's or lock's, host, pid and started are null, command is its value and other_tool is true}, waiters (how many wait), queue (those who wait, in line order: place, key, token, lease and the holder's fields, started being since when it waits), last_run (the --once-per window's run: host, pid, started, command, token, window_left in seconds; or null), last_started (the last recorded start: the run record's fields plus state, one of running, leader_gone, ended; or null), and last_finished and last_succeeded (run records: host, pid, token, command, started, finished, duration_s, exit_code, and outcome, one of running, succeeded, failed, signalled, lost, timed_out, not_started; or null). With --max-running above 1, also holders (every runner) and max_running. With nobody leading, key, token, lease, ttl and holder are null."),
+            ("text", "Lines \"election:\", \"leader:\" (pid, host, the time it became leader, token; or \"none\"), \"paused:\" (while paused: who, on which host, since and until when, and why), \"command:\", \"token:\", \"key:\", \"lease:\" (id in hex and seconds left), \"waiting:\" (how many are queued with --wait, then the first 20 of them in line order, a line each: place in line, pid, host, since when it waits, token, command), when a --once-per window is open, \"once-per:\" (who started its run and when the window closes), and from the run records \"this run:\" (a run in progress; \"last start:\" instead when its leader is gone with no end recorded), \"last run:\" and \"last success:\" (outcome, host, start and end, token). A key with no lease that blocks the election is named as stale, with the etcdctl del that removes it."),
+            ("--json", "One JSON object: name (a name that is not UTF-8 has its bad bytes escaped as \\xNN, and name_base64 is added with its exact bytes), key, token, lease (hex), ttl (seconds left), holder {host, pid, started, command; for another tool's candidate, etcdctl elect's or lock's, host, pid and started are null, command is its value and other_tool is true}, paused (the pause: user, host, since, until, reason, lease; only raw and lease for a pause key leaderrun did not write; null when not paused), waiters (how many wait), queue (those who wait, in line order: place, key, token, lease and the holder's fields, started being since when it waits), last_run (the --once-per window's run: host, pid, started, command, token, window_left in seconds; or null), last_started (the last recorded start: the run record's fields plus state, one of running, leader_gone, ended; or null), and last_finished and last_succeeded (run records: host, pid, token, command, started, finished, duration_s, exit_code, and outcome, one of running, succeeded, failed, signalled, lost, timed_out, not_started; or null). With --max-running above 1, also holders (every runner) and max_running. With nobody leading, key, token, lease, ttl and holder are null."),
             ("--watch", "A line per change of leader, in order, each starting with the time it was seen: \"NAME: led by pid PID on HOST (token N)\", \"NAME: no leader\", or \"NAME: blocked by\" a stale key. It follows etcd's watch, so a queue that hands over quickly still gets a line per leader; it rides out an etcd restart, and ends on SIGINT or SIGTERM with exit 0, or quietly when its reader goes away."),
         ],
     );
@@ -410,6 +429,8 @@ fn status_exit_status(roff: &mut Roff) {
         &[
             ("0", "Someone leads (or --watch ended)."),
             ("3", "Nobody leads (not with --all, which exits 0 once every election is read, whoever leads)."),
+            ("4", "The election is stuck: a key with no lease leads, which never expires; status names it and the etcdctl del that removes it."),
+            ("5", "The election is paused (leaderrun pause), whoever leads; 4 comes first."),
             ("2", "With --max-age: no run has succeeded within that age, or ever, or the last success is dated in the future (its writer's clock is ahead of this one's) (Nagios's CRITICAL). The one line printed says when the last success was."),
             (
                 "125",

@@ -15,7 +15,8 @@ mod values;
 
 use parse::{
     parse_conflict_exit_code, parse_dial_timeout, parse_duration, parse_kill_after,
-    parse_max_running, parse_signal, parse_timeout, parse_ttl, parse_wait_timeout, parse_window,
+    parse_max_running, parse_pause_for, parse_reason, parse_signal, parse_timeout, parse_ttl,
+    parse_wait_timeout, parse_window,
 };
 
 use std::ffi::OsString;
@@ -58,7 +59,7 @@ const LONG_VERSION: &str = concat!(
     version,
     long_version = LONG_VERSION,
     after_help = help::after_help(),
-    override_usage = "leaderrun [OPTIONS] [--] COMMAND [ARGS]...\n       leaderrun status [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]",
+    override_usage = "leaderrun [OPTIONS] [--] COMMAND [ARGS]...\n       leaderrun status [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]\n       leaderrun pause|resume [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]",
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
     args_conflicts_with_subcommands = true,
@@ -120,6 +121,8 @@ pub enum Mode {
     Status(Box<anyhow::Result<crate::status::Options>>),
     /// Run the command as leader.
     Run(Box<anyhow::Result<values::Run>>),
+    /// `leaderrun pause` and `resume`.
+    Steer(Box<anyhow::Result<crate::steer::Options>>),
 }
 
 pub use values::Run;
@@ -144,6 +147,14 @@ impl Cli {
                 let matches = matches.subcommand_matches("status").unwrap_or(matches);
                 Mode::Status(Box::new(values::status(args, matches)))
             }
+            Some(Command::Pause(args)) => {
+                let matches = matches.subcommand_matches("pause").unwrap_or(matches);
+                Mode::Steer(Box::new(values::pause(args, matches)))
+            }
+            Some(Command::Resume(args)) => {
+                let matches = matches.subcommand_matches("resume").unwrap_or(matches);
+                Mode::Steer(Box::new(values::resume(args, matches)))
+            }
             None => Mode::Run(Box::new(values::run(self, matches))),
         }
     }
@@ -167,10 +178,69 @@ pub enum Command {
     /// Name the election with --name, or give the same command line after
     /// `--` as the replicas run, so that the derived name matches. Exits 0
     /// when someone leads, 3 when nobody does, 4 when a key with no lease
-    /// leads (stuck: it never expires), 125 on errors; with --all, 0
+    /// leads (stuck: it never expires), 5 when the election is paused
+    /// (`leaderrun pause`), 125 on errors; with --all, 0
     /// once every election is read, whoever leads (a leaderless one is a
     /// line, or leaderrun_leader_present 0), and 125 on errors.
     Status(StatusArgs),
+
+    /// Pause an election across the fleet: no run of it starts until
+    /// `leaderrun resume` (or until --for ends).
+    ///
+    /// While paused, a run exits with the conflict code (75, or
+    /// --conflict-exit-code), saying who paused, why, since and until when
+    /// (with -v, or on a terminal, as for every conflict); a run with
+    /// --wait waits until the pause ends (its --wait-timeout still counts),
+    /// then queues as usual. A pause never stops a command that already
+    /// runs. Pausing a paused election replaces its pause. The pause is
+    /// the key NAME.paused in etcd; `leaderrun status` shows it and exits 5.
+    Pause(PauseArgs),
+
+    /// End an election's pause: runs start again (those waiting with
+    /// --wait, in the order they queued). Exits 0 whether it was paused
+    /// or not, saying which.
+    Resume(ResumeArgs),
+}
+
+/// The election `pause` and `resume` steer, and how to reach etcd.
+#[derive(Debug, Args)]
+pub struct SteerArgs {
+    // First, before the flattened groups set their headings.
+    #[command(flatten)]
+    pub name: NameArg,
+
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// The command line the replicas run, to derive the election name.
+    #[arg(value_name = "COMMAND", trailing_var_arg = true, help_heading = COMMAND)]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    /// End the pause by itself after DURATION (1s to 366 days): it is
+    /// written on an etcd lease of that length, so a forgotten pause
+    /// cannot outlive it. Without it, the pause lasts until `resume`.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_pause_for, allow_hyphen_values = true)]
+    pub length: Option<Duration>,
+
+    /// Why, shown to every run it keeps from starting and by `status`
+    /// (at most 200 characters; control characters are shown escaped).
+    #[arg(long, value_name = "TEXT", value_parser = parse_reason, allow_hyphen_values = true)]
+    pub reason: Option<String>,
+
+    #[command(flatten)]
+    pub steer: SteerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub steer: SteerArgs,
 }
 
 #[derive(Debug, Args)]

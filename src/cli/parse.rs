@@ -106,6 +106,28 @@ pub fn parse_window(text: &str) -> Result<Duration, String> {
     bounded(text, "the window", WHOLE_SECOND, (DAY * 366, "366 days"))
 }
 
+/// `pause --for`: as a window, 1s to 366 days (a lease, in whole
+/// seconds).
+pub fn parse_pause_for(text: &str) -> Result<Duration, String> {
+    bounded(text, "--for", WHOLE_SECOND, (DAY * 366, "366 days"))
+}
+
+/// `pause --reason`: some text, at most
+/// [`REASON_LIMIT`](crate::election::pause::REASON_LIMIT) characters.
+pub fn parse_reason(text: &str) -> Result<String, String> {
+    use crate::election::pause::REASON_LIMIT;
+    let count = text.chars().count();
+    match () {
+        () if text.trim().is_empty() => {
+            Err("the reason is empty: say why, or leave --reason out".into())
+        }
+        () if count > REASON_LIMIT => Err(format!(
+            "the reason is {count} characters long: at most {REASON_LIMIT}"
+        )),
+        () => Ok(text.to_string()),
+    }
+}
+
 /// --max-running: 1 (an election) to 1000.
 pub fn parse_max_running(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {

@@ -12,7 +12,7 @@ use anyhow::{bail, Result};
 use clap::parser::ValueSource;
 use clap::ArgMatches;
 
-use super::{Cli, ConnectionArgs, StatusArgs};
+use super::{Cli, ConnectionArgs, PauseArgs, ResumeArgs, StatusArgs, SteerArgs};
 use crate::child::{self, env};
 use crate::election::handoff::Handoff;
 use crate::election::holder::Holder;
@@ -20,6 +20,7 @@ use crate::election::name;
 use crate::etcd;
 use crate::run::{still_waiting_every, Config, NotifySocket, WaitShown, STILL_WAITING_VARIABLE};
 use crate::status::{self, Elections, Format};
+use crate::steer;
 
 /// What a run takes: its configuration, how to reach etcd, and what the
 /// command is told about that etcd.
@@ -94,21 +95,49 @@ pub fn status(args: StatusArgs, matches: &ArgMatches) -> Result<status::Options>
             prefix: args.prefix.unwrap_or_default(),
         }
     } else {
-        Elections::One(match (args.name.name, args.command.is_empty()) {
-            // One of them names it: a command beside --name would be ignored.
-            (Some(_), false) => {
-                bail!("name the election with --name or with the command line after --, not both")
-            }
-            (Some(name), _) if !name.is_empty() => name,
-            (None, false) => name::derive(&args.command),
-            _ => bail!("name the election with --name, or give the command line after --"),
-        })
+        Elections::One(named(args.name.name, &args.command)?)
     };
     Ok(status::Options {
         elections,
         format,
         watch: args.watch,
         max_age: args.max_age,
+        etcd: etcd(&args.connection, matches),
+    })
+}
+
+/// The one election `status`, `pause` and `resume` name: by --name, or
+/// by the command line the replicas run.
+fn named(name: Option<String>, command: &[std::ffi::OsString]) -> Result<String> {
+    Ok(match (name, command.is_empty()) {
+        // One of them names it: a command beside --name would be ignored.
+        (Some(_), false) => {
+            bail!("name the election with --name or with the command line after --, not both")
+        }
+        (Some(name), _) if !name.is_empty() => name,
+        (None, false) => name::derive(command),
+        _ => bail!("name the election with --name, or give the command line after --"),
+    })
+}
+
+/// `leaderrun pause`'s values.
+pub fn pause(args: PauseArgs, matches: &ArgMatches) -> Result<steer::Options> {
+    let action = steer::Action::Pause {
+        length: args.length,
+        reason: args.reason,
+    };
+    steered(args.steer, action, matches)
+}
+
+/// `leaderrun resume`'s values.
+pub fn resume(args: ResumeArgs, matches: &ArgMatches) -> Result<steer::Options> {
+    steered(args.steer, steer::Action::Resume, matches)
+}
+
+fn steered(args: SteerArgs, action: steer::Action, matches: &ArgMatches) -> Result<steer::Options> {
+    Ok(steer::Options {
+        election: named(args.name.name, &args.command)?,
+        action,
         etcd: etcd(&args.connection, matches),
     })
 }

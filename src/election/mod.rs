@@ -45,6 +45,7 @@ pub mod holder;
 mod line;
 pub mod name;
 pub mod once_per;
+pub mod pause;
 mod queue;
 pub mod record;
 #[cfg(test)]
@@ -144,7 +145,14 @@ impl Leader {
 }
 
 pub enum Attempt {
-    Won(Leadership),
+    /// Ours; `unpaused` if the write that won also found no pause, so
+    /// that the claim need not read it again.
+    Won {
+        leadership: Leadership,
+        unpaused: bool,
+    },
+    /// The election is paused (`leaderrun pause`): nothing was written.
+    Paused(pause::Paused),
     /// Someone else holds the election (every slot, with --max-running);
     /// the leader, or None if they left between our two reads.
     Held(Option<Leader>),
@@ -167,6 +175,13 @@ pub enum Turn {
     Gone(PlaceLost),
     /// A request failed: whether to retry is the run's table's to say.
     Failed(anyhow::Error),
+}
+
+/// What joining the line came to.
+pub enum Joined {
+    Queued(Queued),
+    /// The election is paused (`leaderrun pause`): nothing was written.
+    Paused(pause::Paused),
 }
 
 /// A place in the queue, and who runs as it was taken.
@@ -252,23 +267,30 @@ impl<'a> Election<'a> {
             .when([
                 Compare::create_revision(name::prefix(self.name), CompareOp::Equal, 0)
                     .with_prefix(),
+                pause::none_stands(self.name),
             ])
             .and_then([put, TxnOp::get(key.as_str(), None)])
-            .or_else([first_in_line(self.name)]);
+            .or_else([first_in_line(self.name), pause::get(self.name)]);
         let response = self.connection.txn("campaigning", txn).await?;
+        if let Some(paused) = pause::found(&response, 1) {
+            return Ok(Attempt::Paused(paused));
+        }
         let revision = revision_of(&response);
         let page = range_at(&response, 0);
         if response.succeeded() {
             let kv = page
                 .first()
                 .context("etcd did not return the key it just wrote")?;
-            return Ok(Attempt::Won(Leadership {
-                name: self.name.to_string(),
-                key,
-                lease,
-                token: Token::created_at(kv.create_revision),
-                proven_at: revision,
-            }));
+            return Ok(Attempt::Won {
+                leadership: Leadership {
+                    name: self.name.to_string(),
+                    key,
+                    lease,
+                    token: Token::created_at(kv.create_revision),
+                    proven_at: revision,
+                },
+                unpaused: true,
+            });
         }
         let runners = self.runners(page).await?;
         if runners.len() == self.slots {
@@ -281,19 +303,27 @@ impl<'a> Election<'a> {
         // takes our key out again.
         let Queued {
             candidate, runners, ..
-        } = self
+        } = match self
             .enqueue(lease, holder, Some(runners.first().cloned()))
-            .await?;
+            .await?
+        {
+            Joined::Queued(queued) => queued,
+            Joined::Paused(paused) => return Ok(Attempt::Paused(paused)),
+        };
         if !runners.iter().any(|runner| runner.key == candidate.key) {
             return Ok(Attempt::Held(runners.into_iter().next()));
         }
         Ok(match self.prove(&candidate, lease, holder).await? {
-            Some(leadership) => Attempt::Won(leadership),
+            Some(leadership) => Attempt::Won {
+                leadership,
+                unpaused: false,
+            },
             None => Attempt::Vanished,
         })
     }
 
-    /// Joins the queue: writes our key (if absent) and reads the runners.
+    /// Joins the queue: writes our key (if absent) and reads the runners;
+    /// or, if the election is paused, writes nothing and says so.
     ///
     /// A replica whose --max-running disagrees with the leader's never
     /// writes its key: the leader is read first (`seen`, if the caller has
@@ -309,7 +339,7 @@ impl<'a> Election<'a> {
         lease: LeaseId,
         holder: &Holder,
         seen: Option<Option<Leader>>,
-    ) -> Result<Queued> {
+    ) -> Result<Joined> {
         let (key, put) = self.our_key(lease, holder);
         let mut leader = match seen {
             Some(leader) => leader,
@@ -317,7 +347,10 @@ impl<'a> Election<'a> {
         };
         for _ in 0..JOIN_ATTEMPTS {
             self.agree(leader.as_slice())?;
-            let mut when = vec![Compare::create_revision(key.as_str(), CompareOp::Equal, 0)];
+            let mut when = vec![
+                Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
+                pause::none_stands(self.name),
+            ];
             if let Some(leader) = &leader {
                 when.push(Compare::create_revision(
                     leader.key.as_str(),
@@ -332,8 +365,15 @@ impl<'a> Election<'a> {
                     TxnOp::get(key.as_str(), None),
                     first_in_line(self.name),
                 ])
-                .or_else([TxnOp::get(key.as_str(), None), first_in_line(self.name)]);
+                .or_else([
+                    TxnOp::get(key.as_str(), None),
+                    first_in_line(self.name),
+                    pause::get(self.name),
+                ]);
             let response = self.connection.txn("joining the queue", txn).await?;
+            if let Some(paused) = pause::found(&response, 2) {
+                return Ok(Joined::Paused(paused));
+            }
             let revision = revision_of(&response);
             let ours = range_at(&response, 0).first();
             let runners = self.runners(range_at(&response, 1)).await;
@@ -345,11 +385,11 @@ impl<'a> Election<'a> {
             let runners = runners?;
             let token = Token::created_at(ours.create_revision);
             let proven = proves_turn(Some(&ours), token, lease, &runners, self.slots);
-            return Ok(Queued {
+            return Ok(Joined::Queued(Queued {
                 candidate: Candidate { key, token },
                 runners,
                 proven_at: proven.then_some(revision),
-            });
+            }));
         }
         anyhow::bail!("the leader of {} kept changing as we joined", self.name)
     }

@@ -6,7 +6,7 @@
 //! - `<name>/<lease id in lower-case hex>`: a candidate ([`candidate_key`]),
 //!   as etcd's election API (and `etcdctl elect`) writes it;
 //! - `<name>.once-per`, `<name>.last-started`, `<name>.last-finished`,
-//!   `<name>.last-succeeded`: kept beside the election ([`Beside`]), never
+//!   `<name>.last-succeeded`, `<name>.paused`: kept beside the election ([`Beside`]), never
 //!   under `<name>/`, where they would count as candidates.
 //!
 //! Names are bytes, as etcd's keys are: a name that is not UTF-8 (one
@@ -105,14 +105,17 @@ pub enum Beside {
     LastStarted,
     LastFinished,
     LastSucceeded,
+    /// A fleet-wide pause (`election::pause`).
+    Paused,
 }
 
 impl Beside {
-    pub const ALL: [Beside; 4] = [
+    pub const ALL: [Beside; 5] = [
         Beside::OncePer,
         Beside::LastStarted,
         Beside::LastFinished,
         Beside::LastSucceeded,
+        Beside::Paused,
     ];
 
     fn suffix(self) -> &'static str {
@@ -121,6 +124,7 @@ impl Beside {
             Beside::LastStarted => ".last-started",
             Beside::LastFinished => ".last-finished",
             Beside::LastSucceeded => ".last-succeeded",
+            Beside::Paused => ".paused",
         }
     }
 

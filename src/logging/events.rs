@@ -41,3 +41,10 @@ pub const CAMPAIGNING_AGAIN: &str = "campaigning_again";
 /// `leader`, `leader_command`, `waited_s`, `wait_timeout_left_s`). Info
 /// level.
 pub const WAITING: &str = "waiting";
+
+/// A run with --wait found its election paused (`leaderrun pause`), and
+/// waits for the pause to end (fields `paused_by`: who paused, on which
+/// host, since and until when, and why, as one text; `until`: the pause's
+/// end, empty for until resumed). Said again when the pause is replaced.
+/// Info level.
+pub const PAUSED: &str = "paused";

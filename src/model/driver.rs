@@ -76,6 +76,9 @@ impl World {
                 lease: *lease,
                 proof: *proof,
             },
+            // The model's etcd is never paused (`leaderrun pause` is an
+            // operator's, and the table's own tests walk it).
+            Work::AwaitResume => unreachable!("replica {r} awaits a pause the model never makes"),
         };
         let needs_etcd = match asked {
             Asked::Claim { step, .. } => step == ClaimStep::Window,
@@ -209,6 +212,8 @@ impl World {
             // that failed is it started again here, and may fail again.
             ClaimStep::Guard if self.replicas[r].guardian_fails => CampaignEvent::GuardianFailed,
             ClaimStep::Guard => CampaignEvent::GuardReady,
+            // The join's write found no pause: no read at the claim.
+            ClaimStep::Pause => CampaignEvent::Unpaused,
             ClaimStep::Window => self.claim_window(r, lease, proof.token),
             ClaimStep::Start => CampaignEvent::Claimed(()),
         }

@@ -26,9 +26,10 @@ use crate::clock;
 use crate::clock::Now;
 use crate::election::holder::{self, Holder};
 use crate::election::once_per::{self, Claim, Marker};
+use crate::election::pause::{self, Paused};
 use crate::election::{
-    Attempt, Candidate, Disagreement, Election, KeyLoss, Leader, Leadership, OwnKey, PlaceLost,
-    Queued, Turn,
+    Attempt, Candidate, Disagreement, Election, Joined, KeyLoss, Leader, Leadership, OwnKey,
+    PlaceLost, Queued, Turn,
 };
 use crate::error;
 use crate::etcd::connection::Failure;
@@ -103,6 +104,11 @@ pub struct Campaigner<'a> {
     pub watching: tokio::sync::watch::Sender<Option<Vec<u8>>>,
     /// The `--once-per` window's marker, when it already had its run.
     pub window_taken: Option<Marker>,
+    /// The election's pause, while one was last found standing.
+    pub paused: Option<Paused>,
+    /// The revision at which the write that joined (or won) found no
+    /// pause: a proof of that revision needs no read of it at its claim.
+    unpaused_at: Option<Revision>,
     /// The error behind the last setback, for the line that says it.
     pub error: Option<anyhow::Error>,
 }
@@ -149,6 +155,8 @@ impl<'a> Campaigner<'a> {
             queued_as: None,
             watching: tokio::sync::watch::Sender::new(None),
             window_taken: None,
+            paused: None,
+            unpaused_at: None,
             error: None,
         }
     }
@@ -170,6 +178,7 @@ impl<'a> Campaigner<'a> {
             Work::Join { lease, how } => self.join(lease, how).await,
             Work::Wait { lease, place } => self.wait(lease, place).await,
             Work::Prove { lease, place } => self.prove(lease, place).await,
+            Work::AwaitResume => self.await_resume(session).await,
             Work::Claim { lease, proof, step } => self.claim(lease, proof, step, session).await,
         };
         step.unwrap_or_else(|err| {
@@ -203,7 +212,14 @@ impl<'a> Campaigner<'a> {
         let election = self.election();
         if how == Join::Try {
             return Ok(match election.try_acquire(lease.id, &self.holder).await? {
-                Attempt::Won(leadership) => CampaignEvent::Proven(leadership),
+                Attempt::Won {
+                    leadership,
+                    unpaused,
+                } => {
+                    self.unpaused_at = unpaused.then_some(leadership.proven_at);
+                    CampaignEvent::Proven(leadership)
+                }
+                Attempt::Paused(paused) => self.found_paused(paused),
                 Attempt::Held(leader) => {
                     self.held_by = leader;
                     CampaignEvent::Held
@@ -215,7 +231,12 @@ impl<'a> Campaigner<'a> {
             candidate,
             runners,
             proven_at,
-        } = election.enqueue(lease.id, &self.holder, None).await?;
+        } = match election.enqueue(lease.id, &self.holder, None).await? {
+            Joined::Queued(queued) => queued,
+            Joined::Paused(paused) => return Ok(self.found_paused(paused)),
+        };
+        // The join's write compared the pause away, at the proof's revision.
+        self.unpaused_at = proven_at;
         let own = OwnKey::new(
             &candidate.key,
             candidate.token,
@@ -235,6 +256,48 @@ impl<'a> Campaigner<'a> {
                 CampaignEvent::Queued(InLine { candidate, own })
             }
         })
+    }
+
+    /// A pause found standing: said by the way out (without --wait) or
+    /// by the wait for its end.
+    fn found_paused(&mut self, paused: Paused) -> Event {
+        self.paused = Some(paused);
+        CampaignEvent::Paused
+    }
+
+    /// Waits until the election's pause ends, showing it as the wait in
+    /// line is shown (`waiting`): what the campaign let go of given back
+    /// first (our place in line, with its lease), so that no key of ours
+    /// stands in line through the pause.
+    async fn await_resume(&mut self, session: &mut Session) -> Result<Event> {
+        session.give_back().await;
+        let election = &self.config.election;
+        let mut shown = super::waiting::PauseShown::new(self.config.wait_shown, election);
+        let last = &mut self.paused;
+        pause::wait_out(self.connection, election, |paused| {
+            shown.seen(paused);
+            *last = Some(paused.clone());
+        })
+        .await?;
+        self.paused = None;
+        Ok(CampaignEvent::Resumed)
+    }
+
+    /// The claim's pause step: no read if the write behind the proof
+    /// already found no pause.
+    async fn check_pause(&mut self, leadership: &Leadership) -> Result<Event> {
+        if self.unpaused_at == Some(leadership.proven_at) {
+            return Ok(CampaignEvent::Unpaused);
+        }
+        Ok(
+            match pause::read(self.connection, &self.config.election).await? {
+                Some(paused) => self.found_paused(paused),
+                None => {
+                    self.paused = None;
+                    CampaignEvent::Unpaused
+                }
+            },
+        )
     }
 
     /// The proof a read gave: our key, with its create revision and our
@@ -328,6 +391,7 @@ impl<'a> Campaigner<'a> {
                     CampaignEvent::GuardianFailed
                 }
             },
+            ClaimStep::Pause => self.check_pause(leadership).await?,
             ClaimStep::Window => self.claim_window(leadership, session).await?,
             // "leader" only once nothing can keep the command from
             // starting: a proof refused, or a replica refused by the

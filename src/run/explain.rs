@@ -19,6 +19,18 @@ pub async fn conflict(config: &Config, campaign: &Campaigner<'_>, event: &Campai
     if let Some(marker) = &campaign.window_taken {
         return window(config, marker);
     }
+    if let Some(paused) = &campaign.paused {
+        let after = match event {
+            CampaignEvent::WaitTimeout => " after waiting",
+            _ => "",
+        };
+        let line = format!(
+            "not running{after}: {} is paused {}",
+            logging::printable(&config.election),
+            paused.describe()
+        );
+        return logging::say(Level::Info, &line);
+    }
     if matches!(event, CampaignEvent::WaitTimeout) {
         let read = clock::timeout(
             CLEANUP,

@@ -218,6 +218,12 @@ impl ShownWait {
 /// whose turn came is still shown in line until it leads).
 fn stage_of(state: &State<'_>, campaigner: &Campaigner<'_>) -> Option<Stage> {
     Some(match state {
+        State::Campaigning(core) if core.awaits_resume() => Stage::Paused {
+            by: campaigner
+                .paused
+                .as_ref()
+                .map_or_else(String::new, |paused| paused.describe()),
+        },
         State::Campaigning(core) => match core.phase() {
             CampaignPhase::Dialling | CampaignPhase::Granting | CampaignPhase::Joining => {
                 Stage::Campaigning
@@ -326,9 +332,11 @@ impl<'a> Run<'a> {
                     "{line}; campaigning again"
                 );
             }
+            // The wait for the pause's end shows itself (`waiting`).
             CampaignAction::Enter(_)
             | CampaignAction::Start
             | CampaignAction::Exit(_)
+            | CampaignAction::AwaitResume
             | CampaignAction::Ignore => {}
         }
         match next {

@@ -80,6 +80,9 @@ pub enum Stage {
         place: Option<usize>,
         leads: Option<String>,
     },
+    /// Waiting (--wait) for the election's pause to end: who paused it,
+    /// as `status` describes it.
+    Paused { by: String },
     /// The command runs, led with this fencing token.
     Leading { token: Token },
     /// The run ends: what is left of the command's job is stopped (the
@@ -126,6 +129,11 @@ pub fn told(stage: &Stage, election: &str) -> Told {
             }
             (true, false, status)
         }
+        Stage::Paused { by } => (
+            true,
+            false,
+            format!("{election} is paused {by}; waiting for the pause to end"),
+        ),
         Stage::Leading { token } => (
             true,
             false,

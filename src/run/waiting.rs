@@ -24,9 +24,11 @@ use std::time::{Duration, SystemTime};
 use crate::clock;
 use crate::clock::Now;
 use crate::election::holder::Proclaimed;
+use crate::election::pause::Paused;
 use crate::election::{Leader, Line};
-use crate::etcd::ids::Token;
+use crate::etcd::ids::{Revision, Token};
 use crate::etcd::Connection;
+use crate::logging;
 use crate::logging::printable;
 
 use super::notify::{self, Stage};
@@ -479,6 +481,77 @@ fn log(watched: &Watched, why: Why, place: &Place) {
         wait_timeout_left_s = moment.left.map(|left| left.as_secs()),
         "{line}"
     );
+}
+
+/// A wait for the election's pause to end, shown as a wait in line is:
+/// one live line on a terminal (cleared as the wait ends), or a logged
+/// line (-v) each time a pause is found; nothing otherwise.
+pub struct PauseShown<'a> {
+    shown: Option<Shown>,
+    election: &'a str,
+    live: Option<LiveLine>,
+    /// The pause last said, so that a pause read again unchanged is not
+    /// said twice.
+    said: Option<Revision>,
+}
+
+impl<'a> PauseShown<'a> {
+    pub fn new(shown: Option<Shown>, election: &'a str) -> PauseShown<'a> {
+        PauseShown {
+            shown,
+            election,
+            live: None,
+            said: None,
+        }
+    }
+
+    /// A pause found standing.
+    pub fn seen(&mut self, paused: &Paused) {
+        if self.said == Some(paused.written_at) {
+            return;
+        }
+        self.said = Some(paused.written_at);
+        let line = pause_line(self.election, paused);
+        match self.shown {
+            Some(Shown::Live) => {
+                let live = self.live.get_or_insert_with(|| LiveLine {
+                    term: console::Term::stderr(),
+                });
+                live.draw(&format!("leaderrun: {line}"));
+            }
+            Some(Shown::Logged) => {
+                let until = match &paused.value {
+                    Ok(pause) => pause.until.clone().unwrap_or_default(),
+                    Err(_) => String::new(),
+                };
+                tracing::info!(
+                    event = logging::events::PAUSED,
+                    paused_by = %paused.describe(),
+                    until = %until,
+                    "{line}"
+                );
+            }
+            None => {}
+        }
+    }
+}
+
+impl Drop for PauseShown<'_> {
+    fn drop(&mut self) {
+        if let Some(live) = &self.live {
+            live.clear();
+        }
+    }
+}
+
+/// "jobs/nightly is paused by alice on ops-1 since …: freeze; waiting
+/// for the pause to end".
+pub fn pause_line(election: &str, paused: &Paused) -> String {
+    format!(
+        "{} is paused {}; waiting for the pause to end",
+        printable(election),
+        paused.describe()
+    )
 }
 
 #[cfg(test)]

@@ -99,8 +99,12 @@ fn line(report: &Report) -> String {
         ),
         _ => String::new(),
     };
+    let paused = match &report.paused {
+        Some(paused) => format!("; paused {}", paused.describe()),
+        None => String::new(),
+    };
     format!(
-        "{}: {leader}, {} waiting{gone}{last}",
+        "{}: {leader}, {} waiting{paused}{gone}{last}",
         printable(&name::escaped(&report.election)),
         report.waiters()
     )
@@ -110,11 +114,16 @@ fn line(report: &Report) -> String {
 type Family = (&'static str, &'static str, fn(&Report) -> Option<f64>);
 
 /// The metrics of an election, family by family.
-const FAMILIES: [Family; 8] = [
+const FAMILIES: [Family; 9] = [
     (
         "leaderrun_leader_present",
         "Whether the election has a leader (1) or not (0).",
         |r| Some(f64::from(u8::from(r.leader.is_some()))),
+    ),
+    (
+        "leaderrun_paused",
+        "Whether the election is paused by leaderrun pause (1) or not (0): no run starts.",
+        |r| Some(f64::from(u8::from(r.paused.is_some()))),
     ),
     (
         "leaderrun_waiters",

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::election::once_per::{self, Marker};
+use crate::election::pause::{self, Paused};
 use crate::election::record;
 use crate::election::{self, Leader};
 use crate::etcd::ids::Token;
@@ -68,11 +69,7 @@ pub async fn status(options: Options) -> Result<Exit> {
         Format::Prometheus => all::prometheus(std::slice::from_ref(&report)),
     };
     write_out(shown.as_bytes())?;
-    Ok(match report.leader {
-        Some(leader) if leader.stale() => Exit::Stuck,
-        Some(_) => Exit::Success,
-        None => Exit::NoLeader,
-    })
+    Ok(report.exit())
 }
 
 /// An election as `status` shows it.
@@ -94,6 +91,8 @@ pub struct Report {
     pub marker: Option<Marker>,
     /// The run records.
     pub records: record::Records,
+    /// The election's pause (`leaderrun pause`), if one stands.
+    pub paused: Option<Paused>,
 }
 
 impl Report {
@@ -102,17 +101,30 @@ impl Report {
         self.waiting.len()
     }
 
+    /// What `status` of this one election exits with: stuck first (it
+    /// needs an operator whatever else stands), then paused (an operator
+    /// chose it: no run starts), then whether someone leads.
+    pub fn exit(&self) -> Exit {
+        match (&self.leader, &self.paused) {
+            (Some(leader), _) if leader.stale() => Exit::Stuck,
+            (_, Some(_)) => Exit::Paused,
+            (Some(_), None) => Exit::Success,
+            (None, None) => Exit::NoLeader,
+        }
+    }
+
     /// The line, the `--once-per` marker and the records are read at once;
     /// the leader's lease after, once it is known.
     async fn read(connection: &Connection, election: &[u8]) -> Result<Report> {
-        let (snapshot, marker, records) = tokio::join!(
+        let (snapshot, marker, records, paused) = tokio::join!(
             election::read_leader(connection, election),
             once_per::current(connection, election),
             record::read(connection, election),
+            pause::read(connection, election),
         );
         // Their errors in this order, whichever came first: the line's
         // refusal is the one to name.
-        let (snapshot, marker, records) = (snapshot?, marker?, records?);
+        let (snapshot, marker, records, paused) = (snapshot?, marker?, records?, paused?);
         let election::Snapshot {
             leader,
             runners,
@@ -134,6 +146,7 @@ impl Report {
             ttl,
             marker,
             records,
+            paused,
         })
     }
 
@@ -269,7 +282,7 @@ async fn fresh(connection: &Connection, election: &str, max_age: Duration) -> Re
 
 /// Writes to stdout in one go; false if the reader went away (a closed
 /// pipe), which is how `status | head -1` ends, not an error.
-fn write_out(bytes: &[u8]) -> Result<bool> {
+pub fn write_out(bytes: &[u8]) -> Result<bool> {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => Ok(true),

@@ -9,6 +9,7 @@ use super::{Report, StartState};
 use crate::election::holder::{etcdctl_del, printable};
 use crate::election::name;
 use crate::election::once_per::{self, Marker};
+use crate::election::pause::Paused;
 use crate::election::record::Record;
 use crate::etcd::ids::LeaseId;
 
@@ -24,6 +25,7 @@ pub fn json_value(report: &Report) -> serde_json::Value {
     if std::str::from_utf8(&report.election).is_err() {
         object["name_base64"] = base64(&report.election).into();
     }
+    object["paused"] = report.paused.as_ref().map(pause_json).unwrap_or_default();
     object["last_run"] = report
         .marker
         .as_ref()
@@ -74,6 +76,30 @@ fn queue_json(report: &Report) -> serde_json::Value {
         })
         .collect::<Vec<_>>()
         .into()
+}
+
+/// The election's pause: who, where, since and until when, and why, as
+/// `leaderrun pause` wrote them (`until` and `reason` null when not
+/// given); for a value leaderrun did not write, only `raw`, its text.
+fn pause_json(paused: &Paused) -> serde_json::Value {
+    let lease = match paused.lease {
+        LeaseId::NONE => serde_json::Value::Null,
+        lease => format!("{lease:x}").into(),
+    };
+    match &paused.value {
+        Ok(pause) => json!({
+            "user": pause.user,
+            "host": pause.host,
+            "since": pause.since,
+            "until": pause.until,
+            "reason": pause.reason,
+            "lease": lease,
+        }),
+        Err(raw) => json!({
+            "raw": String::from_utf8_lossy(raw),
+            "lease": lease,
+        }),
+    }
 }
 
 /// The run that opened the `--once-per` window, and what it has left.
@@ -179,6 +205,12 @@ pub fn text(report: &Report) -> String {
             ]);
         }
         None => lines.push("leader:   none".into()),
+    }
+    if let Some(paused) = &report.paused {
+        lines.push(format!(
+            "paused:   {}; no run starts until it ends (leaderrun resume)",
+            paused.describe()
+        ));
     }
     if report.max_running > 1 {
         lines.push(format!(

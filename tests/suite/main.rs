@@ -24,6 +24,7 @@ mod nested_names;
 mod once_per;
 mod other_tools;
 mod passthrough;
+mod pause;
 mod permissions;
 mod queue;
 mod readme;

@@ -61,8 +61,8 @@ fn etcd_with_user_on(options: EtcdOptions, user: &str, permissions: Vec<Permissi
 fn as_user(etcd: &Etcd, user: &str, args: &[&str]) -> Command {
     let mut command = leaderrun(&etcd.endpoint());
     let args = match args.split_first() {
-        Some((&"status", rest)) => {
-            command.arg("status");
+        Some((&subcommand, rest)) if ["status", "pause", "resume"].contains(&subcommand) => {
+            command.arg(subcommand);
             rest
         }
         _ => args,
@@ -224,6 +224,20 @@ fn readwrite_on_the_name_as_a_prefix_is_all_an_election_needs() {
     );
     let (code, json) = status_as(&etcd, user);
     assert_eq!(code, Some(3), "nobody leads again: {json}");
+
+    // The pause lies in the prefix too: paused for a while (its lease),
+    // a run refused, then resumed (the lease revoked).
+    let steer = |args: &[&str]| run_within(&mut as_user(&etcd, user, args), BOUND);
+    let paused = steer(&["pause", "--name", NAME, "--for", "1h"]);
+    assert_eq!(paused.code, Some(0), "{}", paused.stderr);
+    let refused = steer(&["--name", NAME, "--", "echo", "ran"]);
+    assert_eq!(refused.code, Some(75), "{}", refused.stderr);
+    let (code, json) = status_as(&etcd, user);
+    assert_eq!(code, Some(5), "paused: {json}");
+    let resumed = steer(&["resume", "--name", NAME]);
+    assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    assert!(resumed.stdout.contains("resumed"), "{}", resumed.stdout);
+    assert_eq!(etcd.get(&format!("{NAME}.paused")), None);
 }
 
 #[test]
@@ -279,14 +293,25 @@ fn readwrite_on_another_prefix_is_refused_in_one_line() {
 }
 
 #[test]
-fn the_election_prefix_alone_does_not_cover_the_once_per_marker() {
-    // `jobs/nightly/` with its slash: the candidates' keys, not the marker
-    // `jobs/nightly.once-per` beside them.
+fn the_election_prefix_alone_covers_neither_the_pause_nor_the_once_per_marker() {
+    // `jobs/nightly/` with its slash: the candidates' keys, not the pause
+    // `jobs/nightly.paused` that a run's first write compares, nor the
+    // marker `jobs/nightly.once-per` beside them.
     let user = "slash";
     let etcd = etcd_with_user(
         user,
         vec![Permission::read_write(format!("{NAME}/")).with_prefix()],
     );
+    assert_every_run_refused(&etcd, user, "without the pause");
+
+    // Read on the pause added: runs work, --once-per does not.
+    let pause = format!("{NAME}.paused");
+    etcd.with(async |mut client| {
+        client
+            .role_grant_permission(user, Permission::read(pause.as_str()))
+            .await
+            .expect("grant permission");
+    });
     let plain = run_within(
         &mut as_user(&etcd, user, &["--name", NAME, "--", "echo", "ran"]),
         BOUND,
@@ -317,6 +342,13 @@ fn the_election_prefix_alone_does_not_cover_the_once_per_marker() {
         &status,
         "refused reading the --once-per marker: etcdserver: permission denied",
         "status without the marker",
+    );
+    // Pausing needs write on the pause: a run's role only reads it.
+    let paused = run_within(&mut as_user(&etcd, user, &["pause", "--name", NAME]), BOUND);
+    assert_one_error_line(
+        &paused,
+        "refused pausing the election: etcdserver: permission denied",
+        "pause with read only",
     );
 }
 

@@ -60,7 +60,8 @@ impl Memory {
     fn learn<H: Holds>(&mut self, phase: CampaignPhase, event: &CampaignEvent<H>) {
         use CampaignEvent as E;
         let queued = match event {
-            E::Queued(_) | E::FirstInLine(..) => phase == CampaignPhase::Joining,
+            // A pause found as it joined: etcd answered the join.
+            E::Queued(_) | E::FirstInLine(..) | E::Paused => phase == CampaignPhase::Joining,
             E::Dialled
             | E::Granted(_)
             | E::Proven(_)
@@ -71,6 +72,8 @@ impl Memory {
             | E::Held
             | E::WindowTaken
             | E::GuardianFailed
+            | E::Unpaused
+            | E::Resumed
             | E::Signal(_)
             | E::WaitTimeout
             | E::PlaceLost(_)
@@ -86,9 +89,12 @@ impl Memory {
             | E::Proven(_)
             | E::LeaseSeen { .. }
             | E::GuardReady
+            | E::Unpaused
+            | E::Resumed
             | E::WindowClaimed
             | E::Claimed(_) => false,
             E::Queued(_)
+            | E::Paused
             | E::Held
             | E::WindowTaken
             | E::GuardianFailed
@@ -127,6 +133,9 @@ struct Pace {
     gives_up_at: Option<Instant>,
     /// NOSPACE said once already.
     warned_full: bool,
+    /// The election is paused: the work is to wait for the pause's end
+    /// before the phase's own.
+    awaiting_resume: bool,
 }
 
 /// The answer to an event.
@@ -171,9 +180,12 @@ pub enum Work<'a, H: Holds> {
         lease: &'a H::Lease,
         place: &'a H::Place,
     },
+    /// Wait until the election's pause ends (it was found standing, with
+    /// --wait): then the phase's own work.
+    AwaitResume,
     /// A step of the claim ([`ClaimStep`]), in the order the table takes
-    /// them: make sure of the lease, the guardian ready, the --once-per
-    /// window claimed, the guardian handed over.
+    /// them: the guardian ready, no pause, make sure of the lease, the
+    /// --once-per window claimed, the guardian handed over.
     Claim {
         lease: &'a H::Lease,
         proof: &'a H::Proof,
@@ -209,6 +221,7 @@ impl<H: Holds> Campaign<H> {
                 retry_at: None,
                 gives_up_at,
                 warned_full: false,
+                awaiting_resume: false,
             },
         }
     }
@@ -243,6 +256,9 @@ impl<H: Holds> Campaign<H> {
 
     /// The work the phase asks for, on what it holds.
     pub fn work(&mut self) -> Work<'_, H> {
+        if self.pace.awaiting_resume {
+            return Work::AwaitResume;
+        }
         match &mut self.stage {
             Stage::Dialling => Work::Dial,
             Stage::Granting => Work::Grant,
@@ -263,6 +279,11 @@ impl<H: Holds> Campaign<H> {
                 step: *step,
             },
         }
+    }
+
+    /// Whether its work is to wait for the election's pause to end.
+    pub fn awaits_resume(&self) -> bool {
+        self.pace.awaiting_resume
     }
 
     /// When the phase's work may start: after a setback, its backoff.
@@ -287,6 +308,7 @@ impl<H: Holds> Campaign<H> {
         // The work that waited for this instant is done (unless the event
         // is ignored: then it still waits).
         let waited = pace.retry_at.take();
+        let awaiting = std::mem::take(&mut pace.awaiting_resume);
         memory.learn(phase, &event);
         let full = event.full();
         let answer = table::campaign(stage, event, memory.policy(now));
@@ -315,7 +337,9 @@ impl<H: Holds> Campaign<H> {
                 released = lease;
                 campaign(Stage::Granting, pace)
             }
-            Answer::CampaignAgain { released: lease } => {
+            // A pause waited out, then the same as campaigning again.
+            Answer::CampaignAgain { released: lease } | Answer::AwaitResume { released: lease } => {
+                pace.awaiting_resume = action == CampaignAction::AwaitResume;
                 released = lease;
                 campaign(Stage::Granting, pace)
             }
@@ -328,6 +352,7 @@ impl<H: Holds> Campaign<H> {
             }
             Answer::Ignore(stage) => {
                 pace.retry_at = waited;
+                pace.awaiting_resume = awaiting;
                 campaign(stage, pace)
             }
         };
@@ -548,6 +573,7 @@ mod tests {
                 retry_at: None,
                 gives_up_at: None,
                 warned_full: false,
+                awaiting_resume: false,
             };
             for phase in [Granting, Joining].repeat(6) {
                 pace.retry(phase, false, at(0));
@@ -558,6 +584,58 @@ mod tests {
         delays.sort();
         delays.dedup();
         assert!(delays.len() > 90, "{} distinct of 200", delays.len());
+    }
+
+    /// A pause with --wait, found as the run joins or at its claim: it is
+    /// waited out with the lease (and so the place) given back, then the
+    /// run starts again from a lease. --wait-timeout counts through it; a
+    /// signal ends it.
+    #[test]
+    fn a_pause_is_waited_out_with_wait_and_ends_the_run_without() {
+        let mut campaign = Campaign::<Bare>::new(rules(true, true), Some(at(60_000)), 1);
+        go(&mut campaign, E::Dialled, at(0));
+        go(&mut campaign, E::Granted(()), at(0));
+        assert_eq!(campaign.gives_up_at(), None);
+        let decision = go(&mut campaign, E::Paused, at(10));
+        assert_eq!(decision.action, CampaignAction::AwaitResume);
+        assert_eq!(decision.released, Some(()));
+        assert!(matches!(campaign.work(), Work::AwaitResume));
+        assert_eq!(campaign.phase(), Granting);
+        assert_eq!(campaign.gives_up_at(), Some(at(60_000)));
+        // A signal or the deadline while it waits: the run ends.
+        let signalled = campaign.handle(E::Signal(crate::signal::Signal::SIGTERM), at(20));
+        assert!(matches!(signalled.next, Next::Exit(Code::Signalled(_))));
+        let timed_out = campaign.handle(E::WaitTimeout, at(60_000));
+        assert!(matches!(timed_out.next, Next::Exit(Code::Conflict)));
+        // An event the wait cannot give leaves it waiting.
+        go(&mut campaign, E::Unpaused, at(30));
+        assert!(matches!(campaign.work(), Work::AwaitResume));
+        go(&mut campaign, E::Resumed, at(40));
+        assert!(matches!(campaign.work(), Work::Grant));
+        go(&mut campaign, E::Granted(()), at(50));
+        go(&mut campaign, E::FirstInLine((), ()), at(60));
+        assert_eq!(campaign.claim_step(), Some(ClaimStep::Guard));
+        go(&mut campaign, E::GuardReady, at(60));
+        assert_eq!(campaign.claim_step(), Some(ClaimStep::Pause));
+        let decision = go(&mut campaign, E::Paused, at(70));
+        assert_eq!(decision.action, CampaignAction::AwaitResume);
+        assert_eq!(decision.released, Some(()), "the place is given back");
+        assert!(matches!(campaign.work(), Work::AwaitResume));
+        go(&mut campaign, E::Resumed, at(80));
+        assert!(matches!(campaign.work(), Work::Grant));
+        for event in [E::Granted(()), E::FirstInLine((), ()), E::GuardReady] {
+            go(&mut campaign, event, at(90));
+        }
+        go(&mut campaign, E::Unpaused, at(90));
+        assert_eq!(campaign.claim_step(), Some(ClaimStep::Recheck));
+
+        // Without --wait: the conflict code, the lease given back.
+        let mut campaign = Campaign::<Bare>::new(rules(false, true), None, 1);
+        go(&mut campaign, E::Dialled, at(0));
+        go(&mut campaign, E::Granted(()), at(0));
+        let decision = campaign.handle(E::Paused, at(10));
+        assert_eq!(decision.released, Some(()));
+        assert!(matches!(decision.next, Next::Exit(Code::Conflict)));
     }
 
     #[test]

@@ -26,8 +26,9 @@ pub enum Exit {
     /// `status --max-age`: no run has succeeded within the age given (or
     /// ever). Nagios's CRITICAL, so the check plugs in as it is.
     Stale,
-    /// Another replica leads (without `--wait`), `--wait-timeout` ran out,
-    /// or the `--once-per` window already had its run. `EX_TEMPFAIL`;
+    /// Another replica leads (without `--wait`), the election is paused
+    /// (`leaderrun pause`), `--wait-timeout` ran out, or the `--once-per`
+    /// window already had its run. `EX_TEMPFAIL`;
     /// `--conflict-exit-code` changes it (cron users often choose 0, as
     /// with `flock -E 0`).
     Conflict,
@@ -45,6 +46,9 @@ pub enum Exit {
     NotExecutable,
     /// The command was not found.
     NotFound,
+    /// `status`: the election is paused (`leaderrun pause`): no run
+    /// starts until it is resumed or its `--for` ends.
+    Paused,
 }
 
 impl Exit {
@@ -60,6 +64,7 @@ impl Exit {
             Exit::Internal => 125,
             Exit::NotExecutable => 126,
             Exit::NotFound => 127,
+            Exit::Paused => 5,
         }
     }
 }
@@ -111,14 +116,14 @@ pub struct Row {
 }
 
 /// What each exit status means, in the order shown everywhere.
-pub const TABLE: [Row; 11] = [
+pub const TABLE: [Row; 12] = [
     Row {
         code: "N",
         meaning: "the command's own exit status, or 128+N if signal N ended it",
     },
     Row {
         code: "75",
-        meaning: "another replica leads (without --wait), --wait-timeout ran out, or this --once-per window already had its run; --conflict-exit-code changes it",
+        meaning: "another replica leads (without --wait), the election is paused, --wait-timeout ran out, or this --once-per window already had its run; --conflict-exit-code changes it",
     },
     Row {
         code: "123",
@@ -155,6 +160,10 @@ pub const TABLE: [Row; 11] = [
     Row {
         code: "4",
         meaning: "leaderrun status: the election is stuck: a key with no lease leads, which never expires; status names it and the etcdctl del that removes it",
+    },
+    Row {
+        code: "5",
+        meaning: "leaderrun status: the election is paused (leaderrun pause)",
     },
 ];
 

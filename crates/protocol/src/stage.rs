@@ -106,6 +106,11 @@ pub enum ClaimStep {
     /// campaign. Before the window, so that a guardian that cannot start
     /// never uses one up.
     Guard,
+    /// No pause of the election stands (`leaderrun pause`): read, unless
+    /// the write that proved the win already compared it away. Before the
+    /// window, so that a paused run never spends one; with --wait, a
+    /// pause found here is waited out of line, as one found as it joined.
+    Pause,
     /// Before the window (only with --once-per): the lease sure, as at
     /// [`ClaimStep::Recheck`], so that a lease already too close to its
     /// deadline does not spend the window on a run that cannot start.

@@ -12,7 +12,8 @@
 //! | Proving    | with several runners, a waiter proves its turn again in a txn   |
 //! |            | that rewrites its key (one runner: the read that found its turn |
 //! |            | is the proof, and a run goes from Waiting to Claiming)          |
-//! | Claiming   | the guardian again if it failed to start; the --once-per window |
+//! | Claiming   | the guardian again if it failed to start; no pause (waited out  |
+//! |            | with --wait); the --once-per window                             |
 //! | Running    | the command runs                                                |
 //! | Stopping   | the kill schedule: --kill-signal, the grace, SIGKILL            |
 //! | Resigning  | deletes its key with the run's records in one write (not lost), |
@@ -40,6 +41,7 @@
 //! | someone else leads (Held)  | give back, exit the conflict code                    |
 //! | the window already ran     | give back, exit the conflict code                    |
 //! | the guardian failed        | give back, exit 125                                  |
+//! | paused (Joining, the claim's pause step) | give back, exit the conflict code; --wait: give back, wait out of line for the pause to end, then a new lease, and queue as usual |
 //! | a forwarded signal (1)     | give back, exit 128+N: nothing ran                   |
 //! | --wait-timeout             | give back, exit the conflict code                    |
 //! | our place lost             | campaign again (--wait), else conflict               |
@@ -254,6 +256,15 @@ pub enum CampaignEvent<H: Holds = Bare> {
     WindowTaken,
     /// The guardian could not be started, on winning.
     GuardianFailed,
+    /// Joining, or Claiming at its pause step: the election is paused
+    /// (`leaderrun pause`). Without --wait the run ends; with it, the
+    /// pause is waited out of line ([`Answer::AwaitResume`]).
+    Paused,
+    /// Claiming, its pause step: no pause stands.
+    Unpaused,
+    /// The pause waited out has ended (resumed, or its `--for` over):
+    /// a lease again.
+    Resumed,
 
     // What happens to a campaign from outside its work.
     Signal(Signal),
@@ -282,6 +293,9 @@ impl<H: Holds> CampaignEvent<H> {
             | E::Held
             | E::WindowTaken
             | E::GuardianFailed
+            | E::Paused
+            | E::Unpaused
+            | E::Resumed
             | E::Signal(_)
             | E::WaitTimeout
             | E::PlaceLost(_) => false,
@@ -308,6 +322,9 @@ impl<H: Holds> CampaignEvent<H> {
             E::Held => E::Held,
             E::WindowTaken => E::WindowTaken,
             E::GuardianFailed => E::GuardianFailed,
+            E::Paused => E::Paused,
+            E::Unpaused => E::Unpaused,
+            E::Resumed => E::Resumed,
             E::Signal(signal) => E::Signal(*signal),
             E::WaitTimeout => E::WaitTimeout,
             E::PlaceLost(lost) => E::PlaceLost(*lost),
@@ -344,6 +361,9 @@ impl<H: Holds> std::fmt::Debug for CampaignEvent<H> {
             E::Held => f.write_str("Held"),
             E::WindowTaken => f.write_str("WindowTaken"),
             E::GuardianFailed => f.write_str("GuardianFailed"),
+            E::Paused => f.write_str("Paused"),
+            E::Unpaused => f.write_str("Unpaused"),
+            E::Resumed => f.write_str("Resumed"),
             E::Signal(signal) => f.debug_tuple("Signal").field(signal).finish(),
             E::WaitTimeout => f.write_str("WaitTimeout"),
             E::PlaceLost(lost) => f.debug_tuple("PlaceLost").field(lost).finish(),
@@ -535,6 +555,9 @@ pub enum CampaignAction {
     CampaignAgain,
     /// Give back what is held, exit with the code: nothing ran.
     Exit(Code),
+    /// Give back what is held, wait for the election's pause to end, then
+    /// campaign again from a new lease (--wait).
+    AwaitResume,
     /// Nothing to do: the event cannot come in this phase (its work never
     /// gives it), or what the phase is doing already answers it.
     Ignore,
@@ -619,6 +642,9 @@ pub enum Answer<H: Holds> {
         code: Code,
         released: Option<H::Lease>,
     },
+    /// Wait for the election's pause to end, then campaign again from a
+    /// new lease: the old one let go of.
+    AwaitResume { released: Option<H::Lease> },
     /// Nothing to do: the event cannot come in this phase (its work never
     /// gives it; what it brings is dropped), or what the phase is doing
     /// already answers it.
@@ -635,6 +661,7 @@ impl<H: Holds> Answer<H> {
             Answer::RetryAfresh { .. } => CampaignAction::RetryAfresh,
             Answer::CampaignAgain { .. } => CampaignAction::CampaignAgain,
             Answer::Exit { code, .. } => CampaignAction::Exit(*code),
+            Answer::AwaitResume { .. } => CampaignAction::AwaitResume,
             Answer::Ignore(_) => CampaignAction::Ignore,
         }
     }
@@ -685,14 +712,17 @@ pub fn campaign<H: Holds>(stage: Stage<H>, event: CampaignEvent<H>, policy: Poli
         E::FirstInLine(place, proof) => first_in_line(stage, place, proof, policy),
         E::Proven(proof) => proven(stage, proof, policy),
         E::LeaseSeen { view, ttl } => rechecked(stage, view, ttl, policy),
-        E::GuardReady => {
+        E::GuardReady => claim_step(stage, ClaimStep::Guard, ClaimStep::Pause),
+        E::Unpaused => {
             let next = if policy.once_per {
                 ClaimStep::Precheck
             } else {
                 ClaimStep::recheck()
             };
-            claim_step(stage, ClaimStep::Guard, next)
+            claim_step(stage, ClaimStep::Pause, next)
         }
+        E::Paused => paused(stage, policy),
+        E::Resumed => resumed(stage),
         E::WindowClaimed => claim_step(stage, ClaimStep::Window, ClaimStep::recheck()),
         E::Claimed(guard) => claimed(stage, guard),
         E::WindowTaken => refused_claim(stage, ClaimStep::Window, Code::Conflict),
@@ -701,6 +731,49 @@ pub fn campaign<H: Holds>(stage: Stage<H>, event: CampaignEvent<H>, policy: Poli
         E::Signal(signal) => exit(Code::Signalled(signal), stage),
         E::PlaceLost(_) => place_lost(stage, policy),
         E::Etcd(trouble) => etcd_trouble(stage, trouble, policy),
+    }
+}
+
+/// The election is paused: without --wait, give back and exit the
+/// conflict code; with it, give back what is held and wait the pause out
+/// out of line, then start again from a new lease and queue as usual. A
+/// place kept through the pause would be a key first in line that does
+/// not run: every reader of the election (`status`, `etcdctl elect`)
+/// would take it for a leader, for as long as the pause lasts.
+fn paused<H: Holds>(stage: Stage<H>, policy: Policy) -> Answer<H> {
+    use Stage as S;
+    match stage {
+        S::Joining { .. }
+        | S::Claiming {
+            step: ClaimStep::Pause,
+            ..
+        } if !policy.wait => exit(Code::Conflict, stage),
+        stage @ (S::Joining { .. }
+        | S::Claiming {
+            step: ClaimStep::Pause,
+            ..
+        }) => Answer::AwaitResume {
+            released: stage.release(),
+        },
+        stage @ (S::Dialling
+        | S::Granting
+        | S::Waiting { .. }
+        | S::Proving { .. }
+        | S::Claiming { .. }) => Answer::Ignore(stage),
+    }
+}
+
+/// The pause waited out is over: a lease again, to queue as usual (a
+/// pause put back since is found as the run joins).
+fn resumed<H: Holds>(stage: Stage<H>) -> Answer<H> {
+    use Stage as S;
+    match stage {
+        S::Granting => Answer::Enter(S::Granting),
+        stage @ (S::Dialling
+        | S::Joining { .. }
+        | S::Waiting { .. }
+        | S::Proving { .. }
+        | S::Claiming { .. }) => Answer::Ignore(stage),
     }
 }
 
@@ -1240,7 +1313,7 @@ mod tests {
         CampaignAction,
     );
 
-    fn claim_cases() -> [ClaimCase; 8] {
+    fn claim_cases() -> [ClaimCase; 11] {
         use ClaimStep::*;
         let sure = CampaignEvent::LeaseSeen {
             view: crate::testing::lease(6_000),
@@ -1255,14 +1328,18 @@ mod tests {
         );
         let next = CampaignAction::Enter(Claiming);
         let (taken, start) = (CampaignAction::Exit(Code::Conflict), CampaignAction::Start);
+        let (wait, try_only) = (one, Policy { wait: false, ..one });
         [
-            (CampaignEvent::GuardReady, Guard, one, Some(Recheck), next),
+            (CampaignEvent::GuardReady, Guard, one, Some(Pause), next),
+            (CampaignEvent::Unpaused, Pause, one, Some(Recheck), next),
+            (CampaignEvent::Unpaused, Pause, window, Some(Precheck), next),
+            (CampaignEvent::Paused, Pause, try_only, None, taken),
             (
-                CampaignEvent::GuardReady,
-                Guard,
-                window,
-                Some(Precheck),
-                next,
+                CampaignEvent::Paused,
+                Pause,
+                wait,
+                None,
+                CampaignAction::AwaitResume,
             ),
             (sure.clone(), Precheck, window, Some(Window), next),
             (
@@ -1284,7 +1361,7 @@ mod tests {
         use ClaimStep::*;
         let cases = claim_cases();
         for (event, of, policy, next, then) in cases {
-            for step in [Guard, Precheck, Window, Recheck, Start] {
+            for step in [Guard, Pause, Precheck, Window, Recheck, Start] {
                 let answer = super::campaign(claiming(step), event.clone(), policy);
                 // The lease is seen at both of the re-checks: each has a
                 // case of its own.
@@ -1306,9 +1383,11 @@ mod tests {
                     assert_eq!(step, next, "{event:?}");
                 }
             }
+            // A pause is also found as a run joins (its own test).
             for phase in CampaignPhase::ALL
                 .into_iter()
                 .filter(|phase| *phase != Claiming)
+                .filter(|phase| !(*phase == Joining && matches!(event, CampaignEvent::Paused)))
             {
                 assert_eq!(campaign(phase, &event, policy), CampaignAction::Ignore);
             }

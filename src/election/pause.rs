@@ -1,0 +1,328 @@
+//! A fleet-wide pause of an election (`leaderrun pause` and `resume`): a
+//! key beside the election, `<name>.paused` ([`Beside::Paused`]), whose
+//! presence keeps every run of the election from starting.
+//!
+//! A run never starts while the key stands: the transaction that writes
+//! its key compares that the pause key does not exist (so a pause found
+//! as a run joins writes nothing, and no replica seems to lead), and a
+//! waiter whose turn comes reads it before its claim. A pause never stops
+//! a command that already runs. `--for` attaches the key to a lease of
+//! that length that nobody renews, so a forgotten pause ends by itself;
+//! without it the key stays until `resume` deletes it.
+//!
+//! The value says who paused, why, since and until when, in JSON; any
+//! other value (a key written by hand) still pauses, and is shown as the
+//! bytes it holds, escaped.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use etcd_client::{Compare, CompareOp, DeleteOptions, PutOptions, Txn, TxnOp, WatchOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::clock;
+use crate::election::holder::{now_rfc3339, printable};
+use crate::election::name::Beside;
+use crate::etcd::connection::Failure;
+use crate::etcd::ids::{LeaseId, Revision};
+use crate::etcd::kv::{Kv, WatchEvent};
+use crate::etcd::requests::range_at;
+use crate::etcd::watch::{Received, Watch};
+use crate::etcd::Connection;
+use crate::retry::CLEANUP;
+
+/// The longest reason a pause keeps, in characters: a line on a terminal
+/// or two, not a document.
+pub const REASON_LIMIT: usize = 200;
+
+/// The key of an election's pause.
+pub fn pause_key(election: &str) -> String {
+    Beside::Paused.key(election)
+}
+
+/// What `leaderrun pause` writes under the key.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Pause {
+    /// The host `pause` ran on.
+    pub host: String,
+    /// The user it ran as.
+    pub user: String,
+    /// When it was paused (RFC 3339, UTC, the pausing host's clock).
+    pub since: String,
+    /// When the pause ends by itself (`--for`), by the pausing host's
+    /// clock; absent: until `resume`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// Why (`--reason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Pause {
+    /// A pause by this process's user on this host, now.
+    pub fn by_us(reason: Option<String>) -> Pause {
+        let host = nix::unistd::gethostname()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "unknown".into());
+        let uid = nix::unistd::Uid::effective();
+        let user = match nix::unistd::User::from_uid(uid) {
+            Ok(Some(user)) => user.name,
+            _ => format!("uid {uid}"),
+        };
+        Pause {
+            host,
+            user,
+            since: now_rfc3339(),
+            until: None,
+            reason,
+        }
+    }
+}
+
+/// A pause found in etcd.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paused {
+    /// What it says, or the raw bytes of a value leaderrun did not write.
+    pub value: Result<Pause, Vec<u8>>,
+    /// Its lease (`--for`), or [`LeaseId::NONE`]: until resumed.
+    pub lease: LeaseId,
+    /// The revision of its last write.
+    pub written_at: Revision,
+}
+
+impl Paused {
+    pub fn of(kv: &Kv) -> Paused {
+        Paused {
+            value: serde_json::from_slice(&kv.value).map_err(|_| kv.value.clone()),
+            lease: kv.lease,
+            written_at: kv.mod_revision,
+        }
+    }
+
+    /// "by alice on ops-1 since 2026-12-07T10:00:00Z until
+    /// 2026-12-07T11:00:00Z: deploy freeze", every value escaped.
+    pub fn describe(&self) -> String {
+        match &self.value {
+            Ok(pause) => {
+                let until = match &pause.until {
+                    Some(until) => format!("until {}", printable(until)),
+                    None => "until resumed".to_string(),
+                };
+                let reason = match &pause.reason {
+                    Some(reason) => format!(": {}", printable(reason)),
+                    None => " (no reason given)".to_string(),
+                };
+                format!(
+                    "by {} on {} since {} {until}{reason}",
+                    printable(&pause.user),
+                    printable(&pause.host),
+                    printable(&pause.since),
+                )
+            }
+            Err(raw) => {
+                let until = match self.lease {
+                    LeaseId::NONE => "until resumed",
+                    _ => "until its lease ends",
+                };
+                format!(
+                    "by a key leaderrun did not write, holding \"{}\", {until}",
+                    printable(&String::from_utf8_lossy(raw))
+                )
+            }
+        }
+    }
+}
+
+/// The election's pause, if one stands. The name is bytes (`status`
+/// reads elections whose names are not UTF-8).
+pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Option<Paused>> {
+    let key = Beside::Paused.raw_key(election.as_ref());
+    let range = connection
+        .get("reading the election's pause", key, None)
+        .await?;
+    Ok(range.first().as_ref().map(Paused::of))
+}
+
+/// The compare a run's first write makes: no pause stands.
+pub fn none_stands(election: &str) -> Compare {
+    Compare::version(pause_key(election), CompareOp::Equal, 0)
+}
+
+/// The read beside it, in the branch taken when a compare failed: what
+/// the pause says, if it was the one.
+pub fn get(election: &str) -> TxnOp {
+    TxnOp::get(pause_key(election), None)
+}
+
+/// Pauses the election: the key written with `pause`, on a lease of
+/// `length` (granted now; its TTL as etcd granted it sets `until`), or
+/// with none. The pause it replaced, if one stood.
+pub async fn set(
+    connection: &Connection,
+    election: &str,
+    mut pause: Pause,
+    length: Option<Duration>,
+) -> Result<(Pause, Option<Paused>)> {
+    let mut options = PutOptions::new().with_prev_key();
+    if let Some(length) = length {
+        let granted = connection
+            .grant("granting the pause's lease", length)
+            .await?;
+        pause.until =
+            Some(humantime::format_rfc3339_seconds(clock::wall() + granted.ttl).to_string());
+        options = options.with_lease(granted.id.0);
+    }
+    let value = serde_json::to_string(&pause).context("encoding the pause")?;
+    let txn = Txn::new().and_then([TxnOp::put(pause_key(election), value, Some(options))]);
+    let response = connection.txn("pausing the election", txn).await?;
+    let replaced = response
+        .op_responses()
+        .into_iter()
+        .find_map(|op| match op {
+            etcd_client::TxnOpResponse::Put(put) => put.prev_key().map(Kv::from),
+            _ => None,
+        })
+        .map(|kv| Paused::of(&kv));
+    if let Some(old) = replaced.as_ref().filter(|old| old.lease != LeaseId::NONE) {
+        // Its key is on our lease now (or on none): the old lease holds
+        // nothing, and would only wait out its TTL.
+        connection.revoke(old.lease, CLEANUP).await;
+    }
+    Ok((pause, replaced))
+}
+
+/// Resumes the election: the key deleted (its lease revoked, if it had
+/// one). The pause it ended, if one stood.
+pub async fn clear(connection: &Connection, election: &str) -> Result<Option<Paused>> {
+    let txn = Txn::new().and_then([TxnOp::delete(
+        pause_key(election),
+        Some(DeleteOptions::new().with_prev_key()),
+    )]);
+    let response = connection.txn("resuming the election", txn).await?;
+    let ended = response.op_responses().into_iter().find_map(|op| match op {
+        etcd_client::TxnOpResponse::Delete(delete) => delete
+            .prev_kvs()
+            .first()
+            .map(|kv| Paused::of(&Kv::from(kv))),
+        _ => None,
+    });
+    if let Some(old) = ended.as_ref().filter(|old| old.lease != LeaseId::NONE) {
+        connection.revoke(old.lease, CLEANUP).await;
+    }
+    Ok(ended)
+}
+
+/// What a join's transaction said of the pause: the pause, if its
+/// compare ([`none_stands`]) failed and the read beside it ([`get`], at
+/// `at` in the responses) found one.
+pub fn found(response: &etcd_client::TxnResponse, at: usize) -> Option<Paused> {
+    if response.succeeded() {
+        return None;
+    }
+    range_at(response, at).first().as_ref().map(Paused::of)
+}
+
+/// Waits until no pause of the election stands: read, then watched from
+/// that read until the key is deleted (resumed, or its lease ended); a
+/// pause replaced meanwhile is waited out too. Calls `seen` with each
+/// pause found, so that the wait can be shown. Watches that fail are
+/// opened again from a new read, after a pause of a second: nothing this
+/// wait holds is at stake meanwhile. Only a refusal (a permission, the
+/// credentials) ends it with an error.
+pub async fn wait_out(
+    connection: &Connection,
+    election: &str,
+    mut seen: impl FnMut(&Paused),
+) -> Result<()> {
+    let key = pause_key(election);
+    loop {
+        let read = connection
+            .get("reading the election's pause", key.as_str(), None)
+            .await;
+        let range = match read {
+            Ok(range) => range,
+            Err(err) if Failure::of(&err) == Some(Failure::Refused) => return Err(err),
+            Err(err) => {
+                tracing::debug!("{err:#}; reading the pause again in a second");
+                clock::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let at = range.revision;
+        let Some(kv) = range.first() else {
+            return Ok(());
+        };
+        seen(&Paused::of(&kv));
+        let from = at.0.max(kv.mod_revision.0) + 1;
+        let options = WatchOptions::new().with_start_revision(from);
+        let Some(mut watch) = Watch::open(connection, key.as_bytes(), options).await else {
+            clock::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        loop {
+            match watch.next().await {
+                Received::Events(events) => {
+                    if events
+                        .iter()
+                        .any(|event| matches!(event, WatchEvent::Delete(_)))
+                    {
+                        return Ok(());
+                    }
+                    if let Some(WatchEvent::Put(kv)) = events.last() {
+                        seen(&Paused::of(kv));
+                    }
+                }
+                Received::Compacted | Received::Cancelled(_) | Received::Closed => {
+                    watch.failed();
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_is_described_with_every_value_escaped() {
+        let pause = Pause {
+            host: "ops-1".into(),
+            user: "alice".into(),
+            since: "2026-12-07T10:00:00Z".into(),
+            until: Some("2026-12-07T11:00:00Z".into()),
+            reason: Some("freeze\u{1b}[2J\nnow".into()),
+        };
+        let kv = Kv::written(
+            "j.paused",
+            5,
+            0x2a,
+            serde_json::to_string(&pause).unwrap().as_bytes(),
+        );
+        assert_eq!(
+            Paused::of(&kv).describe(),
+            "by alice on ops-1 since 2026-12-07T10:00:00Z until 2026-12-07T11:00:00Z: freeze\\u{1b}[2J\\nnow"
+        );
+        let by_hand = Kv::written("j.paused", 5, 0, b"maintenance\x07");
+        assert_eq!(
+            Paused::of(&by_hand).describe(),
+            "by a key leaderrun did not write, holding \"maintenance\\u{7}\", until resumed"
+        );
+        let bare = Pause {
+            until: None,
+            reason: None,
+            ..pause
+        };
+        let kv = Kv::written(
+            "j.paused",
+            5,
+            0,
+            serde_json::to_string(&bare).unwrap().as_bytes(),
+        );
+        assert_eq!(
+            Paused::of(&kv).describe(),
+            "by alice on ops-1 since 2026-12-07T10:00:00Z until resumed (no reason given)"
+        );
+    }
+}
