@@ -266,12 +266,15 @@ mod tests {
             .collect();
         let next = Successor::first_of(line.clone(), Token(10)).unwrap();
         assert_eq!((next.key.as_str(), next.token), ("j/1", Token(11)));
-        assert_eq!(Holder::handover(&next.value).unwrap(), line[1..=PASSED_ON]);
+        assert_eq!(
+            Holder::handover(&next.value).unwrap().passed_on,
+            line[1..=PASSED_ON]
+        );
         // A long command line stops what is passed on, in order.
         let mut long = line.clone();
         long[2] = behind("j/3", 13, &"x".repeat(PASSED_ON_BYTES));
         let next = Successor::first_of(long, Token(10)).unwrap();
-        assert_eq!(Holder::handover(&next.value).unwrap(), line[1..2]);
+        assert_eq!(Holder::handover(&next.value).unwrap().passed_on, line[1..2]);
         assert!(Successor::first_of(Vec::new(), Token(10)).is_none());
     }
 

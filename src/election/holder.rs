@@ -45,6 +45,24 @@ const NEXT: &str = "next";
 /// did not write.
 const NEXT_BY: &str = "next_by";
 
+/// The token of the leader whose handover was written only with no pause
+/// of the election standing (its transaction compared the pause key
+/// away, `election::pause`): the handover then proves that there was
+/// none at its revision too, and the waiter reads no pause at its claim.
+/// A leader of an older version hands over with no such comparison (and
+/// keeps fields it does not know): the field counts only beside the
+/// `handed_over_by` of the same token.
+const NO_PAUSE_BY: &str = "no_pause_by";
+
+/// What a handover to a waiter says ([`Holder::handover`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handover {
+    /// The candidates behind it that the leader passed on.
+    pub passed_on: Vec<Behind>,
+    /// The leader's handover was written only with no pause standing.
+    pub unpaused: bool,
+}
+
 /// A candidate further back in line, as a resigning leader passes it on to
 /// the one it hands over to, so that this one hands over in turn with no
 /// read of its own: who is behind a waiter changes only by candidates
@@ -240,13 +258,16 @@ impl Holder {
 
     /// A waiter's value, as the leader that resigns to it rewrites it: the
     /// same value (fields this version does not know kept), with
-    /// `handed_over_by` set to the leader's token, and `next`, the
-    /// candidates behind it, if any are passed on. None for a value that is
-    /// not a JSON object (another tool's candidate: no handover to it).
+    /// `handed_over_by` and `no_pause_by` set to the leader's token (the
+    /// handover compares the pause away: `Election::resign_with`), and
+    /// `next`, the candidates behind it, if any are passed on. None for a
+    /// value that is not a JSON object (another tool's candidate: no
+    /// handover to it).
     pub fn handed_over(value: &serde_json::Value, by: Token, next: &[Behind]) -> Option<Vec<u8>> {
         let mut value = value.clone();
         let fields = value.as_object_mut()?;
         fields.insert(HANDED_OVER_BY.into(), serde_json::Value::from(by.0));
+        fields.insert(NO_PAUSE_BY.into(), serde_json::Value::from(by.0));
         fields.remove(NEXT);
         fields.remove(NEXT_BY);
         if !next.is_empty() {
@@ -258,16 +279,22 @@ impl Holder {
 
     /// Whether a candidate's value says a resigning leader handed over to
     /// it (see [`Holder::handed_over`]), and if so, the candidates that
-    /// leader passed on: none if it passed none, if the list is not that
-    /// handover's own, or in a form this version does not read. One parse
-    /// of the value, on the way from the handover to the command.
-    pub fn handover(value: &[u8]) -> Option<Vec<Behind>> {
+    /// leader passed on (none if it passed none, if the list is not that
+    /// handover's own, or in a form this version does not read) and
+    /// whether it was written with no pause standing. One parse of the
+    /// value, on the way from the handover to the command.
+    pub fn handover(value: &[u8]) -> Option<Handover> {
         let mut value: serde_json::Value = serde_json::from_slice(value).ok()?;
         let by = value.get(HANDED_OVER_BY)?.as_i64()?;
-        let passed_on = (value.get(NEXT_BY).and_then(serde_json::Value::as_i64) == Some(by))
+        let this = |field: &str| value.get(field).and_then(serde_json::Value::as_i64) == Some(by);
+        let unpaused = this(NO_PAUSE_BY);
+        let passed_on = this(NEXT_BY)
             .then(|| serde_json::from_value(value.get_mut(NEXT)?.take()).ok())
             .flatten();
-        Some(passed_on.unwrap_or_default())
+        Some(Handover {
+            passed_on: passed_on.unwrap_or_default(),
+            unpaused,
+        })
     }
 
     /// "pid 4242 on web-2 since 2026-11-29T07:00:00Z".
@@ -391,23 +418,32 @@ mod tests {
         assert_eq!(Holder::decode(&handed), holder, "the holder is kept");
         assert_eq!(
             Holder::handover(&handed).unwrap(),
-            std::slice::from_ref(&behind)
+            Handover {
+                passed_on: vec![behind.clone()],
+                unpaused: true
+            }
         );
         // Handed over on in turn, what was passed on before is not kept.
         let again: serde_json::Value = serde_json::from_slice(&handed).unwrap();
         let handed = Holder::handed_over(&again, Token(8), &[]).unwrap();
-        assert_eq!(Holder::handover(&handed), Some(Vec::new()));
+        let unpaused = Handover {
+            passed_on: Vec::new(),
+            unpaused: true,
+        };
+        assert_eq!(Holder::handover(&handed), Some(unpaused));
         // Handed over on by a leader that keeps fields it does not know
-        // (an older version), the list is not that handover's.
+        // (an older version): neither the list nor the pause's absence is
+        // that handover's.
         let mut kept: serde_json::Value = serde_json::from_slice(
             &Holder::handed_over(&value, Token(7), std::slice::from_ref(&behind)).unwrap(),
         )
         .unwrap();
         kept["handed_over_by"] = serde_json::Value::from(8);
-        assert_eq!(
-            Holder::handover(kept.to_string().as_bytes()),
-            Some(Vec::new())
-        );
+        let unknown = Handover {
+            passed_on: Vec::new(),
+            unpaused: false,
+        };
+        assert_eq!(Holder::handover(kept.to_string().as_bytes()), Some(unknown));
         // No handover: a waiter's own value, or another tool's.
         assert_eq!(Holder::handover(holder.encode().as_bytes()), None);
         assert_eq!(Holder::handover(b"etcdctl-value"), None);

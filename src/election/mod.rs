@@ -60,6 +60,7 @@ use anyhow::{Context, Result};
 use etcd_client::{Compare, CompareOp, PutOptions, SortOrder, Txn, TxnOp, TxnResponse};
 
 use crate::election::holder::{etcdctl_del, printable, Holder, Proclaimed};
+use crate::election::pause::PauseSeen;
 use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::Kv;
 use crate::etcd::requests::{range_at, revision_of, Range};
@@ -296,11 +297,20 @@ impl<'a> Election<'a> {
         if runners.len() == self.slots {
             return Ok(Attempt::Held(runners.into_iter().next()));
         }
-        // A slot is free, or only keys of elections nested in ours are under
-        // our prefix: "fewer than N candidates" cannot be asked of etcd in
-        // one comparison. So join the queue and run only if among the first
-        // N, proven as any queued win is; otherwise the caller's lease revoke
-        // takes our key out again.
+        self.try_a_free_slot(lease, holder, runners).await
+    }
+
+    /// A slot is free, or only keys of elections nested in ours are under
+    /// our prefix: "fewer than N candidates" cannot be asked of etcd in one
+    /// comparison. So join the queue and run only if among the first N,
+    /// proven as any queued win is; otherwise the caller's lease revoke
+    /// takes our key out again.
+    async fn try_a_free_slot(
+        &self,
+        lease: LeaseId,
+        holder: &Holder,
+        runners: Vec<Leader>,
+    ) -> Result<Attempt> {
         let Queued {
             candidate, runners, ..
         } = match self
@@ -314,9 +324,16 @@ impl<'a> Election<'a> {
             return Ok(Attempt::Held(runners.into_iter().next()));
         }
         Ok(match self.prove(&candidate, lease, holder).await? {
-            Some(leadership) => Attempt::Won {
+            Some((
+                _,
+                PauseSeen {
+                    paused: Some(paused),
+                    ..
+                },
+            )) => Attempt::Paused(paused),
+            Some((leadership, _)) => Attempt::Won {
                 leadership,
-                unpaused: false,
+                unpaused: true,
             },
             None => Attempt::Vanished,
         })
@@ -456,17 +473,18 @@ impl<'a> Election<'a> {
     /// Proves that we run before anything runs: our key still exists with our
     /// create revision and our lease (which therefore is alive), and it is
     /// among the first --max-running in line. Rewrites its value with the
-    /// time we started. None means the "win" was a phantom: the key is gone.
+    /// time we started, and reads the election's pause at the same
+    /// revision. None means the "win" was a phantom: the key is gone.
     pub async fn prove(
         &self,
         candidate: &Candidate,
         lease: LeaseId,
         holder: &Holder,
-    ) -> Result<Option<Leadership>> {
+    ) -> Result<Option<(Leadership, PauseSeen)>> {
         let (key, put) = self.our_key(lease, holder);
         let txn = Txn::new()
             .when(ours(&key, candidate.token, lease))
-            .and_then([put, first_in_line(self.name)]);
+            .and_then([put, first_in_line(self.name), pause::get(self.name)]);
         let response = self.connection.txn("proving leadership", txn).await?;
         if !response.succeeded() {
             return Ok(None);
@@ -476,13 +494,23 @@ impl<'a> Election<'a> {
         if !runs(&runners, candidate.token, self.slots) {
             return Ok(None);
         }
-        Ok(Some(Leadership {
-            name: self.name.to_string(),
-            key: candidate.key.clone(),
-            lease,
-            token: candidate.token,
-            proven_at: revision,
-        }))
+        let paused = range_at(&response, 1)
+            .first()
+            .as_ref()
+            .map(pause::Paused::of);
+        Ok(Some((
+            Leadership {
+                name: self.name.to_string(),
+                key: candidate.key.clone(),
+                lease,
+                token: candidate.token,
+                proven_at: revision,
+            },
+            PauseSeen {
+                at: revision,
+                paused,
+            },
+        )))
     }
     /// Gives up our key, if it is still ours: in one transaction, deletes
     /// it and does `then` (the run's end records, written as a run still
@@ -519,9 +547,13 @@ impl<'a> Election<'a> {
         if let Some(next) = successor {
             let options = PutOptions::new().with_lease(next.lease.0);
             let put = TxnOp::put(next.key.as_str(), next.value.clone(), Some(options));
-            let hand_over = Txn::new()
-                .when(ours(&next.key, next.token, next.lease))
-                .and_then([put]);
+            // Only with no pause standing: the waiter then takes the
+            // handover as proof of that too (`no_pause_by`), and reads
+            // nothing at its claim; with one, it learns its turn by reading,
+            // and the pause with it.
+            let mut when = ours(&next.key, next.token, next.lease).to_vec();
+            when.push(pause::none_stands(self.name));
+            let hand_over = Txn::new().when(when).and_then([put]);
             ops.push(TxnOp::txn(hand_over));
         }
         let txn = Txn::new().when(compares).and_then(ops);

@@ -133,6 +133,15 @@ impl Paused {
     }
 }
 
+/// The election's pause as the proof of a turn found it, at the proof's
+/// revision: the read that found the turn read it too, or the handover
+/// that gave it was written only with no pause standing (`None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PauseSeen {
+    pub at: Revision,
+    pub paused: Option<Paused>,
+}
+
 /// The election's pause, if one stands. The name is bytes (`status`
 /// reads elections whose names are not UTF-8).
 pub async fn read(connection: &Connection, election: impl AsRef<[u8]>) -> Result<Option<Paused>> {

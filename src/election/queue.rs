@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use super::handoff::Handoff;
 use super::line::{in_line, FIRST_PAGE};
+use super::pause::{self, PauseSeen, Paused};
 use super::watch::{OwnKey, OwnKeyNews, WatchAhead, Watched};
 use super::{among_first, judge, name, Candidate, Election, KeyLoss, PlaceLost, Turn};
 use crate::etcd::ids::{LeaseId, Revision};
@@ -59,8 +60,12 @@ impl Election<'_> {
             };
             let (ahead, revision) = match looked {
                 Ok(Ahead::Lost(loss)) => return Turn::Gone(PlaceLost::Key(loss)),
-                Ok(Ahead::Nobody(revision, ours)) => {
-                    return self.nobody_ahead(handoff, own, revision, ours)
+                Ok(Ahead::Nobody(revision, ours, paused)) => {
+                    own.pause_seen = Some(PauseSeen {
+                        at: revision,
+                        paused,
+                    });
+                    return self.nobody_ahead(handoff, own, revision, ours);
                 }
                 Ok(Ahead::Watch(watch, revision)) => {
                     watching.send_if_modified(|watched| {
@@ -283,7 +288,10 @@ impl Election<'_> {
         // disagreeing one there is refused at its own turn.
         Ok(match to_watch(self.name, self.slots, &ahead) {
             Some(watch) => Ahead::Watch(watch, revision),
-            None => Ahead::Nobody(revision, ours),
+            None => {
+                let paused = range_at(&response, 2).first().as_ref().map(Paused::of);
+                Ahead::Nobody(revision, ours, paused)
+            }
         })
     }
 }
@@ -323,8 +331,8 @@ enum Read {
 }
 
 impl Election<'_> {
-    /// Our key and the candidates just ahead of it, read at one revision
-    /// (the answer's).
+    /// Our key, the candidates just ahead of it and the election's pause,
+    /// read at one revision (the answer's).
     ///
     /// A member-local read is as good a proof of our turn as a linearizable
     /// one. Whatever revision it was read at, that revision is committed
@@ -342,9 +350,14 @@ impl Election<'_> {
             ahead = ahead.with_serializable();
             ours = ours.with_serializable();
         }
+        let mut pause = GetOptions::new();
+        if read == Read::MemberLocal {
+            pause = pause.with_serializable();
+        }
         let txn = Txn::new().and_then([
             TxnOp::get(candidate.key.as_str(), Some(ours)),
             TxnOp::get(name::prefix(self.name), Some(ahead)),
+            TxnOp::get(pause::pause_key(self.name), Some(pause)),
         ]);
         self.connection.txn("reading the queue", txn).await
     }
@@ -379,8 +392,8 @@ enum Ahead {
     /// Our own key is gone, or not ours any more.
     Lost(KeyLoss),
     /// Fewer than --max-running, with our key ours, at this revision: our
-    /// turn, and the proof of it; with our key as read.
-    Nobody(Revision, Option<Kv>),
+    /// turn, and the proof of it; with our key and the pause as read.
+    Nobody(Revision, Option<Kv>, Option<Paused>),
     /// What to watch, as read at this revision.
     Watch(Watch, Revision),
 }

@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 
 use etcd_client::{WatchFilterType, WatchOptions};
 
-use super::holder::{Behind, Holder};
+use super::holder::{Behind, Handover, Holder};
+use super::pause::PauseSeen;
 use super::{judge, KeyLoss, Leadership};
 use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::{Kv, WatchEvent};
@@ -80,6 +81,9 @@ pub struct OwnKey {
     /// The candidates behind us that the leader who handed over to us
     /// passed on, if it did ([`Holder::handover`]).
     passed_on: Vec<Behind>,
+    /// The election's pause as a proof of our turn found it: by the read
+    /// that found our turn, or a handover written with no pause standing.
+    pub pause_seen: Option<PauseSeen>,
 }
 
 /// What an event on our key (created at `token`, on `lease`) makes of it:
@@ -93,7 +97,7 @@ fn loss_in(event: &WatchEvent, token: Token, lease: LeaseId) -> Option<KeyLoss> 
 
 /// A rewrite of a candidate's key by a leader handing over to it, with
 /// the candidates that leader passed on ([`Holder::handover`]).
-fn handover_in(event: &WatchEvent) -> Option<Vec<Behind>> {
+fn handover_in(event: &WatchEvent) -> Option<Handover> {
     match event {
         WatchEvent::Put(kv) => Holder::handover(&kv.value),
         WatchEvent::Delete(_) => None,
@@ -110,7 +114,7 @@ enum Front {
     Nothing(Revision),
     Lost(KeyLoss, Revision),
     /// A handover to us at this revision, passing on these candidates.
-    HandedOver(Vec<Behind>, Revision),
+    HandedOver(Handover, Revision),
 }
 
 fn front(event: &WatchEvent, from: Revision, token: Token, lease: LeaseId) -> Front {
@@ -120,7 +124,7 @@ fn front(event: &WatchEvent, from: Revision, token: Token, lease: LeaseId) -> Fr
     }
     match (loss_in(event, token, lease), handover_in(event)) {
         (Some(loss), _) => Front::Lost(loss, revision),
-        (None, Some(passed_on)) => Front::HandedOver(passed_on, revision),
+        (None, Some(handover)) => Front::HandedOver(handover, revision),
         (None, None) => Front::Nothing(revision),
     }
 }
@@ -149,6 +153,7 @@ impl OwnKey {
             ahead: None,
             ended: false,
             passed_on: Vec::new(),
+            pause_seen: None,
         }
     }
 
@@ -175,9 +180,19 @@ impl OwnKey {
     /// not lost (the new leader would read the line again), and the watch
     /// passes over it.
     pub fn handed_over_in(&mut self, ours: &Kv) -> Option<Revision> {
-        self.passed_on = Holder::handover(&ours.value)?;
+        let handover = Holder::handover(&ours.value)?;
+        self.take_handover(handover, ours.mod_revision);
         self.skip_to(ours.mod_revision.next());
         Some(ours.mod_revision)
+    }
+
+    /// What a handover at `revision` says, kept for the run.
+    fn take_handover(&mut self, handover: Handover, revision: Revision) {
+        self.passed_on = handover.passed_on;
+        self.pause_seen = handover.unpaused.then_some(PauseSeen {
+            at: revision,
+            paused: None,
+        });
     }
 
     /// Keeps the last watch of what is ahead of us open with this one, in
@@ -298,9 +313,9 @@ impl OwnKey {
                     self.from = revision.next();
                     return Some(OwnKeyNews::Lost(loss));
                 }
-                Front::HandedOver(passed_on, revision) => {
+                Front::HandedOver(handover, revision) => {
                     self.from = revision.next();
-                    self.passed_on = passed_on;
+                    self.take_handover(handover, revision);
                     return Some(match self.later_loss() {
                         Some(loss) => OwnKeyNews::Lost(loss),
                         None => OwnKeyNews::HandedOver(revision),
@@ -427,7 +442,13 @@ mod tests {
         );
         assert_eq!(
             front(&handed_over(13)),
-            Front::HandedOver(Vec::new(), Revision(13))
+            Front::HandedOver(
+                Handover {
+                    passed_on: Vec::new(),
+                    unpaused: true
+                },
+                Revision(13)
+            )
         );
         let replaced = WatchEvent::Put(Kv::written("j/1f", 14, 0x1f, b"{}"));
         assert_eq!(

@@ -26,7 +26,7 @@ use crate::clock;
 use crate::clock::Now;
 use crate::election::holder::{self, Holder};
 use crate::election::once_per::{self, Claim, Marker};
-use crate::election::pause::{self, Paused};
+use crate::election::pause::{self, PauseSeen, Paused};
 use crate::election::{
     Attempt, Candidate, Disagreement, Election, Joined, KeyLoss, Leader, Leadership, OwnKey,
     PlaceLost, Queued, Turn,
@@ -106,9 +106,10 @@ pub struct Campaigner<'a> {
     pub window_taken: Option<Marker>,
     /// The election's pause, while one was last found standing.
     pub paused: Option<Paused>,
-    /// The revision at which the write that joined (or won) found no
-    /// pause: a proof of that revision needs no read of it at its claim.
-    unpaused_at: Option<Revision>,
+    /// The pause as the proof of our turn found it (the write that won,
+    /// the read that found the turn, a handover written with none
+    /// standing), at the proof's revision: the claim then reads nothing.
+    pause_seen: Option<PauseSeen>,
     /// The error behind the last setback, for the line that says it.
     pub error: Option<anyhow::Error>,
 }
@@ -156,7 +157,7 @@ impl<'a> Campaigner<'a> {
             watching: tokio::sync::watch::Sender::new(None),
             window_taken: None,
             paused: None,
-            unpaused_at: None,
+            pause_seen: None,
             error: None,
         }
     }
@@ -216,7 +217,10 @@ impl<'a> Campaigner<'a> {
                     leadership,
                     unpaused,
                 } => {
-                    self.unpaused_at = unpaused.then_some(leadership.proven_at);
+                    self.pause_seen = unpaused.then_some(PauseSeen {
+                        at: leadership.proven_at,
+                        paused: None,
+                    });
                     CampaignEvent::Proven(leadership)
                 }
                 Attempt::Paused(paused) => self.found_paused(paused),
@@ -236,7 +240,7 @@ impl<'a> Campaigner<'a> {
             Joined::Paused(paused) => return Ok(self.found_paused(paused)),
         };
         // The join's write compared the pause away, at the proof's revision.
-        self.unpaused_at = proven_at;
+        self.pause_seen = proven_at.map(|at| PauseSeen { at, paused: None });
         let own = OwnKey::new(
             &candidate.key,
             candidate.token,
@@ -283,21 +287,25 @@ impl<'a> Campaigner<'a> {
         Ok(CampaignEvent::Resumed)
     }
 
-    /// The claim's pause step: no read if the write behind the proof
-    /// already found no pause.
+    /// The claim's pause step: as the proof found the pause, if it did
+    /// (at its revision); else read now (a handover by an older leader,
+    /// which did not compare it).
     async fn check_pause(&mut self, leadership: &Leadership) -> Result<Event> {
-        if self.unpaused_at == Some(leadership.proven_at) {
-            return Ok(CampaignEvent::Unpaused);
-        }
-        Ok(
-            match pause::read(self.connection, &self.config.election).await? {
-                Some(paused) => self.found_paused(paused),
-                None => {
-                    self.paused = None;
-                    CampaignEvent::Unpaused
-                }
-            },
-        )
+        let seen = self
+            .pause_seen
+            .take()
+            .filter(|seen| seen.at == leadership.proven_at);
+        let paused = match seen {
+            Some(seen) => seen.paused,
+            None => pause::read(self.connection, &self.config.election).await?,
+        };
+        Ok(match paused {
+            Some(paused) => self.found_paused(paused),
+            None => {
+                self.paused = None;
+                CampaignEvent::Unpaused
+            }
+        })
     }
 
     /// The proof a read gave: our key, with its create revision and our
@@ -328,6 +336,7 @@ impl<'a> Campaigner<'a> {
         Ok(match turn {
             Turn::Ours(revision) => {
                 tracing::trace!(revision = revision.0, "proven");
+                self.pause_seen = place.own.pause_seen.take();
                 CampaignEvent::Proven(self.proof(&place.candidate, lease.id, revision))
             }
             Turn::Gone(lost) => CampaignEvent::PlaceLost(lost),
@@ -349,7 +358,10 @@ impl<'a> Campaigner<'a> {
                 .prove(&place.candidate, lease.id, &holder)
                 .await?
             {
-                Some(leadership) => CampaignEvent::Proven(leadership),
+                Some((leadership, seen)) => {
+                    self.pause_seen = Some(seen);
+                    CampaignEvent::Proven(leadership)
+                }
                 // A phantom win: our key is gone.
                 None => key_gone(),
             },
