@@ -54,7 +54,8 @@ Register-ArgumentCompleter -Native -CommandName 'leaderrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who leads an election, its token and its queue')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause an election across the fleet: no run of it starts until `leaderrun resume` (or until --for ends)')
-            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End an election''s pause: runs start again (those waiting with --wait, in the order they queued). Exits 0 whether it was paused or not, saying which')
+            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End an election''s pause: runs start again (those waiting with --wait join the line as they come back). Exits 0 whether it was paused or not, saying which')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check, before a real run, that a run of an election would work')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -120,10 +121,30 @@ Register-ArgumentCompleter -Native -CommandName 'leaderrun' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'leaderrun;check' {
+            [CompletionResult]::new('--once-per', '--once-per', [CompletionResultType]::ParameterName, 'The window the runs use (`--once-per`): its marker''s grant is then needed too')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it')
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it')
+            [CompletionResult]::new('--endpoints', '--endpoints', [CompletionResultType]::ParameterName, 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails')
+            [CompletionResult]::new('--dial-timeout', '--dial-timeout', [CompletionResultType]::ParameterName, 'How long to wait for etcd to answer before giving up (exit 125). An etcd that takes the connection and then says nothing may be given up on sooner: the connection''s ping, every third of the TTL, closes it after two thirds of the TTL')
+            [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'Trust the CAs in FILE (PEM) for etcd''s server certificate, instead of the system''s. Any TLS option makes bare `host:port` endpoints https')
+            [CompletionResult]::new('--cert', '--cert', [CompletionResultType]::ParameterName, 'Client certificate (PEM), for an etcd that checks client certificates')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Private key (PEM) of --cert')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)')
+            [CompletionResult]::new('--password', '--password', [CompletionResultType]::ParameterName, 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'text, or json: every line leaderrun writes to stderr (its errors, a loss, why it did not run, the -v logs) as one JSON object, for log shippers')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Accept any server certificate: the connection is encrypted, but the server''s identity is not checked. For testing only')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'leaderrun;help' {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show who leads an election, its token and its queue')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause an election across the fleet: no run of it starts until `leaderrun resume` (or until --for ends)')
-            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End an election''s pause: runs start again (those waiting with --wait, in the order they queued). Exits 0 whether it was paused or not, saying which')
+            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'End an election''s pause: runs start again (those waiting with --wait join the line as they come back). Exits 0 whether it was paused or not, saying which')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check, before a real run, that a run of an election would work')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -134,6 +155,9 @@ Register-ArgumentCompleter -Native -CommandName 'leaderrun' -ScriptBlock {
             break
         }
         'leaderrun;help;resume' {
+            break
+        }
+        'leaderrun;help;check' {
             break
         }
         'leaderrun;help;help' {

@@ -51,7 +51,8 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
             cand --version 'Print version'
             cand status 'Show who leads an election, its token and its queue'
             cand pause 'Pause an election across the fleet: no run of it starts until `leaderrun resume` (or until --for ends)'
-            cand resume 'End an election''s pause: runs start again (those waiting with --wait, in the order they queued). Exits 0 whether it was paused or not, saying which'
+            cand resume 'End an election''s pause: runs start again (those waiting with --wait join the line as they come back). Exits 0 whether it was paused or not, saying which'
+            cand check 'Check, before a real run, that a run of an election would work'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'leaderrun;status'= {
@@ -113,10 +114,29 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'leaderrun;check'= {
+            cand --once-per 'The window the runs use (`--once-per`): its marker''s grant is then needed too'
+            cand -n 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
+            cand --name 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it'
+            cand --endpoints 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails'
+            cand --dial-timeout 'How long to wait for etcd to answer before giving up (exit 125). An etcd that takes the connection and then says nothing may be given up on sooner: the connection''s ping, every third of the TTL, closes it after two thirds of the TTL'
+            cand --cacert 'Trust the CAs in FILE (PEM) for etcd''s server certificate, instead of the system''s. Any TLS option makes bare `host:port` endpoints https'
+            cand --cert 'Client certificate (PEM), for an etcd that checks client certificates'
+            cand --key 'Private key (PEM) of --cert'
+            cand --user 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)'
+            cand --password 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD'
+            cand --log-format 'text, or json: every line leaderrun writes to stderr (its errors, a loss, why it did not run, the -v logs) as one JSON object, for log shippers'
+            cand --insecure-skip-tls-verify 'Accept any server certificate: the connection is encrypted, but the server''s identity is not checked. For testing only'
+            cand -v 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+            cand --verbose 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'leaderrun;help'= {
             cand status 'Show who leads an election, its token and its queue'
             cand pause 'Pause an election across the fleet: no run of it starts until `leaderrun resume` (or until --for ends)'
-            cand resume 'End an election''s pause: runs start again (those waiting with --wait, in the order they queued). Exits 0 whether it was paused or not, saying which'
+            cand resume 'End an election''s pause: runs start again (those waiting with --wait join the line as they come back). Exits 0 whether it was paused or not, saying which'
+            cand check 'Check, before a real run, that a run of an election would work'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'leaderrun;help;status'= {
@@ -124,6 +144,8 @@ set edit:completion:arg-completer[leaderrun] = {|@words|
         &'leaderrun;help;pause'= {
         }
         &'leaderrun;help;resume'= {
+        }
+        &'leaderrun;help;check'= {
         }
         &'leaderrun;help;help'= {
         }

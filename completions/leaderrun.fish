@@ -44,6 +44,7 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -l log-format -d 'text
 json\t''"
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l manual -d 'Print a man page (roff) and exit: leaderrun(1), or with `status`, leaderrun-status(1)' -r -f -a "leaderrun\t''
 status\t''
+check\t''
 exit-codes\t'README\'s exit status table (Markdown)'
 environment\t'README\'s table of what the command gets (Markdown)'"
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l completions -d 'Print the completion script for SHELL and exit' -r -f -a "bash\t''
@@ -60,7 +61,8 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -s h -l help -d 'Print
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s V -l version -d 'Print version'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "status" -d 'Show who leads an election, its token and its queue'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "pause" -d 'Pause an election across the fleet: no run of it starts until `leaderrun resume` (or until --for ends)'
-complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "resume" -d 'End an election\'s pause: runs start again (those waiting with --wait, in the order they queued). Exits 0 whether it was paused or not, saying which'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "resume" -d 'End an election\'s pause: runs start again (those waiting with --wait join the line as they come back). Exits 0 whether it was paused or not, saying which'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "check" -d 'Check, before a real run, that a run of an election would work'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l max-age -d 'A freshness check for monitoring: exit 0 if a run succeeded within DURATION of now, else 2, with one line saying when the last success was. Works with nobody leading' -r
@@ -111,7 +113,22 @@ json\t''"
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume help" -f -a "status" -d 'Show who leads an election, its token and its queue'
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume help" -f -a "pause" -d 'Pause an election across the fleet: no run of it starts until `leaderrun resume` (or until --for ends)'
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume help" -f -a "resume" -d 'End an election\'s pause: runs start again (those waiting with --wait, in the order they queued). Exits 0 whether it was paused or not, saying which'
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l once-per -d 'The window the runs use (`--once-per`): its marker\'s grant is then needed too' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l dial-timeout -d 'How long to wait for etcd to answer before giving up (exit 125). An etcd that takes the connection and then says nothing may be given up on sooner: the connection\'s ping, every third of the TTL, closes it after two thirds of the TTL' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l cacert -d 'Trust the CAs in FILE (PEM) for etcd\'s server certificate, instead of the system\'s. Any TLS option makes bare `host:port` endpoints https' -r -F
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l cert -d 'Client certificate (PEM), for an etcd that checks client certificates' -r -F
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l key -d 'Private key (PEM) of --cert' -r -F
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l user -d 'etcd user for an etcd with authentication on. The password may follow a colon; otherwise give --password or ETCDCTL_PASSWORD (leaderrun does not prompt)' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l password -d 'Password for --user. Other users can read command lines (`ps`): prefer ETCDCTL_PASSWORD' -r
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l log-format -d 'text, or json: every line leaderrun writes to stderr (its errors, a loss, why it did not run, the -v logs) as one JSON object, for log shippers' -r -f -a "text\t''
+json\t''"
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume check help" -f -a "status" -d 'Show who leads an election, its token and its queue'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume check help" -f -a "pause" -d 'Pause an election across the fleet: no run of it starts until `leaderrun resume` (or until --for ends)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume check help" -f -a "resume" -d 'End an election\'s pause: runs start again (those waiting with --wait join the line as they come back). Exits 0 whether it was paused or not, saying which'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume check help" -f -a "check" -d 'Check, before a real run, that a run of an election would work'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -37,6 +37,7 @@
 // In the library's tests the run reaches the simulation's processes and
 // signals instead (`host`): what only the run calls of these is unused
 // there, and tested by their own tests and the suite's real runs.
+mod check;
 #[cfg_attr(test, allow(dead_code))]
 mod child;
 mod cli;
@@ -82,6 +83,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some(cli::Command::Status(status)) => &status.output,
         Some(cli::Command::Pause(pause)) => &pause.steer.output,
         Some(cli::Command::Resume(resume)) => &resume.steer.output,
+        Some(cli::Command::Check(check)) => &check.steer.output,
         None => &cli.output,
     };
     logging::set_format(output.log_format);
@@ -93,7 +95,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         .command
         .first()
         .and_then(|first| first.to_str())
-        .filter(|first| ["status", "pause", "resume"].contains(first));
+        .filter(|first| ["status", "pause", "resume", "check"].contains(first));
     if let Some(word) = subcommand.filter(|_| !separated && cli.subcommand.is_none()) {
         logging::say(
             Level::Error,
@@ -105,6 +107,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Mode::Docs(text) => print_docs(&text),
         Mode::Status(options) => execute(verbose, async {
             status::status((*options)?).await.map(Exit::code)
+        }),
+        Mode::Check(options) => execute(verbose, async {
+            check::check((*options)?).await.map(Exit::code)
         }),
         Mode::Steer(options) => execute(verbose, async {
             steer::steer((*options)?).await.map(Exit::code)

@@ -66,6 +66,11 @@ fn generated_docs_are_up_to_date() {
         &generate(&["--manual", "status"]),
         &mut stale,
     );
+    check(
+        &root.join("man/leaderrun-check.1"),
+        &generate(&["--manual", "check"]),
+        &mut stale,
+    );
     for (shell, file) in [
         ("bash", "leaderrun.bash"),
         ("zsh", "_leaderrun"),
@@ -109,7 +114,11 @@ fn generated_docs_are_up_to_date() {
 #[test]
 fn man_pages_refer_only_to_pages_that_exist() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for page in [generate(&["--manual"]), generate(&["--manual", "status"])] {
+    for page in [
+        generate(&["--manual"]),
+        generate(&["--manual", "status"]),
+        generate(&["--manual", "check"]),
+    ] {
         let text = page.replace("\\-", "-");
         for (at, _) in text.match_indices("leaderrun-") {
             let name: String = text[at..]

@@ -226,6 +226,13 @@ pub fn man_page() -> Vec<u8> {
                 ("leaderrun resume", true),
                 (" [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]", false),
             ],
+            &[
+                ("leaderrun check", true),
+                (
+                    " [OPTIONS] [--once-per DURATION] [--name NAME | -- COMMAND [ARGS]...]",
+                    false,
+                ),
+            ],
         ],
     );
     let mut roff = Roff::new();
@@ -237,7 +244,7 @@ pub fn man_page() -> Vec<u8> {
     examples(&mut roff, &EXAMPLES);
     see_also(
         &mut roff,
-        "leaderrun-status(1), etcdctl(1), flock(1), timeout(1)",
+        "leaderrun-status(1), leaderrun-check(1), etcdctl(1), flock(1), timeout(1)",
     );
     roff.to_writer(&mut out).expect("writing to memory");
     version_section(&mut out);
@@ -262,6 +269,10 @@ fn subcommands(roff: &mut Roff) {
             (
                 "leaderrun resume",
                 "End an election's pause (exit 0 whether it was paused or not, saying which).",
+            ),
+            (
+                "leaderrun-check(1)",
+                "Check, before a real run, that a run of an election would work: every endpoint, every permission it needs, the settings it would use.",
             ),
             (
                 "leaderrun help [SUBCOMMAND]",
@@ -455,3 +466,64 @@ const STATUS_EXAMPLES: [(&str, &str); 3] = [
         "leaderrun status --name deploy/prod --watch",
     ),
 ];
+
+/// leaderrun-check(1): the `check` subcommand, with what it prints.
+pub fn check_man_page() -> Vec<u8> {
+    let mut check = Cli::command()
+        .find_subcommand("check")
+        .expect("the check subcommand")
+        .clone()
+        .name("leaderrun-check")
+        .bin_name("leaderrun check")
+        // For the title; `check` itself takes no --version.
+        .version(env!("CARGO_PKG_VERSION"))
+        .disable_version_flag(true);
+    check.build();
+    let man = Man::new(check.clone()).date("");
+    let mut out = head(
+        &man,
+        &check,
+        &[&[
+            ("leaderrun check", true),
+            (
+                " [OPTIONS] [--once-per DURATION] [--name NAME | -- COMMAND [ARGS]...]",
+                false,
+            ),
+        ]],
+    );
+    let mut roff = Roff::new();
+    tagged(
+        &mut roff,
+        "WHAT IT PRINTS",
+        &[
+            ("settings:", "Each setting a run would use, with where it came from: an option, its environment variable, or the default. The password is shown as set or none, never itself."),
+            ("endpoints:", "A line per endpoint, each dialled on its own: reached, etcd's version, the raft leader it knows (its name and member id), TLS (verified against --cacert or the system's CAs, or not verified with --insecure-skip-tls-verify, or none) and the user it authenticated as; or not reached."),
+            ("permissions:", "A line per grant a run of the election needs: readwrite on the prefix NAME/ (the replicas' keys), read on NAME.paused (the pause, which every run's first write compares), readwrite on NAME.once-per (the --once-per window's marker) and on NAME.last-started, .last-finished and .last-succeeded (the run records). Each is proven by a transaction whose comparison never holds: etcd checks the permission of every operation in both branches before it looks at the comparison, and nothing is written."),
+        ],
+    );
+    tagged(
+        &mut roff,
+        "EXIT STATUS",
+        &[
+            ("0", "A run would work. Warnings, each a line on stderr starting with leaderrun: warning:, may remain: an endpoint not reached while another was, or no grant for the run records (runs work, but leave no record)."),
+            ("125", "A run would not work: a line on stderr per problem, each starting with leaderrun: error: (no endpoint reached, credentials or a certificate refused, a missing grant; the marker's only with --once-per), or check itself failed (usage, a file that cannot be read)."),
+        ],
+    );
+    examples(
+        &mut roff,
+        &[
+            (
+                "Before the first real run of a crontab line, with the variables the line sets:",
+                "ETCDCTL_USER=nightly ETCDCTL_PASSWORD=... leaderrun check --name jobs/nightly --once-per 1h",
+            ),
+            (
+                "In a provisioning script:",
+                "leaderrun check --name jobs/nightly || exit 1",
+            ),
+        ],
+    );
+    see_also(&mut roff, "leaderrun(1), leaderrun-status(1), etcdctl(1)");
+    roff.to_writer(&mut out).expect("writing to memory");
+    version_section(&mut out);
+    out
+}

@@ -59,7 +59,7 @@ const LONG_VERSION: &str = concat!(
     version,
     long_version = LONG_VERSION,
     after_help = help::after_help(),
-    override_usage = "leaderrun [OPTIONS] [--] COMMAND [ARGS]...\n       leaderrun status [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]\n       leaderrun pause|resume [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]",
+    override_usage = "leaderrun [OPTIONS] [--] COMMAND [ARGS]...\n       leaderrun status [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]\n       leaderrun pause|resume|check [OPTIONS] [--name NAME | -- COMMAND [ARGS]...]",
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
     args_conflicts_with_subcommands = true,
@@ -123,6 +123,8 @@ pub enum Mode {
     Run(Box<anyhow::Result<values::Run>>),
     /// `leaderrun pause` and `resume`.
     Steer(Box<anyhow::Result<crate::steer::Options>>),
+    /// `leaderrun check`.
+    Check(Box<anyhow::Result<crate::check::Options>>),
 }
 
 pub use values::Run;
@@ -138,6 +140,7 @@ impl Cli {
             return Mode::Docs(match page {
                 ManualPage::Leaderrun => docs::man_page(),
                 ManualPage::Status => docs::status_man_page(),
+                ManualPage::Check => docs::check_man_page(),
                 ManualPage::ExitCodes => help::exit_codes_markdown().into(),
                 ManualPage::Environment => help::environment_markdown().into(),
             });
@@ -155,6 +158,10 @@ impl Cli {
                 let matches = matches.subcommand_matches("resume").unwrap_or(matches);
                 Mode::Steer(Box::new(values::resume(args, matches)))
             }
+            Some(Command::Check(args)) => {
+                let matches = matches.subcommand_matches("check").unwrap_or(matches);
+                Mode::Check(Box::new(values::check(args, matches)))
+            }
             None => Mode::Run(Box::new(values::run(self, matches))),
         }
     }
@@ -165,6 +172,7 @@ impl Cli {
 pub enum ManualPage {
     Leaderrun,
     Status,
+    Check,
     /// README's exit status table (Markdown).
     ExitCodes,
     /// README's table of what the command gets (Markdown).
@@ -197,9 +205,33 @@ pub enum Command {
     Pause(PauseArgs),
 
     /// End an election's pause: runs start again (those waiting with
-    /// --wait, in the order they queued). Exits 0 whether it was paused
-    /// or not, saying which.
+    /// --wait join the line as they come back). Exits 0 whether it was
+    /// paused or not, saying which.
     Resume(ResumeArgs),
+
+    /// Check, before a real run, that a run of an election would work.
+    ///
+    /// Dials every endpoint on its own and says what each is (reached,
+    /// TLS verified, authenticated, etcd's version, its raft leader);
+    /// proves every permission a run needs (its candidates' keys, the
+    /// pause, with --once-per the window's marker, the run records) with
+    /// transactions whose comparison never holds, so that nothing is
+    /// written; and prints the settings a run would use, each with where
+    /// it came from. Exits 0 when a run would work (an endpoint not
+    /// reached, or no grant for the records, is a warning), 125 with a
+    /// line per problem otherwise.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The window the runs use (`--once-per`): its marker's grant is then
+    /// needed too.
+    #[arg(long, value_name = "DURATION", value_parser = parse_window, allow_hyphen_values = true)]
+    pub once_per: Option<Duration>,
+
+    #[command(flatten)]
+    pub steer: SteerArgs,
 }
 
 /// The election `pause` and `resume` steer, and how to reach etcd.

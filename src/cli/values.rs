@@ -12,7 +12,8 @@ use anyhow::{bail, Result};
 use clap::parser::ValueSource;
 use clap::ArgMatches;
 
-use super::{Cli, ConnectionArgs, PauseArgs, ResumeArgs, StatusArgs, SteerArgs};
+use super::{CheckArgs, Cli, ConnectionArgs, PauseArgs, ResumeArgs, StatusArgs, SteerArgs};
+use crate::check::{self, Setting};
 use crate::child::{self, env};
 use crate::election::handoff::Handoff;
 use crate::election::holder::Holder;
@@ -132,6 +133,135 @@ pub fn pause(args: PauseArgs, matches: &ArgMatches) -> Result<steer::Options> {
 /// `leaderrun resume`'s values.
 pub fn resume(args: ResumeArgs, matches: &ArgMatches) -> Result<steer::Options> {
     steered(args.steer, steer::Action::Resume, matches)
+}
+
+/// `leaderrun check`'s values: the election, how to reach etcd, and the
+/// settings a run would use with where each came from.
+pub fn check(args: CheckArgs, matches: &ArgMatches) -> Result<check::Options> {
+    let CheckArgs { once_per, steer } = args;
+    let named_by = match steer.name.name {
+        Some(_) => "--name",
+        None => "derived from the command line",
+    };
+    let election = named(steer.name.name, &steer.command)?;
+    let etcd = etcd(&steer.connection, matches);
+    let mut settings = vec![Setting {
+        name: "name",
+        value: election.clone(),
+        source: named_by.into(),
+    }];
+    settings.extend(sourced_settings(&steer.connection, &etcd, matches)?);
+    Ok(check::Options {
+        election,
+        once_per: once_per.is_some(),
+        etcd,
+        settings,
+    })
+}
+
+/// Where the value of `id` came from: its option, `variable`, or the
+/// default.
+fn source(matches: &ArgMatches, id: &str, option: &str, variable: &str) -> String {
+    match matches.value_source(id) {
+        Some(ValueSource::CommandLine) => option.into(),
+        Some(ValueSource::EnvVariable) => variable.into(),
+        _ => "default".into(),
+    }
+}
+
+/// A setting, its value and its source.
+fn setting(name: &'static str, value: impl Into<String>, source: impl Into<String>) -> Setting {
+    Setting {
+        name,
+        value: value.into(),
+        source: source.into(),
+    }
+}
+
+/// The connection's settings as a run would take them, and the TTL.
+fn sourced_settings(
+    args: &ConnectionArgs,
+    etcd: &etcd::Options,
+    matches: &ArgMatches,
+) -> Result<Vec<Setting>> {
+    let endpoints_source = match (&args.endpoints, &etcd.endpoints) {
+        (_, None) => "default".into(),
+        (Some(given), Some(used)) if given == used => {
+            source(matches, "endpoints", "--endpoints", "LEADERRUN_ENDPOINTS")
+        }
+        (_, Some(_)) => "ETCDCTL_ENDPOINTS".into(),
+    };
+    let file = |path: &Option<std::path::PathBuf>| {
+        path.as_ref()
+            .map_or_else(|| "none".into(), |path| path.display().to_string())
+    };
+    let from = |id: &str, option: &str, variable: &str| source(matches, id, option, variable);
+    let user = etcd
+        .user
+        .as_deref()
+        .map_or("none", |user| user.split(':').next().unwrap_or(user));
+    let endpoints = etcd
+        .endpoints
+        .as_deref()
+        .unwrap_or(etcd::endpoints::DEFAULT);
+    let dial_timeout = humantime::format_duration(etcd.dial_timeout).to_string();
+    Ok(vec![
+        setting("endpoints", endpoints, endpoints_source),
+        setting(
+            "dial-timeout",
+            dial_timeout,
+            from("dial_timeout", "--dial-timeout", "-"),
+        ),
+        setting(
+            "cacert",
+            file(&etcd.cacert),
+            from("cacert", "--cacert", "ETCDCTL_CACERT"),
+        ),
+        setting(
+            "cert",
+            file(&etcd.cert),
+            from("cert", "--cert", "ETCDCTL_CERT"),
+        ),
+        setting("key", file(&etcd.key), from("key", "--key", "ETCDCTL_KEY")),
+        setting(
+            "insecure",
+            etcd.insecure_skip_tls_verify.to_string(),
+            from(
+                "insecure_skip_tls_verify",
+                "--insecure-skip-tls-verify",
+                "ETCDCTL_INSECURE_SKIP_TLS_VERIFY",
+            ),
+        ),
+        setting("user", user, from("user", "--user", "ETCDCTL_USER")),
+        password_setting(etcd, matches),
+        ttl_setting()?,
+    ])
+}
+
+/// Whether a password is set, and where from; never the password.
+fn password_setting(etcd: &etcd::Options, matches: &ArgMatches) -> Setting {
+    match (&etcd.password, etcd.user.as_deref()) {
+        (_, Some(user)) if user.contains(':') => setting("password", "set", "--user USER:PASSWORD"),
+        (Some(_), _) => setting(
+            "password",
+            "set",
+            source(matches, "password", "--password", "ETCDCTL_PASSWORD"),
+        ),
+        (None, _) => setting("password", "none", "default"),
+    }
+}
+
+/// The TTL a run would take from LEADERRUN_TTL, or its default.
+fn ttl_setting() -> Result<Setting> {
+    Ok(match std::env::var("LEADERRUN_TTL") {
+        Ok(text) => {
+            let ttl = super::parse::parse_ttl(&text)
+                .map_err(|err| anyhow::anyhow!("LEADERRUN_TTL: {err}"))?;
+            let shown = humantime::format_duration(ttl).to_string();
+            setting("ttl", shown, "LEADERRUN_TTL")
+        }
+        Err(_) => setting("ttl", "15s", "default"),
+    })
 }
 
 fn steered(args: SteerArgs, action: steer::Action, matches: &ArgMatches) -> Result<steer::Options> {

@@ -35,6 +35,7 @@ fn the_package_installs_leaderrun_where_cron_finds_it_with_its_docs() {
         "./usr/bin/leaderrun",
         "./usr/share/man/man1/leaderrun.1.gz",
         "./usr/share/man/man1/leaderrun-status.1.gz",
+        "./usr/share/man/man1/leaderrun-check.1.gz",
         "./usr/share/bash-completion/completions/leaderrun",
         "./usr/share/zsh/vendor-completions/_leaderrun",
         "./usr/share/fish/vendor_completions.d/leaderrun.fish",
@@ -255,7 +256,7 @@ fn crontab_once_per() -> String {
 #[test]
 fn the_installed_man_pages_render() {
     package();
-    for page in ["leaderrun", "leaderrun-status"] {
+    for page in ["leaderrun", "leaderrun-status", "leaderrun-check"] {
         let path = Path::new("/usr/share/man/man1").join(format!("{page}.1.gz"));
         assert!(path.exists(), "{} is not installed", path.display());
         let text = output(

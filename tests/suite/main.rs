@@ -7,6 +7,7 @@
 
 mod common;
 
+mod check;
 mod cluster;
 mod etcd_facts;
 mod faults;

@@ -34,6 +34,13 @@ fn etcd_with_user(user: &str, permissions: Vec<Permission>) -> Etcd {
 fn etcd_with_user_on(options: EtcdOptions, user: &str, permissions: Vec<Permission>) -> Etcd {
     let mut etcd = Etcd::start_with(options);
     etcd.enable_auth(ROOT_PASSWORD);
+    add_user(&etcd, user, permissions);
+    etcd
+}
+
+/// `user`, with a role of its own (named after it) that grants
+/// `permissions` and nothing else, added to an etcd with authentication on.
+fn add_user(etcd: &Etcd, user: &str, permissions: Vec<Permission>) {
     let (user, secret) = (user.to_string(), password(user));
     etcd.with(async move |mut client| {
         client.role_add(user.as_str()).await.expect("role add");
@@ -52,7 +59,6 @@ fn etcd_with_user_on(options: EtcdOptions, user: &str, permissions: Vec<Permissi
             .await
             .expect("grant role");
     });
-    etcd
 }
 
 /// `leaderrun --user USER --password PASSWORD ARGS...`, or `leaderrun
@@ -61,7 +67,9 @@ fn etcd_with_user_on(options: EtcdOptions, user: &str, permissions: Vec<Permissi
 fn as_user(etcd: &Etcd, user: &str, args: &[&str]) -> Command {
     let mut command = leaderrun(&etcd.endpoint());
     let args = match args.split_first() {
-        Some((&subcommand, rest)) if ["status", "pause", "resume"].contains(&subcommand) => {
+        Some((&subcommand, rest))
+            if ["status", "pause", "resume", "check"].contains(&subcommand) =>
+        {
             command.arg(subcommand);
             rest
         }
@@ -652,4 +660,85 @@ fn with_jwt_tokens_a_change_to_the_users_costs_neither_the_leader_nor_the_waiter
     );
     let (code, stderr) = waiter.finish(BOUND);
     assert_eq!(code, Some(0), "the waiter got its turn: {stderr}");
+}
+
+/// `leaderrun check` proves each grant a run needs with a transaction
+/// whose comparison never holds, writing nothing: etcd checks every
+/// operation's permission in both branches whatever the comparison (pinned
+/// here on the etcd under test: 3.7, and 3.4 in CI's stage of it). With a
+/// role of exactly the four grants it passes; with each taken away in turn
+/// it names the one missing: a problem (125) for the candidates' prefix
+/// and the pause, for the marker only with --once-per, a warning for the
+/// records.
+#[test]
+fn check_proves_each_grant_and_names_the_one_missing() {
+    let exact = |election: &str| {
+        vec![
+            Permission::read_write(format!("{election}/")).with_prefix(),
+            Permission::read(format!("{election}.paused")),
+            Permission::read_write(format!("{election}.once-per")),
+            Permission::read_write(format!("{election}.last-")).with_prefix(),
+        ]
+    };
+    let etcd = etcd_with_user("full", exact(NAME));
+    let check = |user: &str, extra: &[&str]| {
+        let mut args = vec!["check", "--name", NAME];
+        args.extend_from_slice(extra);
+        run_within(&mut as_user(&etcd, user, &args), BOUND)
+    };
+    let passed = check("full", &["--once-per", "1h"]);
+    assert_eq!(passed.code, Some(0), "{}", passed.stderr);
+    assert_eq!(
+        passed.stdout.matches(": granted (").count(),
+        4,
+        "{}",
+        passed.stdout
+    );
+    assert!(
+        passed.stdout.contains("authenticated as full"),
+        "{}",
+        passed.stdout
+    );
+
+    for (missing, user) in ["prefix", "pause", "marker", "records"].iter().zip(1..) {
+        let user = format!("lacks-{user}");
+        let mut grants = exact(NAME);
+        let at = ["prefix", "pause", "marker", "records"]
+            .iter()
+            .position(|name| name == missing)
+            .unwrap();
+        grants.remove(at);
+        add_user(&etcd, &user, grants);
+        let named = match *missing {
+            "prefix" => format!("readwrite on the prefix {NAME}/ is not granted"),
+            "pause" => format!("read on {NAME}.paused is not granted"),
+            "marker" => format!("readwrite on {NAME}.once-per is not granted"),
+            _ => format!("readwrite on {NAME}.last-* is not granted"),
+        };
+        let plain = check(&user, &[]);
+        let windowed = check(&user, &["--once-per", "1h"]);
+        for (done, fails) in [
+            (&plain, matches!(*missing, "prefix" | "pause")),
+            (&windowed, *missing != "records"),
+        ] {
+            let context = format!("{missing}: {}", done.stderr);
+            assert_eq!(done.code, Some(if fails { 125 } else { 0 }), "{context}");
+            let level = if fails { "error" } else { "warning" };
+            let line = format!("leaderrun: {level}: {named}");
+            let said: Vec<&str> = done.stderr.lines().filter(|l| l.contains(&named)).collect();
+            assert!(said.len() == 1 && said[0].starts_with(&line), "{context}");
+            assert!(done.stderr.contains("permission denied"), "{context}");
+        }
+    }
+    // Nothing was written by any of it.
+    let keys = etcd.with(async |mut client| {
+        let options = etcd_client::GetOptions::new().with_prefix();
+        client
+            .get(NAME, Some(options))
+            .await
+            .expect("get")
+            .kvs()
+            .len()
+    });
+    assert_eq!(keys, 0, "check wrote to etcd");
 }

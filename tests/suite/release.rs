@@ -204,6 +204,7 @@ fn a_tarball_holds_one_folder_with_the_binary_and_its_documents(arch: Arch) {
         "/man",
         "/man/leaderrun.1",
         "/man/leaderrun-status.1",
+        "/man/leaderrun-check.1",
         "/completions",
     ]
     .iter()
@@ -298,6 +299,7 @@ fn an_rpm_puts_its_files_where_rhel_and_fedora_look(arch: Arch) {
             "/usr/share/fish/vendor_completions.d/leaderrun.fish",
             "/usr/share/licenses/leaderrun/LICENSE-APACHE",
             "/usr/share/licenses/leaderrun/LICENSE-MIT",
+            "/usr/share/man/man1/leaderrun-check.1.gz",
             "/usr/share/man/man1/leaderrun-status.1.gz",
             "/usr/share/man/man1/leaderrun.1.gz",
             "/usr/share/zsh/site-functions/_leaderrun",

@@ -90,6 +90,43 @@ fn tls_with_client_certificates_from_flags_and_from_etcdctl_variables() {
     assert_eq!(status.code, Some(3), "nobody leads now: {}", status.stderr);
 }
 
+/// `leaderrun check` over TLS with client certificates: verified against
+/// --cacert; and an untrusted server is a problem (125) that names it.
+#[test]
+fn check_says_tls_was_verified_and_refuses_an_untrusted_server() {
+    let etcd = tls_etcd();
+    let pki = etcd.pki.as_ref().unwrap();
+    let flags = tls_flags(pki);
+    let mut command = leaderrun(&etcd.endpoint());
+    command.args(["check", "--name", "jobs/secure"]).args(flags);
+    let checked = run(&mut command);
+    assert_eq!(checked.code, Some(0), "{}", checked.stderr);
+    assert!(
+        checked.stdout.contains("TLS verified against --cacert"),
+        "{}",
+        checked.stdout
+    );
+    let mut untrusted = leaderrun(&etcd.endpoint());
+    untrusted.args([
+        "check",
+        "--name",
+        "jobs/secure",
+        "--cert",
+        path(&pki.client_cert),
+        "--key",
+        path(&pki.client_key),
+    ]);
+    let refused = run(&mut untrusted);
+    assert_eq!(refused.code, Some(125), "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("leaderrun: error: no endpoint of 1 was reached"),
+        "{}",
+        refused.stderr
+    );
+}
+
 #[test]
 fn an_untrusted_server_or_a_missing_client_certificate_is_one_line_and_125() {
     let etcd = tls_etcd();

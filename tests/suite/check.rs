@@ -1,0 +1,82 @@
+//! `leaderrun check`: every endpoint dialled on its own and described,
+//! the settings a run would use with where each came from, a problem a
+//! line on stderr and 125, what a run survives a warning and 0. (The
+//! grants under authentication: `permissions.rs`; TLS: `security.rs`.)
+
+use crate::common::*;
+
+#[test]
+fn check_describes_each_endpoint_and_where_each_setting_came_from() {
+    let etcd = Etcd::shared();
+    let gone = format!("127.0.0.1:{}", free_port());
+    let endpoints = format!("{},{gone}", etcd.endpoint());
+    let done = Lr::at(&endpoints)
+        .env("LEADERRUN_TTL", "9s")
+        .args([
+            "check",
+            "--dial-timeout",
+            "2s",
+            "--",
+            "nightly-batch",
+            "--all",
+        ])
+        .finish();
+    assert_eq!(
+        done.code,
+        Some(0),
+        "one endpoint is enough: {}",
+        done.stderr
+    );
+    let out = &done.stdout;
+    for said in [
+        "  name          leaderrun/nightly-batch-",
+        "(derived from the command line)",
+        "  dial-timeout  2s (--dial-timeout)",
+        "  ttl           9s (LEADERRUN_TTL)",
+        "  password      none (default)",
+        ": reached; etcd 3.",
+        "; raft leader ",
+        "; no TLS; no user",
+        &format!("  http://{gone}: not reached"),
+        ": granted (every run: its key)",
+    ] {
+        assert!(out.contains(said), "{said:?} in {out}");
+    }
+    let warned: Vec<&str> = done.stderr.lines().collect();
+    assert_eq!(warned.len(), 1, "{}", done.stderr);
+    assert!(
+        warned[0].starts_with(&format!("leaderrun: warning: http://{gone}: ")),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn check_with_no_endpoint_reached_says_so_and_exits_125() {
+    let gone = format!("127.0.0.1:{}", free_port());
+    let done = Lr::at(&gone)
+        .args(["check", "--name", "jobs/a", "--dial-timeout", "1s"])
+        .finish();
+    assert_eq!(done.code, Some(125), "{}", done.stderr);
+    let lines: Vec<&str> = done.stderr.lines().collect();
+    assert_eq!(
+        lines.last(),
+        Some(&"leaderrun: error: no endpoint of 1 was reached"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(
+        lines.len(),
+        2,
+        "the endpoint, then the problem: {}",
+        done.stderr
+    );
+    // Usage: a name is needed, and an empty one is refused.
+    let unnamed = Lr::at(&gone).args(["check"]).finish();
+    assert_one_error_line(&unnamed, "name the election with --name", "no name");
+    let bad_ttl = Lr::at(&gone)
+        .env("LEADERRUN_TTL", "soon")
+        .args(["check", "--name", "jobs/a"])
+        .finish();
+    assert_one_error_line(&bad_ttl, "invalid value 'soon' for '--ttl", "a bad TTL");
+}
