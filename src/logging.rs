@@ -102,18 +102,21 @@ pub fn say(level: Level, message: &str) {
 }
 
 /// `text` made safe for a terminal and for a one-line format: control
-/// characters (a newline, an escape sequence) are shown escaped, as Rust
-/// escapes them (`\n`, `\u{1b}`). Every line leaderrun writes to stderr
+/// characters (a newline, an escape sequence) and the invisible ones that
+/// change how text around them reads ([`invisible`]: a right-to-left
+/// override, a zero-width space) are shown escaped, as Rust escapes them
+/// (`\n`, `\u{1b}`, `\u{202e}`). Every line leaderrun writes to stderr
 /// goes through it, and every value another writer may have put in etcd
-/// (a name, a holder) before it is shown on stdout. (JSON escapes them
-/// itself.)
+/// (a name, a holder, a pause) before it is shown on stdout. (JSON
+/// escapes control characters itself.)
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    let unsafe_char = |c: char| c.is_control() || invisible(c);
+    if !text.chars().any(unsafe_char) {
         return text.into();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if unsafe_char(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
@@ -121,6 +124,37 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         })
         .collect::<String>()
         .into()
+}
+
+/// Unicode's format characters (general category Cf) and its two
+/// separators (Zl, Zp): invisible, yet they reorder (bidirectional
+/// overrides and isolates), hide (zero-width ones, the soft hyphen) or
+/// break (the line separator) the text around them on a terminal.
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{600}'..='\u{605}'
+            | '\u{61c}'
+            | '\u{6dd}'
+            | '\u{70f}'
+            | '\u{890}'..='\u{891}'
+            | '\u{8e2}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{110bd}'
+            | '\u{110cd}'
+            | '\u{13430}'..='\u{1343f}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0001}'
+            | '\u{e0020}'..='\u{e007f}'
+    )
 }
 
 /// Stderr for tracing's text lines, each made [`printable`] as [`say`]'s are. tracing
@@ -147,6 +181,15 @@ impl Write for OneLine {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn invisible_characters_are_shown_escaped_with_control_ones() {
+        assert_eq!(
+            printable("a\u{202e}RTL\u{2066}i\u{200b}z\u{ad}s\u{2028}\n"),
+            "a\\u{202e}RTL\\u{2066}i\\u{200b}z\\u{ad}s\\u{2028}\\n"
+        );
+        assert_eq!(printable("plain é 漢字"), "plain é 漢字");
+    }
+
     use super::*;
 
     #[test]

@@ -35,6 +35,23 @@ use crate::retry::CLEANUP;
 /// or two, not a document.
 pub const REASON_LIMIT: usize = 200;
 
+/// The most characters of a pause's who, where and when that are shown.
+const FIELD_SHOWN: usize = 64;
+
+/// `text` made [`printable`], cut after `limit` characters of it, with
+/// how long it was in all.
+fn shown(text: &str, limit: usize) -> String {
+    cut(text, limit, text.len())
+}
+
+/// [`shown`] of `text`, which stands for `bytes` bytes in all.
+fn cut(text: &str, limit: usize, bytes: usize) -> String {
+    match text.char_indices().nth(limit) {
+        None => printable(text).into_owned(),
+        Some((at, _)) => format!("{}... ({bytes} bytes in all)", printable(&text[..at])),
+    }
+}
+
 /// The key of an election's pause.
 pub fn pause_key(election: &str) -> String {
     Beside::Paused.key(election)
@@ -100,23 +117,25 @@ impl Paused {
     }
 
     /// "by alice on ops-1 since 2026-12-07T10:00:00Z until
-    /// 2026-12-07T11:00:00Z: deploy freeze", every value escaped.
+    /// 2026-12-07T11:00:00Z: deploy freeze", every value escaped and cut
+    /// to a bounded length (a key written by hand may hold anything, of
+    /// any size: the line goes to a terminal, a log, systemd).
     pub fn describe(&self) -> String {
         match &self.value {
             Ok(pause) => {
                 let until = match &pause.until {
-                    Some(until) => format!("until {}", printable(until)),
+                    Some(until) => format!("until {}", shown(until, FIELD_SHOWN)),
                     None => "until resumed".to_string(),
                 };
                 let reason = match &pause.reason {
-                    Some(reason) => format!(": {}", printable(reason)),
+                    Some(reason) => format!(": {}", shown(reason, REASON_LIMIT)),
                     None => " (no reason given)".to_string(),
                 };
                 format!(
                     "by {} on {} since {} {until}{reason}",
-                    printable(&pause.user),
-                    printable(&pause.host),
-                    printable(&pause.since),
+                    shown(&pause.user, FIELD_SHOWN),
+                    shown(&pause.host, FIELD_SHOWN),
+                    shown(&pause.since, FIELD_SHOWN),
                 )
             }
             Err(raw) => {
@@ -126,7 +145,11 @@ impl Paused {
                 };
                 format!(
                     "by a key leaderrun did not write, holding \"{}\", {until}",
-                    printable(&String::from_utf8_lossy(raw))
+                    cut(
+                        &crate::election::name::escaped(raw),
+                        REASON_LIMIT,
+                        raw.len()
+                    )
                 )
             }
         }
@@ -290,6 +313,66 @@ pub async fn wait_out(
     }
 }
 
+/// Follows the election's pause for `status --watch`: `report` is told
+/// the pause as first read (None: there is none), then each change (a
+/// pause written or replaced, or ended), until it says to stop (false).
+/// A watch that fails is opened again from a new read, after a second;
+/// only a refusal ends it with an error.
+pub async fn follow(
+    connection: &Connection,
+    election: &str,
+    mut report: impl FnMut(Option<&Paused>) -> Result<bool>,
+) -> Result<()> {
+    let key = pause_key(election);
+    // What was last said: None before the first read; then the revision
+    // of the pause said, or None for none.
+    let mut said: Option<Option<Revision>> = None;
+    let mut tell = |paused: Option<&Paused>| {
+        let state = paused.map(|paused| paused.written_at);
+        if said == Some(state) {
+            return Ok(true);
+        }
+        said = Some(state);
+        report(paused)
+    };
+    loop {
+        let range = match connection
+            .get("reading the election's pause", key.as_str(), None)
+            .await
+        {
+            Ok(range) => range,
+            Err(err) if Failure::of(&err) == Some(Failure::Refused) => return Err(err),
+            Err(err) => {
+                tracing::debug!("{err:#}; reading the pause again in a second");
+                clock::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let at = range.revision;
+        let now = range.first().as_ref().map(Paused::of);
+        if !tell(now.as_ref())? {
+            return Ok(());
+        }
+        let options = WatchOptions::new().with_start_revision(at.0 + 1);
+        let Some(mut watch) = Watch::open(connection, key.as_bytes(), options).await else {
+            clock::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        while let Received::Events(events) = watch.next().await {
+            for event in events {
+                let paused = match &event {
+                    WatchEvent::Put(kv) => Some(Paused::of(kv)),
+                    WatchEvent::Delete(_) => None,
+                };
+                if !tell(paused.as_ref())? {
+                    return Ok(());
+                }
+            }
+        }
+        watch.failed();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,11 +396,18 @@ mod tests {
             Paused::of(&kv).describe(),
             "by alice on ops-1 since 2026-12-07T10:00:00Z until 2026-12-07T11:00:00Z: freeze\\u{1b}[2J\\nnow"
         );
-        let by_hand = Kv::written("j.paused", 5, 0, b"maintenance\x07");
+        let by_hand = Kv::written("j.paused", 5, 0, b"maintenance\x07\xff");
         assert_eq!(
             Paused::of(&by_hand).describe(),
-            "by a key leaderrun did not write, holding \"maintenance\\u{7}\", until resumed"
+            "by a key leaderrun did not write, holding \"maintenance\\u{7}\\xff\", until resumed"
         );
+        let huge = Kv::written("j.paused", 5, 0, "x".repeat(1 << 20).as_bytes());
+        let said = Paused::of(&huge).describe();
+        assert!(
+            said.ends_with("... (1048576 bytes in all)\", until resumed"),
+            "{said}"
+        );
+        assert!(said.len() < 400, "{said}");
         let bare = Pause {
             until: None,
             reason: None,

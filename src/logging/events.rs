@@ -43,8 +43,7 @@ pub const CAMPAIGNING_AGAIN: &str = "campaigning_again";
 pub const WAITING: &str = "waiting";
 
 /// A run with --wait found its election paused (`leaderrun pause`), and
-/// waits for the pause to end (fields `paused_by`: who paused, on which
-/// host, since and until when, and why, as one text; `until`: the pause's
-/// end, empty for until resumed). Said again when the pause is replaced.
-/// Info level.
+/// waits for the pause to end (fields `by`: `USER on HOST`; `since`;
+/// `until`: when it ends by itself, or `resume`; `reason`, empty if none
+/// was given). Said again when the pause is replaced. Info level.
 pub const PAUSED: &str = "paused";

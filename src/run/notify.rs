@@ -90,6 +90,9 @@ pub enum Stage {
     Ending,
 }
 
+/// The most characters of a `STATUS=` line.
+const STATUS_SHOWN: usize = 1000;
+
 /// What one stage tells the service manager.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Told {
@@ -145,10 +148,18 @@ pub fn told(stage: &Stage, election: &str) -> Told {
             format!("ending the run of {election}: its command's job stopped, then resigning"),
         ),
     };
+    // One line of a bounded size, whatever a key written by hand holds:
+    // a datagram too large for the socket would be dropped, READY=1 with
+    // it.
+    let status = printable(&status).into_owned();
+    let status = match status.char_indices().nth(STATUS_SHOWN) {
+        Some((at, _)) => format!("{}...", &status[..at]),
+        None => status,
+    };
     Told {
         ready,
         stopping,
-        status: printable(&status).into_owned(),
+        status,
     }
 }
 
@@ -208,6 +219,12 @@ mod tests {
                 "READY=1\nSTATUS=queued for jobs/x\n",
             ),
             (
+                Stage::Paused {
+                    by: "by alice on ops-1 since s until resumed: freeze".into(),
+                },
+                "READY=1\nSTATUS=jobs/x is paused by alice on ops-1 since s until resumed: freeze; waiting for the pause to end\n",
+            ),
+            (
                 Stage::Leading { token: Token(7) },
                 "READY=1\nSTATUS=leading jobs/x with fencing token 7; the command runs\n",
             ),
@@ -219,6 +236,17 @@ mod tests {
         for (stage, datagram) in stages {
             assert_eq!(told(&stage, "jobs/x").datagram(), datagram, "{stage:?}");
         }
+    }
+
+    /// However long what it says (a pause key written by hand), a status
+    /// line stays small enough for one datagram, READY=1 with it.
+    #[test]
+    fn a_status_is_cut_to_a_bounded_line() {
+        let by = "\u{1b}".repeat(100_000);
+        let told = told(&Stage::Paused { by }, "jobs/x");
+        assert!(told.ready);
+        assert_eq!(told.status.chars().count(), STATUS_SHOWN + 3);
+        assert!(!told.status.contains('\u{1b}'));
     }
 
     #[test]

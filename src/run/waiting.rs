@@ -520,14 +520,21 @@ impl<'a> PauseShown<'a> {
                 live.draw(&format!("leaderrun: {line}"));
             }
             Some(Shown::Logged) => {
-                let until = match &paused.value {
-                    Ok(pause) => pause.until.clone().unwrap_or_default(),
-                    Err(_) => String::new(),
+                let (by, since, until, reason) = match &paused.value {
+                    Ok(pause) => (
+                        format!("{} on {}", pause.user, pause.host),
+                        pause.since.as_str(),
+                        pause.until.as_deref().unwrap_or("resume"),
+                        pause.reason.as_deref().unwrap_or_default(),
+                    ),
+                    Err(_) => ("a key leaderrun did not write".into(), "", "resume", ""),
                 };
                 tracing::info!(
                     event = logging::events::PAUSED,
-                    paused_by = %paused.describe(),
+                    by = %by,
+                    since = %since,
                     until = %until,
+                    reason = %reason,
                     "{line}"
                 );
             }

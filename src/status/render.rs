@@ -95,10 +95,17 @@ fn pause_json(paused: &Paused) -> serde_json::Value {
             "reason": pause.reason,
             "lease": lease,
         }),
-        Err(raw) => json!({
-            "raw": String::from_utf8_lossy(raw),
-            "lease": lease,
-        }),
+        Err(raw) => {
+            let mut shown = json!({
+                "raw": name::escaped(raw),
+                "lease": lease,
+            });
+            // As for a name: its exact bytes, when they are not text.
+            if std::str::from_utf8(raw).is_err() {
+                shown["raw_base64"] = base64(raw).into();
+            }
+            shown
+        }
     }
 }
 

@@ -1,10 +1,12 @@
-//! `status --watch`: a line per change of leader, in order, until
-//! interrupted or the reader goes away.
+//! `status --watch`: a line per change of leader, in order, and one per
+//! change of the election's pause, until interrupted or the reader goes
+//! away.
 
 use anyhow::Result;
 
 use super::write_out;
 use crate::election::holder::{now_rfc3339, printable, Proclaimed};
+use crate::election::pause::{self, Paused};
 use crate::election::{Leader, Line};
 use crate::etcd::Connection;
 use crate::exit::Exit;
@@ -18,8 +20,19 @@ pub async fn watch(connection: &Connection, election: &str) -> Result<Exit> {
         let shown = format!("{} {}\n", now_rfc3339(), describe(election, leader));
         write_out(shown.as_bytes())
     };
+    // The pause as first read is said only if there is one.
+    let mut first = true;
+    let pauses = |paused: Option<&Paused>| {
+        let said = match (paused, std::mem::take(&mut first)) {
+            (None, true) => return Ok(true),
+            (None, false) => format!("{}: resumed", printable(election)),
+            (Some(paused), _) => format!("{}: paused {}", printable(election), paused.describe()),
+        };
+        write_out(format!("{} {said}\n", now_rfc3339()).as_bytes())
+    };
     tokio::select! {
         followed = line.follow(connection, report) => followed?,
+        followed = pause::follow(connection, election, pauses) => followed?,
         _ = signals.recv() => {}
     }
     Ok(Exit::Success)

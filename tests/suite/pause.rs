@@ -357,19 +357,21 @@ fn bad_pauses_are_refused_in_one_line() {
 fn a_pause_is_shown_escaped_and_a_pause_written_by_hand_still_pauses() {
     let etcd = Etcd::shared();
     let name = unique("jobs/paused-odd");
-    let reason = "red \u{1b}[31malert\u{1b}[0m\nsecond line";
+    let reason = "red \u{1b}[31malert\u{1b}[0m\nsecond line \u{202e}desrever";
     assert_eq!(pause(etcd, &name, &["--reason", reason]).code, Some(0));
     let told = lr(etcd).name(&name).verbose().run(["true"]);
     assert_eq!(told.code, Some(75), "{}", told.stderr);
     assert!(!told.stderr.contains('\u{1b}'), "raw: {:?}", told.stderr);
     assert!(
         told.stderr
-            .contains(r"red \u{1b}[31malert\u{1b}[0m\nsecond line"),
+            .contains(r"red \u{1b}[31malert\u{1b}[0m\nsecond line \u{202e}desrever"),
         "{}",
         told.stderr
     );
     let text = lr(etcd).status().name(&name).finish();
-    assert!(!text.stdout.contains('\u{1b}'), "raw: {:?}", text.stdout);
+    for raw in ['\u{1b}', '\u{202e}'] {
+        assert!(!text.stdout.contains(raw), "raw: {:?}", text.stdout);
+    }
     let (_, json) = status_json(etcd, &name);
     assert_eq!(json["paused"]["reason"], reason, "exact in JSON: {json}");
     // A second pause replaces the first, and says so.
@@ -393,5 +395,64 @@ fn a_pause_is_shown_escaped_and_a_pause_written_by_hand_still_pauses() {
     let (code, json) = status_json(etcd, &name);
     assert_eq!(code, Some(5), "{json}");
     assert_eq!(json["paused"]["raw"], "maintenance\u{7}", "{json}");
+    assert_eq!(
+        json["paused"]["raw_base64"],
+        serde_json::Value::Null,
+        "{json}"
+    );
+
+    // Bytes that are not text, and a megabyte of them: shown as \xNN, cut
+    // short in every line; whole in JSON, with their exact bytes.
+    let key = format!("{name}.paused");
+    etcd.with(async |mut client| {
+        let mut value = b"odd \xff\xfe ".to_vec();
+        value.extend(std::iter::repeat_n(b'z', 1 << 20));
+        client.put(key, value, None).await.expect("put");
+    });
+    let told = lr(etcd).name(&name).verbose().run(["true"]);
+    assert!(
+        told.stderr.contains(r#"holding "odd \xff\xfe zzz"#),
+        "{}",
+        told.stderr
+    );
+    assert!(
+        told.stderr.contains("... (1048583 bytes in all)"),
+        "{}",
+        told.stderr
+    );
+    assert!(told.stderr.len() < 1000, "{} bytes", told.stderr.len());
+    let (_, json) = status_json(etcd, &name);
+    let exact = json["paused"]["raw_base64"].as_str().unwrap_or_default();
+    assert!(
+        exact.starts_with("b2RkIP/+"),
+        "the exact bytes: {exact:.40}"
+    );
+    let ended = resume(etcd, &name);
+    assert!(ended.stdout.len() < 1000, "{} bytes", ended.stdout.len());
+}
+
+#[test]
+fn status_watch_says_each_pause_and_resume() {
+    let etcd = Etcd::shared();
+    let name = unique("jobs/paused-watched");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("watched");
+    assert_eq!(pause(etcd, &name, &["--reason", "first"]).code, Some(0));
+    let mut watcher = leaderrun(&etcd.endpoint())
+        .args(["status", "--name", &name, "--watch"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&out).unwrap_or_default();
+    await_condition(SOON, "the pause said", || said().contains(": first"));
+    assert_eq!(resume(etcd, &name).code, Some(0));
+    let resumed = format!("{name}: resumed");
+    await_condition(SOON, "the resume said", || said().contains(&resumed));
+    assert_eq!(pause(etcd, &name, &["--reason", "second"]).code, Some(0));
+    await_condition(SOON, "the next pause said", || said().contains(": second"));
+    assert!(said().contains(&format!("{name}: no leader")), "{}", said());
+    send(watcher.id() as i32, nix::sys::signal::Signal::SIGTERM);
+    let status = wait_within(&mut watcher, LIMIT, "the watch");
+    assert_eq!(status.code(), Some(0));
     assert_eq!(resume(etcd, &name).code, Some(0));
 }

@@ -204,3 +204,31 @@ fn an_abstract_socket_is_told_too() {
     let first = String::from_utf8_lossy(&buffer[..read]);
     assert_eq!(first, format!("STATUS=campaigning for {name}\n"));
 }
+
+/// A replica that waits out a pause is ready (it has started, and waits as
+/// it was asked to) and says who paused; a pause key written by hand
+/// holding a megabyte still gets it there, its status cut short.
+#[test]
+fn a_replica_waiting_out_a_pause_is_ready_and_says_so() {
+    let etcd = Etcd::shared();
+    let name = unique("workers/paused");
+    let dir = tempfile::tempdir().unwrap();
+    let manager = Manager::bind(dir.path(), "p");
+    etcd.put(&format!("{name}.paused"), &"z".repeat(1 << 20), 0);
+    let mut waiter = lr(etcd)
+        .name(&name)
+        .wait()
+        .env("NOTIFY_SOCKET", &manager.path)
+        .spawn(["true"]);
+    assert_eq!(manager.next(), format!("STATUS=campaigning for {name}\n"));
+    let paused = manager.next();
+    let said = format!(
+        "READY=1\nSTATUS={name} is paused by a key leaderrun did not write, holding \"{}",
+        "z".repeat(100)
+    );
+    assert!(paused.starts_with(&said), "{paused}");
+    assert!(paused.len() < 1100, "{} bytes", paused.len());
+    etcd.delete(&format!("{name}.paused"));
+    let (code, stderr) = waiter.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+}
