@@ -336,7 +336,7 @@ mod tests {
         let seconds = std::env::var("LEADERRUN_SIM_SECONDS")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(30);
+            .unwrap_or(10);
         Duration::from_secs(seconds)
     }
 

@@ -1,5 +1,5 @@
 //! Walks of the simulated world over the real shell: many seeds within a
-//! time budget (`LEADERRUN_SIM_SECONDS`, 20 s by default; CI's), one seed
+//! time budget (`LEADERRUN_SIM_SECONDS`, 10 s by default; CI's), one seed
 //! alone and told whole (`LEADERRUN_SIM_SEED`), every planted defect
 //! found, and a seed's walk replayed exactly.
 #![cfg(test)]
@@ -16,7 +16,7 @@ fn seed_from(name: &str) -> Option<u64> {
 
 /// The time to walk for.
 fn budget() -> Duration {
-    Duration::from_secs(seed_from("LEADERRUN_SIM_SECONDS").unwrap_or(20))
+    Duration::from_secs(seed_from("LEADERRUN_SIM_SECONDS").unwrap_or(10))
 }
 
 /// The most replicas a world has: 8 in CI's walk, 50 when asked.
