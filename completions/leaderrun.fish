@@ -56,7 +56,7 @@ complete -c leaderrun -n "__fish_leaderrun_needs_command" -l insecure-skip-tls-v
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s w -l wait -d 'Queue for leadership instead of exiting when another replica leads'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l redact-args -d 'Store only the program\'s name in etcd, not its arguments. The command line is kept in the candidate key\'s value (and in the --once-per marker), where `status` shows it to anyone who can read the election: use this when an argument is secret'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -l pass-notify-socket -d 'Give the command NOTIFY_SOCKET, systemd\'s notification socket'
-complete -c leaderrun -n "__fish_leaderrun_needs_command" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+complete -c leaderrun -n "__fish_leaderrun_needs_command" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes filter directives instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -s V -l version -d 'Print version'
 complete -c leaderrun -n "__fish_leaderrun_needs_command" -a "status" -d 'Show who leads an election, its token and its queue'
@@ -83,7 +83,7 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l json -d '
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l watch -d 'Keep watching, printing a line each time the leader changes'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l all -d 'Every election whose name starts with --prefix (every one in etcd without it): a line each, a JSON array with --json, or metrics with --format prometheus'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes filter directives instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand pause" -l for -d 'End the pause by itself after DURATION (1s to 366 days): it is written on an etcd lease of that length, so a forgotten pause cannot outlive it. Without it, the pause lasts until `resume`' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand pause" -l reason -d 'Why, shown to every run it keeps from starting and by `status` (at most 200 characters; control characters are shown escaped)' -r
@@ -98,7 +98,7 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand pause" -l password -
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand pause" -l log-format -d 'text, or json: every line leaderrun writes to stderr (its errors, a loss, why it did not run, the -v logs) as one JSON object, for log shippers' -r -f -a "text\t''
 json\t''"
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand pause" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand pause" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand pause" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes filter directives instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand pause" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -l endpoints -d 'etcd endpoints, comma-separated (`http://host:port`, `https://host:port`, or bare `host:port`: https if a TLS option is given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379. leaderrun moves to the next endpoint when one fails' -r -f
@@ -111,7 +111,7 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -l password 
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -l log-format -d 'text, or json: every line leaderrun writes to stderr (its errors, a loss, why it did not run, the -v logs) as one JSON object, for log shippers' -r -f -a "text\t''
 json\t''"
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes filter directives instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l once-per -d 'The window the runs use (`--once-per`): its marker\'s grant is then needed too' -r
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -s n -l name -d 'Election name, exactly as `etcdctl elect NAME` uses it. Default: derived from COMMAND (`leaderrun/<program>-<hash of all arguments>`), so the same command line on every replica joins the same election; -v prints it' -r
@@ -125,7 +125,7 @@ complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l password -
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l log-format -d 'text, or json: every line leaderrun writes to stderr (its errors, a loss, why it did not run, the -v logs) as one JSON object, for log shippers' -r -f -a "text\t''
 json\t''"
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -l insecure-skip-tls-verify -d 'Accept any server certificate: the connection is encrypted, but the server\'s identity is not checked. For testing only'
-complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes a tracing filter instead (e.g. `leaderrun=trace,h2=debug`)'
+complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -s v -l verbose -d 'Say more on stderr: -v for decisions (election name, holder, token), -vv for every step. LEADERRUN_LOG takes filter directives instead (e.g. `leaderrun=trace,h2=debug`)'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume check help" -f -a "status" -d 'Show who leads an election, its token and its queue'
 complete -c leaderrun -n "__fish_leaderrun_using_subcommand help; and not __fish_seen_subcommand_from status pause resume check help" -f -a "pause" -d 'Pause an election across the fleet: no run of it starts until `leaderrun resume` (or until --for ends)'

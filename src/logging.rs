@@ -11,7 +11,8 @@ use std::io::Write;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::prelude::*;
 
 pub mod events;
 
@@ -37,27 +38,50 @@ fn format() -> LogFormat {
     FORMAT.get().copied().unwrap_or_default()
 }
 
+/// The filter of the logs: LEADERRUN_LOG's directives (`target=level`,
+/// comma-separated, or a bare level), else -v's. tracing-subscriber's
+/// `Targets`, not its `EnvFilter`: the directives people give it are
+/// these, and EnvFilter's span and field matching links a regex engine
+/// into every build (two large crates, compiled twice by each release
+/// build, for a filter that is only ever set by hand to debug).
+fn filter(verbose: u8) -> Option<Targets> {
+    let given = std::env::var(LOG_ENV)
+        .ok()
+        .filter(|text| !text.trim().is_empty());
+    if let Some(targets) = given.and_then(|text| text.parse().ok()) {
+        return Some(targets);
+    }
+    let directives = match verbose {
+        0 => return None,
+        1 => "leaderrun=info",
+        2 => "leaderrun=debug",
+        _ => "leaderrun=trace,etcd_client=debug,tonic=debug,h2=info",
+    };
+    directives.parse().ok()
+}
+
 pub fn init(verbose: u8) {
-    let filter = match EnvFilter::try_from_env(LOG_ENV) {
-        Ok(filter) => filter,
-        Err(_) => match verbose {
-            0 => return,
-            1 => EnvFilter::new("leaderrun=info"),
-            2 => EnvFilter::new("leaderrun=debug"),
-            _ => EnvFilter::new("leaderrun=trace,etcd_client=debug,tonic=debug,h2=info"),
-        },
+    let Some(filter) = filter(verbose) else {
+        return;
     };
     // A stderr that fails (a full disk, a reader gone) loses the line, and
     // that is all: tracing-subscriber would otherwise report it with
     // `eprintln!`, which panics on that same stderr.
+    // Every level through the format layer (its own default is INFO):
+    // the filter above decides.
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
         .with_writer(|| OneLine(std::io::stderr()))
         .log_internal_errors(false)
         .with_ansi(false);
     let _ = match format() {
-        LogFormat::Text => builder.with_target(false).try_init(),
-        LogFormat::Json => builder.json().with_target(true).try_init(),
+        LogFormat::Text => builder.with_target(false).finish().with(filter).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .with_target(true)
+            .finish()
+            .with(filter)
+            .try_init(),
     };
 }
 

@@ -292,7 +292,7 @@ fn environment(roff: &mut Roff) {
             ("LEADERRUN_TTL", "Default for --ttl."),
             ("ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "Defaults for --cacert, --cert, --key and --insecure-skip-tls-verify, as etcdctl reads them."),
             ("ETCDCTL_USER, ETCDCTL_PASSWORD", "Defaults for --user and --password. Prefer ETCDCTL_PASSWORD to --password, which other users can read in the process list. leaderrun never prints either."),
-            ("LEADERRUN_LOG", "A tracing filter for debug logs on stderr, e.g. leaderrun=debug."),
+            ("LEADERRUN_LOG", "Filter directives for debug logs on stderr: target=level, comma-separated, or a bare level, e.g. leaderrun=debug,h2=info."),
             ("LEADERRUN_STILL_WAITING_EVERY", "How often a run waiting in line with -v logs that it still waits (a duration of 1s or more; 5m by default; anything else is refused, exit 125); off turns its waiting lines off, and the reads of the line they need."),
             ("NOTIFY_SOCKET", "systemd's notification socket: when set, leaderrun tells systemd where the run stands (see --pass-notify-socket)."),
             ("TERM", "dumb turns off the live line a run waiting in line shows on a terminal (without -v; with it, the wait is logged)."),

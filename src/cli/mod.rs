@@ -494,7 +494,7 @@ pub struct ChildArgs {
 #[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
     /// Say more on stderr: -v for decisions (election name, holder, token),
-    /// -vv for every step. LEADERRUN_LOG takes a tracing filter instead
+    /// -vv for every step. LEADERRUN_LOG takes filter directives instead
     /// (e.g. `leaderrun=trace,h2=debug`).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
