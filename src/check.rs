@@ -129,6 +129,14 @@ fn grants(election: &str, once_per: bool) -> Vec<Grant> {
             required: once_per,
         },
         Grant {
+            what: format!("read on {}", key(Beside::LastStarted)),
+            needed_for: "--once-per: the window's claim reads the last start",
+            writes: Vec::new(),
+            reads: vec![TxnOp::get(key(Beside::LastStarted), None)],
+            compared: key(Beside::LastStarted).into_bytes(),
+            required: once_per,
+        },
+        Grant {
             what: format!("readwrite on {election}.last-*"),
             needed_for: "the run records; without them runs work, but leave none",
             writes: record_writes,
@@ -169,42 +177,71 @@ pub async fn check(options: Options) -> Result<Exit> {
         options.etcd.endpoints.as_deref(),
         credentials.tls_requested(),
     )?;
-    findings.report.push("endpoints:".into());
-    let mut reached = 0;
-    for endpoint in &endpoints {
-        let one = etcd::Options {
-            endpoints: Some(endpoint.clone()),
-            ..options.etcd.clone()
-        };
-        match dial(&one, &credentials).await {
-            Ok(line) => {
-                reached += 1;
-                findings.report.push(format!("  {endpoint}: {line}"));
-            }
-            Err(err) => {
-                findings.report.push(format!("  {endpoint}: not reached"));
-                let line = format!("{endpoint}: {err:#}");
-                match Failure::of(&err) {
-                    // Every endpoint would say the same: a run fails.
-                    Some(Failure::Refused) => findings.problems.push(line),
-                    _ => findings.warnings.push(line),
-                }
-            }
+    let clusters = dial_each(&options, &credentials, &endpoints, &mut findings).await;
+    if let Some((first, at)) = clusters.first() {
+        if let Some((other, there)) = clusters.iter().find(|(cluster, _)| cluster != first) {
+            findings.problems.push(format!(
+                "the endpoints belong to different etcd clusters: {at} to {first:x}, {there} to {other:x}; replicas that fail over between them could each lead"
+            ));
         }
     }
-    if reached == 0 {
+    if clusters.is_empty() {
         findings
             .problems
-            .push(format!("no endpoint of {} was reached", endpoints.len()));
+            .push(format!("no endpoint of {} could be used", endpoints.len()));
     } else {
         let connection = etcd::connect(&options.etcd, PING)?;
         prove_grants(&connection, &options, &mut findings).await;
     }
-    Ok(say(findings))
+    say(findings)
 }
 
-/// One endpoint dialled alone: what it is, in a line.
-async fn dial(one: &etcd::Options, credentials: &etcd::credentials::Credentials) -> Result<String> {
+/// Each endpoint dialled on its own, a line each in the report: the
+/// cluster each one that answered belongs to, with its URL.
+async fn dial_each<'a>(
+    options: &Options,
+    credentials: &etcd::credentials::Credentials,
+    endpoints: &'a [String],
+    findings: &mut Findings,
+) -> Vec<(u64, &'a str)> {
+    findings.report.push("endpoints:".into());
+    let mut clusters = Vec::new();
+    for endpoint in endpoints {
+        let one = etcd::Options {
+            endpoints: Some(endpoint.clone()),
+            ..options.etcd.clone()
+        };
+        match dial(&one, endpoint, credentials).await {
+            Ok((line, cluster)) => {
+                clusters.push((cluster, endpoint.as_str()));
+                findings.report.push(format!("  {endpoint}: {line}"));
+            }
+            Err(err) => {
+                let line = format!("{endpoint}: {err:#}");
+                match Failure::of(&err) {
+                    // Every endpoint would say the same: a run fails.
+                    Some(Failure::Refused) => {
+                        findings.report.push(format!("  {endpoint}: refused"));
+                        findings.problems.push(line);
+                    }
+                    _ => {
+                        findings.report.push(format!("  {endpoint}: not usable"));
+                        findings.warnings.push(line);
+                    }
+                }
+            }
+        }
+    }
+    clusters
+}
+
+/// One endpoint dialled alone: what it is, in a line, and the id of the
+/// cluster it belongs to.
+async fn dial(
+    one: &etcd::Options,
+    endpoint: &str,
+    credentials: &etcd::credentials::Credentials,
+) -> Result<(String, u64)> {
     let connection = etcd::connect(one, PING)?;
     let status = connection
         .call("reading the member's status", |mut client| async move {
@@ -224,20 +261,28 @@ async fn dial(one: &etcd::Options, credentials: &etcd::credentials::Credentials)
             || format!("member {:x}", status.leader()),
             |member| format!("{} ({:x})", printable(member.name()), member.id()),
         );
-    let tls = match (credentials.tls_requested(), one.insecure_skip_tls_verify) {
-        (_, true) => "TLS, server certificate not verified (--insecure-skip-tls-verify)",
+    // What the connection is, by its URL: the TLS options do nothing for
+    // an http:// endpoint.
+    let https = endpoint.starts_with("https://");
+    let tls = match (https, one.insecure_skip_tls_verify) {
+        (false, _) if credentials.tls_requested() => {
+            "no TLS (http://: the TLS options are not used)"
+        }
+        (false, _) => "no TLS",
+        (true, true) => "TLS, server certificate not verified (--insecure-skip-tls-verify)",
         (true, false) if one.cacert.is_some() => "TLS verified against --cacert",
         (true, false) => "TLS verified against the system's CAs",
-        (false, false) => "no TLS",
     };
+    let cluster = status.header().map_or(0, |header| header.cluster_id());
     let user = match credentials.user() {
         Some((user, _)) => format!("authenticated as {}", printable(user)),
         None => "no user".into(),
     };
-    Ok(format!(
-        "reached; etcd {}; raft leader {leader}; {tls}; {user}",
+    let line = format!(
+        "reached; etcd {}; cluster {cluster:x}; raft leader {leader}; {tls}; {user}",
         printable(status.version())
-    ))
+    );
+    Ok((line, cluster))
 }
 
 /// Proves each grant: a line each in the report, a problem or a warning
@@ -280,17 +325,18 @@ async fn prove_grants(connection: &Connection, options: &Options, findings: &mut
 }
 
 /// The report on stdout, the problems and warnings on stderr; the exit.
-fn say(findings: Findings) -> Exit {
+/// A stdout that cannot be written is an error (a reader gone is not).
+fn say(findings: Findings) -> Result<Exit> {
     let report = findings.report.join("\n") + "\n";
-    let _ = crate::status::write_out(report.as_bytes());
+    crate::status::write_out(report.as_bytes())?;
     for warning in &findings.warnings {
         logging::say(Level::Warn, &format!("warning: {warning}"));
     }
     for problem in &findings.problems {
         logging::say(Level::Error, &format!("error: {problem}"));
     }
-    match findings.problems.is_empty() {
+    Ok(match findings.problems.is_empty() {
         true => Exit::Success,
         false => Exit::Internal,
-    }
+    })
 }

@@ -497,16 +497,16 @@ pub fn check_man_page() -> Vec<u8> {
         "WHAT IT PRINTS",
         &[
             ("settings:", "Each setting a run would use, with where it came from: an option, its environment variable, or the default. The password is shown as set or none, never itself."),
-            ("endpoints:", "A line per endpoint, each dialled on its own: reached, etcd's version, the raft leader it knows (its name and member id), TLS (verified against --cacert or the system's CAs, or not verified with --insecure-skip-tls-verify, or none) and the user it authenticated as; or not reached."),
-            ("permissions:", "A line per grant a run of the election needs: readwrite on the prefix NAME/ (the replicas' keys), read on NAME.paused (the pause, which every run's first write compares), readwrite on NAME.once-per (the --once-per window's marker) and on NAME.last-started, .last-finished and .last-succeeded (the run records). Each is proven by a transaction whose comparison never holds: etcd checks the permission of every operation in both branches before it looks at the comparison, and nothing is written."),
+            ("endpoints:", "A line per endpoint, each dialled on its own: reached, etcd's version, the id of its cluster (endpoints of two clusters are a problem), the raft leader it knows (its name and member id), TLS by the endpoint's URL (verified against --cacert or the system's CAs, not verified with --insecure-skip-tls-verify, or none for http://) and the user it authenticated as; or refused (credentials, a certificate), or not usable (unreachable, silent, or with no raft leader)."),
+            ("permissions:", "A line per grant a run of the election needs: readwrite on the prefix NAME/ (the replicas' keys), read on NAME.paused (the pause, which every run's first write compares), readwrite on NAME.once-per (the --once-per window's marker) and on NAME.last-started, .last-finished and .last-succeeded (the run records; with --once-per, read on NAME.last-started is needed, since the window's claim reads it). Each is proven by a transaction whose comparison never holds: etcd checks the permission of every operation in both branches before it looks at the comparison, and nothing is written."),
         ],
     );
     tagged(
         &mut roff,
         "EXIT STATUS",
         &[
-            ("0", "A run would work. Warnings, each a line on stderr starting with leaderrun: warning:, may remain: an endpoint not reached while another was, or no grant for the run records (runs work, but leave no record)."),
-            ("125", "A run would not work: a line on stderr per problem, each starting with leaderrun: error: (no endpoint reached, credentials or a certificate refused, a missing grant; the marker's only with --once-per), or check itself failed (usage, a file that cannot be read)."),
+            ("0", "A run would work. Warnings, each a line on stderr starting with leaderrun: warning:, may remain: an endpoint not usable while another was, no grant for the run records (runs work, but leave no record), or, without --once-per, none for the window's marker."),
+            ("125", "A run would not work: a line on stderr per problem, each starting with leaderrun: error: (no endpoint usable, credentials or a certificate refused, endpoints of different clusters, a missing grant: with --once-per, the marker's and read on NAME.last-started too), or check itself failed (usage, a file that cannot be read, a stdout that cannot be written)."),
         ],
     );
     examples(

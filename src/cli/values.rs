@@ -241,7 +241,10 @@ fn sourced_settings(
 /// Whether a password is set, and where from; never the password.
 fn password_setting(etcd: &etcd::Options, matches: &ArgMatches) -> Setting {
     match (&etcd.password, etcd.user.as_deref()) {
-        (_, Some(user)) if user.contains(':') => setting("password", "set", "--user USER:PASSWORD"),
+        (_, Some(user)) if user.contains(':') => {
+            let given = source(matches, "user", "--user", "ETCDCTL_USER");
+            setting("password", "set", format!("{given} USER:PASSWORD"))
+        }
         (Some(_), _) => setting(
             "password",
             "set",

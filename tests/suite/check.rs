@@ -37,7 +37,7 @@ fn check_describes_each_endpoint_and_where_each_setting_came_from() {
         ": reached; etcd 3.",
         "; raft leader ",
         "; no TLS; no user",
-        &format!("  http://{gone}: not reached"),
+        &format!("  http://{gone}: not usable"),
         ": granted (every run: its key)",
     ] {
         assert!(out.contains(said), "{said:?} in {out}");
@@ -51,6 +51,38 @@ fn check_describes_each_endpoint_and_where_each_setting_came_from() {
     );
 }
 
+/// Endpoints of two clusters are a problem: replicas that fail over
+/// between them could each lead. And a report that cannot be written is
+/// an error, as for `status`.
+#[test]
+fn check_refuses_endpoints_of_two_clusters_and_a_stdout_it_cannot_write() {
+    let (one, other) = (Etcd::shared(), Etcd::start());
+    let endpoints = format!("{},{}", one.endpoint(), other.endpoint());
+    let done = Lr::at(&endpoints)
+        .args(["check", "--name", "jobs/a"])
+        .finish();
+    assert_eq!(done.code, Some(125), "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("leaderrun: error: the endpoints belong to different etcd clusters: "),
+        "{}",
+        done.stderr
+    );
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let written = leaderrun(&one.endpoint())
+        .args(["check", "--name", "jobs/a"])
+        .stdout(full)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&written.stderr);
+    assert_eq!(written.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+}
+
 #[test]
 fn check_with_no_endpoint_reached_says_so_and_exits_125() {
     let gone = format!("127.0.0.1:{}", free_port());
@@ -61,7 +93,7 @@ fn check_with_no_endpoint_reached_says_so_and_exits_125() {
     let lines: Vec<&str> = done.stderr.lines().collect();
     assert_eq!(
         lines.last(),
-        Some(&"leaderrun: error: no endpoint of 1 was reached"),
+        Some(&"leaderrun: error: no endpoint of 1 could be used"),
         "{}",
         done.stderr
     );

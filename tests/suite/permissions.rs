@@ -690,7 +690,7 @@ fn check_proves_each_grant_and_names_the_one_missing() {
     assert_eq!(passed.code, Some(0), "{}", passed.stderr);
     assert_eq!(
         passed.stdout.matches(": granted (").count(),
-        4,
+        5,
         "{}",
         passed.stdout
     );
@@ -700,13 +700,11 @@ fn check_proves_each_grant_and_names_the_one_missing() {
         passed.stdout
     );
 
-    for (missing, user) in ["prefix", "pause", "marker", "records"].iter().zip(1..) {
-        let user = format!("lacks-{user}");
+    let lacking = ["prefix", "pause", "marker", "records"];
+    let mut verdicts = Vec::new();
+    for (at, missing) in lacking.iter().enumerate() {
+        let user = format!("lacks-{missing}");
         let mut grants = exact(NAME);
-        let at = ["prefix", "pause", "marker", "records"]
-            .iter()
-            .position(|name| name == missing)
-            .unwrap();
         grants.remove(at);
         add_user(&etcd, &user, grants);
         let named = match *missing {
@@ -715,30 +713,64 @@ fn check_proves_each_grant_and_names_the_one_missing() {
             "marker" => format!("readwrite on {NAME}.once-per is not granted"),
             _ => format!("readwrite on {NAME}.last-* is not granted"),
         };
-        let plain = check(&user, &[]);
-        let windowed = check(&user, &["--once-per", "1h"]);
-        for (done, fails) in [
-            (&plain, matches!(*missing, "prefix" | "pause")),
-            (&windowed, *missing != "records"),
-        ] {
-            let context = format!("{missing}: {}", done.stderr);
-            assert_eq!(done.code, Some(if fails { 125 } else { 0 }), "{context}");
-            let level = if fails { "error" } else { "warning" };
-            let line = format!("leaderrun: {level}: {named}");
+        for windowed in [false, true] {
+            let done = check(&user, if windowed { &["--once-per", "1h"] } else { &[] });
+            let context = format!("{missing}, --once-per {windowed}: {}", done.stderr);
+            // Its own line: an error if a run of this kind needs it.
+            let needed = match *missing {
+                "prefix" | "pause" => true,
+                "marker" => windowed,
+                _ => false,
+            };
+            let level = if needed { "error" } else { "warning" };
             let said: Vec<&str> = done.stderr.lines().filter(|l| l.contains(&named)).collect();
-            assert!(said.len() == 1 && said[0].starts_with(&line), "{context}");
+            assert!(
+                said.len() == 1 && said[0].starts_with(&format!("leaderrun: {level}: {named}")),
+                "{context}"
+            );
             assert!(done.stderr.contains("permission denied"), "{context}");
+            // The window's claim reads the last start: without the
+            // records' grant, a --once-per run fails.
+            let last_started =
+                format!("leaderrun: error: read on {NAME}.last-started is not granted");
+            let records_windowed = *missing == "records" && windowed;
+            assert_eq!(
+                done.stderr.contains(&last_started),
+                records_windowed,
+                "{context}"
+            );
+            verdicts.push((user.clone(), windowed, done.code, context));
         }
     }
     // Nothing was written by any of it.
-    let keys = etcd.with(async |mut client| {
-        let options = etcd_client::GetOptions::new().with_prefix();
-        client
-            .get(NAME, Some(options))
-            .await
-            .expect("get")
-            .kvs()
-            .len()
-    });
-    assert_eq!(keys, 0, "check wrote to etcd");
+    let keys = || {
+        etcd.with(async |mut client| {
+            let options = etcd_client::GetOptions::new().with_prefix();
+            client
+                .get(NAME, Some(options))
+                .await
+                .expect("get")
+                .kvs()
+                .len()
+        })
+    };
+    assert_eq!(keys(), 0, "check wrote to etcd");
+    // And each verdict is what a run as that user then does: 125 where
+    // check said 125, anything else (it ran, or found the window taken)
+    // where it said 0.
+    for (user, windowed, code, context) in verdicts {
+        let mut args = vec!["--name", NAME];
+        if windowed {
+            args.extend(["--once-per", "1h"]);
+        }
+        args.extend(["--", "true"]);
+        let ran = run_within(&mut as_user(&etcd, &user, &args), BOUND);
+        let failed = ran.code == Some(125);
+        assert_eq!(
+            code,
+            Some(if failed { 125 } else { 0 }),
+            "check and the run disagree: the run said {}; check: {context}",
+            ran.stderr
+        );
+    }
 }

@@ -121,7 +121,7 @@ fn check_says_tls_was_verified_and_refuses_an_untrusted_server() {
     assert!(
         refused
             .stderr
-            .contains("leaderrun: error: no endpoint of 1 was reached"),
+            .contains("leaderrun: error: no endpoint of 1 could be used"),
         "{}",
         refused.stderr
     );
