@@ -146,12 +146,10 @@ impl Leader {
 }
 
 pub enum Attempt {
-    /// Ours; `unpaused` if the write that won also found no pause, so
-    /// that the claim need not read it again.
-    Won {
-        leadership: Leadership,
-        unpaused: bool,
-    },
+    /// Ours, and no pause stood at the revision that proved it (the write
+    /// that won compared it away, or the proof read it): the claim need
+    /// not read it again.
+    Won(Leadership),
     /// The election is paused (`leaderrun pause`): nothing was written.
     Paused(pause::Paused),
     /// Someone else holds the election (every slot, with --max-running);
@@ -282,16 +280,13 @@ impl<'a> Election<'a> {
             let kv = page
                 .first()
                 .context("etcd did not return the key it just wrote")?;
-            return Ok(Attempt::Won {
-                leadership: Leadership {
-                    name: self.name.to_string(),
-                    key,
-                    lease,
-                    token: Token::created_at(kv.create_revision),
-                    proven_at: revision,
-                },
-                unpaused: true,
-            });
+            return Ok(Attempt::Won(Leadership {
+                name: self.name.to_string(),
+                key,
+                lease,
+                token: Token::created_at(kv.create_revision),
+                proven_at: revision,
+            }));
         }
         let runners = self.runners(page).await?;
         if runners.len() == self.slots {
@@ -331,10 +326,7 @@ impl<'a> Election<'a> {
                     ..
                 },
             )) => Attempt::Paused(paused),
-            Some((leadership, _)) => Attempt::Won {
-                leadership,
-                unpaused: true,
-            },
+            Some((leadership, _)) => Attempt::Won(leadership),
             None => Attempt::Vanished,
         })
     }

@@ -116,6 +116,12 @@ impl Paused {
         }
     }
 
+    /// "jobs/nightly is paused by alice on ops-1 since …": the line every
+    /// reader of a pause says it in.
+    pub fn line_for(&self, election: &str) -> String {
+        format!("{} is paused {}", printable(election), self.describe())
+    }
+
     /// "by alice on ops-1 since 2026-12-07T10:00:00Z until
     /// 2026-12-07T11:00:00Z: deploy freeze", every value escaped and cut
     /// to a bounded length (a key written by hand may hold anything, of
@@ -254,68 +260,31 @@ pub fn found(response: &etcd_client::TxnResponse, at: usize) -> Option<Paused> {
     range_at(response, at).first().as_ref().map(Paused::of)
 }
 
-/// Waits until no pause of the election stands: read, then watched from
-/// that read until the key is deleted (resumed, or its lease ended); a
-/// pause replaced meanwhile is waited out too. Calls `seen` with each
-/// pause found, so that the wait can be shown. Watches that fail are
-/// opened again from a new read, after a pause of a second: nothing this
-/// wait holds is at stake meanwhile. Only a refusal (a permission, the
-/// credentials) ends it with an error.
+/// Waits until no pause of the election stands ([`follow`]ed until it
+/// says there is none): calls `seen` with each pause found, so that the
+/// wait can be shown. Only a refusal (a permission, the credentials) ends
+/// it with an error.
 pub async fn wait_out(
     connection: &Connection,
     election: &str,
     mut seen: impl FnMut(&Paused),
 ) -> Result<()> {
-    let key = pause_key(election);
-    loop {
-        let read = connection
-            .get("reading the election's pause", key.as_str(), None)
-            .await;
-        let range = match read {
-            Ok(range) => range,
-            Err(err) if Failure::of(&err) == Some(Failure::Refused) => return Err(err),
-            Err(err) => {
-                tracing::debug!("{err:#}; reading the pause again in a second");
-                clock::sleep(Duration::from_secs(1)).await;
-                continue;
+    follow(connection, election, |paused| {
+        Ok(match paused {
+            Some(paused) => {
+                seen(paused);
+                true
             }
-        };
-        let at = range.revision;
-        let Some(kv) = range.first() else {
-            return Ok(());
-        };
-        seen(&Paused::of(&kv));
-        let from = at.0.max(kv.mod_revision.0) + 1;
-        let options = WatchOptions::new().with_start_revision(from);
-        let Some(mut watch) = Watch::open(connection, key.as_bytes(), options).await else {
-            clock::sleep(Duration::from_secs(1)).await;
-            continue;
-        };
-        loop {
-            match watch.next().await {
-                Received::Events(events) => {
-                    if events
-                        .iter()
-                        .any(|event| matches!(event, WatchEvent::Delete(_)))
-                    {
-                        return Ok(());
-                    }
-                    if let Some(WatchEvent::Put(kv)) = events.last() {
-                        seen(&Paused::of(kv));
-                    }
-                }
-                Received::Compacted | Received::Cancelled(_) | Received::Closed => {
-                    watch.failed();
-                    break;
-                }
-            }
-        }
-    }
+            None => false,
+        })
+    })
+    .await
 }
 
-/// Follows the election's pause for `status --watch`: `report` is told
-/// the pause as first read (None: there is none), then each change (a
-/// pause written or replaced, or ended), until it says to stop (false).
+/// Follows the election's pause (`status --watch`, and a run waiting one
+/// out): `report` is told the pause as first read (None: there is none),
+/// then each change (a pause written or replaced, or ended), until it
+/// says to stop (false).
 /// A watch that fails is opened again from a new read, after a second;
 /// only a refusal ends it with an error.
 pub async fn follow(

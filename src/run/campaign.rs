@@ -213,11 +213,8 @@ impl<'a> Campaigner<'a> {
         let election = self.election();
         if how == Join::Try {
             return Ok(match election.try_acquire(lease.id, &self.holder).await? {
-                Attempt::Won {
-                    leadership,
-                    unpaused,
-                } => {
-                    self.pause_seen = unpaused.then_some(PauseSeen {
+                Attempt::Won(leadership) => {
+                    self.pause_seen = Some(PauseSeen {
                         at: leadership.proven_at,
                         paused: None,
                     });

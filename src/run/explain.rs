@@ -24,11 +24,7 @@ pub async fn conflict(config: &Config, campaign: &Campaigner<'_>, event: &Campai
             CampaignEvent::WaitTimeout => " after waiting",
             _ => "",
         };
-        let line = format!(
-            "not running{after}: {} is paused {}",
-            logging::printable(&config.election),
-            paused.describe()
-        );
+        let line = format!("not running{after}: {}", paused.line_for(&config.election));
         return logging::say(Level::Info, &line);
     }
     if matches!(event, CampaignEvent::WaitTimeout) {

@@ -555,9 +555,8 @@ impl Drop for PauseShown<'_> {
 /// for the pause to end".
 pub fn pause_line(election: &str, paused: &Paused) -> String {
     format!(
-        "{} is paused {}; waiting for the pause to end",
-        printable(election),
-        paused.describe()
+        "{}; waiting for the pause to end",
+        paused.line_for(election)
     )
 }
 
