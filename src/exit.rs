@@ -6,7 +6,7 @@
 
 use std::process::ExitStatus;
 
-pub use protocol::exit::{Exit, Status, SIGNAL_BASE, TABLE, WHOSE_CODE};
+pub use protocol::exit::{status_rows, Exit, Status, SIGNAL_BASE, TABLE, WHOSE_CODE};
 
 use crate::child::SpawnError;
 use crate::error;
@@ -126,5 +126,28 @@ mod tests {
         }
         let numbered = TABLE.iter().filter(|row| row.code.parse::<i32>().is_ok());
         assert_eq!(numbered.count(), all.len() - 1);
+    }
+
+    /// leaderrun-status(1) lists every code `status` exits with, once.
+    #[test]
+    fn the_status_page_lists_every_code_status_gives() {
+        let shown: Vec<String> = status_rows().iter().map(|row| row.0.to_string()).collect();
+        let status = [
+            Exit::Success,
+            Exit::NoLeader,
+            Exit::Stuck,
+            Exit::Paused,
+            Exit::Stale,
+            Exit::Internal,
+        ];
+        let codes: Vec<String> = status.iter().map(|exit| exit.code().to_string()).collect();
+        let mut sorted = shown.clone();
+        sorted.sort();
+        let mut expected = codes.clone();
+        expected.sort();
+        assert_eq!(sorted, expected, "{shown:?}");
+        assert!(status_rows()
+            .iter()
+            .all(|row| !row.1.starts_with("leaderrun")));
     }
 }

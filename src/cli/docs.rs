@@ -432,23 +432,14 @@ fn run_records(roff: &mut Roff) {
     );
 }
 
-/// leaderrun-status(1)'s EXIT STATUS: its own codes, not leaderrun's.
+/// leaderrun-status(1)'s EXIT STATUS: its own codes, from the one table.
 fn status_exit_status(roff: &mut Roff) {
-    tagged(
-        roff,
-        "EXIT STATUS",
-        &[
-            ("0", "Someone leads (or --watch ended)."),
-            ("3", "Nobody leads (not with --all, which exits 0 once every election is read, whoever leads)."),
-            ("4", "The election is stuck: a key with no lease leads, which never expires; status names it and the etcdctl del that removes it."),
-            ("5", "The election is paused (leaderrun pause), whoever leads; 4 comes first."),
-            ("2", "With --max-age: no run has succeeded within that age, or ever, or the last success is dated in the future (its writer's clock is ahead of this one's) (Nagios's CRITICAL). The one line printed says when the last success was."),
-            (
-                "125",
-                "status itself failed: usage, configuration, etcd unreachable or refusing.",
-            ),
-        ],
-    );
+    roff.control("SH", ["EXIT STATUS"]);
+    for (code, meaning) in exit::status_rows() {
+        roff.control("TP", []);
+        roff.text([bold(code)]);
+        roff.text([roman(capitalised(&meaning))]);
+    }
 }
 
 /// leaderrun-status(1)'s EXAMPLES.

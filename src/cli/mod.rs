@@ -14,7 +14,7 @@ mod parse;
 mod values;
 
 use parse::{
-    parse_conflict_exit_code, parse_dial_timeout, parse_duration, parse_kill_after,
+    parse_attempts, parse_conflict_exit_code, parse_dial_timeout, parse_duration, parse_kill_after,
     parse_max_running, parse_pause_for, parse_reason, parse_signal, parse_timeout, parse_ttl,
     parse_wait_timeout, parse_window,
 };
@@ -431,6 +431,17 @@ pub struct ElectionArgs {
     /// expired, while the last run's start record names its window.
     #[arg(long, value_name = "DURATION", value_parser = parse_window, allow_hyphen_values = true)]
     pub once_per: Option<Duration>,
+
+    /// With --once-per: only a run that succeeds spends the window, and up
+    /// to N runs may start in it, each after the last failed (a non-zero
+    /// exit, leadership lost, --timeout, a signal). With --wait the
+    /// replicas queued behind a failed run try in turn; without it, the
+    /// next firing on any replica tries. 1, the default, is the first run
+    /// to start spending the window, whatever its end. The run that opens
+    /// a window sets its N; the window's marker lists each attempt and how
+    /// it ended (`status`).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_attempts, requires = "once_per")]
+    pub once_per_attempts: u32,
 
     /// Store only the program's name in etcd, not its arguments. The command
     /// line is kept in the candidate key's value (and in the --once-per

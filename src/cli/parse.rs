@@ -136,6 +136,18 @@ pub fn parse_max_running(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `--once-per-attempts`: 1 to [`MAX_ATTEMPTS`], so that a window's marker,
+/// which lists them, stays small.
+pub fn parse_attempts(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(count @ 1..=MAX_ATTEMPTS) => Ok(count),
+        _ => Err(format!("'{text}' is not a count from 1 to {MAX_ATTEMPTS}")),
+    }
+}
+
+/// The most attempts a `--once-per` window may allow.
+pub const MAX_ATTEMPTS: u32 = 100;
+
 /// A signal by name (`TERM`, `SIGTERM`, `term`) or number (`15`).
 pub fn parse_signal(text: &str) -> Result<Signal, String> {
     let upper = text.trim().to_ascii_uppercase();

@@ -303,6 +303,7 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
         wait_timeout: cli.election.wait_timeout,
         conflict_code: cli.election.conflict_exit_code,
         once_per: cli.election.once_per,
+        once_per_attempts: cli.election.once_per_attempts,
         kill_signal: cli.child.kill_signal,
         kill_after: cli.child.kill_after,
         timeout: cli.child.timeout,

@@ -243,9 +243,11 @@ impl Holder {
         serde_json::to_string(&value).expect("a struct of strings serializes")
     }
 
-    /// Reads a value of leaderrun's own back (a `--once-per` marker's
-    /// holder); one that is not is kept whole as the command. A
-    /// candidate's value may be another tool's: [`Proclaimed::read`].
+    /// Reads a value of leaderrun's own back, for the tests; one that is
+    /// not is kept whole as the command. Values another tool may have
+    /// written are read so that nothing is invented of them: a candidate's
+    /// by [`Proclaimed::read`], a `--once-per` marker's by `once_per`.
+    #[cfg(test)]
     pub fn decode(value: &[u8]) -> Self {
         serde_json::from_slice(value).unwrap_or_else(|_| Holder {
             host: "?".into(),

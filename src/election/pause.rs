@@ -52,6 +52,16 @@ fn cut(text: &str, limit: usize, bytes: usize) -> String {
     }
 }
 
+/// A value another writer put under one of leaderrun's keys, shown:
+/// escaped where it is not text, cut to a bounded length.
+pub fn raw_shown(raw: &[u8]) -> String {
+    cut(
+        &crate::election::name::escaped(raw),
+        REASON_LIMIT,
+        raw.len(),
+    )
+}
+
 /// The key of an election's pause.
 pub fn pause_key(election: &str) -> String {
     Beside::Paused.key(election)
@@ -151,11 +161,7 @@ impl Paused {
                 };
                 format!(
                     "by a key leaderrun did not write, holding \"{}\", {until}",
-                    cut(
-                        &crate::election::name::escaped(raw),
-                        REASON_LIMIT,
-                        raw.len()
-                    )
+                    raw_shown(raw)
                 )
             }
         }

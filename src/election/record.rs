@@ -52,6 +52,7 @@ use crate::clock;
 use crate::clock::Now;
 use crate::election::holder::Holder;
 use crate::election::name::Beside;
+use crate::election::once_per::WindowClaim;
 use crate::election::{ours, Leadership};
 use crate::etcd::ids::{Revision, Token};
 use crate::etcd::kv::Kv;
@@ -389,6 +390,10 @@ pub struct Ended {
     proven_at: Revision,
     /// The revision this run's start record was written at, if it was.
     started_at: Option<Revision>,
+    /// The run's attempt at a `--once-per` window, with why its command
+    /// could not start, if it could not: its end is written beside the
+    /// records.
+    window: Option<Box<(WindowClaim, Option<String>)>>,
 }
 
 impl Ended {
@@ -396,13 +401,22 @@ impl Ended {
         record: Record,
         start: Option<JoinHandle<Option<Revision>>>,
         proven_at: Revision,
+        window: Option<Box<(WindowClaim, Option<String>)>>,
     ) -> Ended {
         Ended {
             record,
             start,
             proven_at,
             started_at: None,
+            window,
         }
+    }
+
+    /// The write of our `--once-per` attempt's end, if the run made one:
+    /// last, after the records' (whose answers are read by their place).
+    fn window_end(&self) -> Option<TxnOp> {
+        let (claim, why) = self.window.as_deref()?;
+        Some(claim.ended(&self.record, why.as_deref()))
     }
 
     /// The revision at which the run's win was proven.
@@ -443,6 +457,7 @@ impl Ended {
         let value = encode(&self.record);
         plan.iter()
             .filter_map(|(which, guard)| guarded_put(&record_key(*which, election), &value, *guard))
+            .chain(self.window_end())
             .collect()
     }
 
@@ -491,6 +506,7 @@ impl Ended {
             .into_iter()
             .filter(|(which, _)| *which != Which::Started)
             .filter_map(|(which, guard)| guarded_put(&record_key(which, election), &value, guard))
+            .chain(self.window_end())
             .collect::<Vec<_>>();
         let txn = Txn::new().and_then(guarded);
         let finished = async {

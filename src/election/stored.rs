@@ -5,7 +5,7 @@
 //! those added so far; a field added without a word fails here.
 
 use super::holder::{Behind, Holder};
-use super::once_per::LastRun;
+use super::once_per::{Attempt, LastRun};
 use super::record::{Outcome, Record};
 use crate::etcd::ids::{LeaseId, Revision, Token};
 use crate::etcd::kv::Kv;
@@ -98,11 +98,26 @@ fn record() -> String {
     .unwrap()
 }
 
+fn attempt() -> Attempt {
+    Attempt {
+        token: Token(7),
+        key: "j/2a".into(),
+        host: "web-2".into(),
+        pid: 42,
+        started: "s".into(),
+        state: "failed".into(),
+        exit_code: Some(1),
+        why: Some("exited with 1".into()),
+    }
+}
+
 fn marker() -> String {
     serde_json::to_string(&LastRun {
         holder: holder(),
         token: Token(7),
         window_s: Some(3600),
+        attempts_allowed: Some(3),
+        attempts: vec![attempt()],
     })
     .unwrap()
 }
@@ -142,11 +157,25 @@ fn every_stored_field_is_documented() {
     // The pause's fields, all there since its first version (`until` and
     // `reason` when given).
     let paused = ["host", "user", "since", "until", "reason"];
+    // An attempt's, all there since attempts were added (`exit_code` and
+    // `why` once it ended so).
+    let attempt_fields = [
+        "token",
+        "key",
+        "host",
+        "pid",
+        "started",
+        "state",
+        "exit_code",
+        "why",
+    ];
+    let attempt = serde_json::to_string(&attempt()).unwrap();
     for (title, json, first) in [
         ("The holder value", candidate(), &[][..]),
         ("The `--once-per` marker", marker(), &[]),
         ("The run records", record(), &[]),
         ("The pause", pause(), &paused),
+        ("The `--once-per` marker", attempt, &attempt_fields),
     ] {
         let documented = named(bullet(title));
         for field in fields(&json) {

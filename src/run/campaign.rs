@@ -428,19 +428,27 @@ impl<'a> Campaigner<'a> {
             // The protocol asks for a window only with --once-per.
             anyhow::bail!("a --once-per window claimed without --once-per");
         };
+        let ask = once_per::Ask {
+            window,
+            attempts: self.config.once_per_attempts,
+        };
         let claim = once_per::claim(
             self.connection,
             leadership,
-            window,
+            ask,
             &self.holder,
             &mut session.window,
         );
         Ok(match claim.await? {
-            Claim::Ours => {
-                tracing::info!(
-                    "this run opens a --once-per {} window",
-                    humantime::format_duration(window)
-                );
+            Claim::Ours(claim) => {
+                if session.window.is_some() {
+                    tracing::info!(
+                        "this run opens a --once-per {} window",
+                        humantime::format_duration(window)
+                    );
+                }
+                session.window_claim = Some(claim);
+                super::supervise::stop_if_asked("window-claimed");
                 CampaignEvent::WindowClaimed
             }
             Claim::Taken(marker) => {

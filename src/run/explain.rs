@@ -65,9 +65,9 @@ fn window(config: &Config, marker: &Marker) {
         ),
     };
     let line = format!(
-        "not running: {} already started in this --once-per window, {}{left}",
+        "not running: {} {}{left}",
         config.election,
-        marker.last.describe()
+        marker.why_not()
     );
     logging::say(Level::Info, &line);
 }

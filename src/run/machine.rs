@@ -70,7 +70,8 @@ enum Ending {
     /// After a win: resign with the run's records, then exit.
     Run {
         code: Code,
-        ended: Ended,
+        // Boxed: the ending comes once, and `Campaign` is small.
+        ended: Box<Ended>,
         /// Holding the proof that the job is gone, if it is known gone.
         guard: Guard,
         error: Option<anyhow::Error>,
@@ -351,7 +352,8 @@ impl<'a> Run<'a> {
     /// Spawns the command of a win: it leads, or ends having started
     /// nothing.
     fn start(&self, won: campaign::Won, session: &mut Session) -> Next<'a> {
-        match Leading::start(self.config, self.connection, won) {
+        let window = session.window_claim.take();
+        match Leading::start(self.config, self.connection, won, window) {
             Ok((leading, core)) => Next::State(State::Leading(leading, core)),
             Err(not_started) => Next::End(not_started_ending(*not_started, session)),
         }
@@ -464,9 +466,10 @@ fn run_ending(stopping: Stopping<'_>, resigning: Resigning, session: &mut Sessio
     let record = leading
         .run
         .ended(code.outcome(), Some(code.value(config.conflict_code)));
+    let window = leading.window.map(|claim| Box::new((claim, None)));
     Ending::Run {
         code,
-        ended: Ended::new(record, Some(leading.start), proven_at),
+        ended: Box::new(Ended::new(record, Some(leading.start), proven_at, window)),
         guard: won.guard,
         error: None,
     }
@@ -480,14 +483,17 @@ fn not_started_ending(not_started: NotStarted, session: &mut Session) -> Ending 
         won,
         run,
         error,
+        window,
     } = not_started;
     let code = table::spawn_failed(exit);
     let proven_at = won.leadership.proven_at;
     session.after_run(won.lease, won.own, None, false);
     let record = run.ended(code.outcome(), Some(exit.code()));
+    let why = format!("could not start: {error:#}");
+    let window = window.map(|claim| Box::new((claim, Some(why))));
     Ending::Run {
         code,
-        ended: Ended::new(record, None, proven_at),
+        ended: Box::new(Ended::new(record, None, proven_at, window)),
         guard: won.guard,
         error: Some(error),
     }
@@ -510,7 +516,7 @@ async fn finish(
             ended,
             guard,
             error,
-        } => (code, Some(guard), Some(ended), error),
+        } => (code, Some(guard), Some(*ended), error),
     };
     tracing::trace!(phase = ?Phase::Resigning, "giving back");
     let answered = Notify::new();

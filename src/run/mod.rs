@@ -53,6 +53,9 @@ pub struct Config {
     pub wait_timeout: Option<Duration>,
     pub conflict_code: i32,
     pub once_per: Option<Duration>,
+    /// --once-per-attempts: how many runs may start in a window, each
+    /// after the last failed (1: the first start spends it).
+    pub once_per_attempts: u32,
     pub kill_signal: Signal,
     pub kill_after: Duration,
     /// --max-running: how many candidates run at once.

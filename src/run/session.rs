@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use crate::clock;
 use crate::election::handoff::Handoff;
 use crate::election::name;
+use crate::election::once_per::WindowClaim;
 use crate::election::record::Ended;
 use crate::election::{Election, OwnKey, Successor};
 use crate::etcd::ids::LeaseId;
@@ -40,6 +41,9 @@ pub struct Session {
     /// A claimed `--once-per` window (the way out gives it back if its
     /// command never started: the protocol's rule).
     pub window: Option<LeaseId>,
+    /// Our attempt at the `--once-per` window, claimed: it goes to the
+    /// command's run, which marks it as it goes.
+    pub window_claim: Option<WindowClaim>,
     /// The command started.
     started: bool,
     /// Who is behind us, looked up while the command runs, for the
@@ -58,6 +62,7 @@ impl Session {
             handoff,
             lease: None,
             window: None,
+            window_claim: None,
             started: false,
             successor: None,
             watching: None,
@@ -102,6 +107,9 @@ impl Session {
     /// marker). Best effort, each within [`CLEANUP`]: what is left expires
     /// by itself.
     pub async fn give_back(&mut self) {
+        // An attempt claimed in a marker an earlier run opened stays
+        // `claimed`, which spends nothing once our key is gone.
+        self.window_claim = None;
         let lease = self.lease.take().map(|lease| lease.revoke(CLEANUP));
         let window = self
             .window

@@ -23,6 +23,7 @@ use crate::clock;
 use crate::clock::Now;
 use crate::election::handoff;
 use crate::election::holder::{self, Holder};
+use crate::election::once_per::WindowClaim;
 use crate::election::record;
 use crate::election::{self, Election, Leadership, OwnKey, Successor};
 use crate::etcd::ids::Revision;
@@ -48,6 +49,8 @@ pub struct Leading<'a> {
     pub start: JoinHandle<Option<Revision>>,
     /// Who is behind us, looked up beside the command (`handoff`).
     pub behind: Option<JoinHandle<Option<Successor>>>,
+    /// Our attempt at the `--once-per` window, to write its end.
+    pub window: Option<WindowClaim>,
 }
 
 /// A win whose command could not be started.
@@ -56,6 +59,8 @@ pub struct NotStarted {
     pub won: Won,
     pub run: record::Run,
     pub error: anyhow::Error,
+    /// Our attempt at the `--once-per` window, to write its end.
+    pub window: Option<WindowClaim>,
 }
 
 impl<'a> Leading<'a> {
@@ -65,6 +70,7 @@ impl<'a> Leading<'a> {
         config: &'a Config,
         connection: &'a Connection,
         mut won: Won,
+        claim: Option<WindowClaim>,
     ) -> Result<(Leading<'a>, Running), Box<NotStarted>> {
         let leadership = &won.leadership;
         let env = config.command_env(leadership.token, &leadership.key, won.lease.id);
@@ -72,10 +78,10 @@ impl<'a> Leading<'a> {
             started: holder::now_rfc3339(),
             ..config.holder.clone()
         };
-        let window = config
-            .once_per
-            .map(|window| crate::etcd::requests::whole_seconds(window).unsigned_abs());
+        let window = config.once_per.map(crate::etcd::requests::whole_seconds);
+        let window = window.map(i64::unsigned_abs);
         let run = record::Run::new(&holder, leadership.token, leadership.proven_at, window);
+        stop_if_asked("spawning");
         let spawned = Child::spawn(
             &config.program,
             &config.command,
@@ -92,10 +98,12 @@ impl<'a> Leading<'a> {
                     won,
                     run,
                     error,
+                    window: claim,
                 }));
             }
         };
         won.guard.check();
+        (claim.clone()).map(|claim| crate::host::spawn(claim.mark_running(connection.clone())));
         tracing::trace!(pid = child.group.as_raw(), "command spawned");
         let election = Election::new(connection, &config.election, config.max_running);
         let passed_on = won.own.take_passed_on();
@@ -121,6 +129,7 @@ impl<'a> Leading<'a> {
             start,
             behind,
             won,
+            window: claim,
         };
         Ok((leading, running))
     }
@@ -214,6 +223,21 @@ fn panic_if_asked(event: &RunningEvent) {
     {
         panic!("asked to, by LEADERRUN_TEST_PANIC_ON_SIGNAL");
     }
+}
+
+/// Debug builds only (the suite's; a release build has none of it): with
+/// `LEADERRUN_TEST_STOP_AT` set to `step`, the run stops itself there
+/// (SIGSTOP), so that a test can kill it with SIGKILL at that very step.
+/// The steps: `window-claimed` (the `--once-per` claim answered) and
+/// `spawning` (just before the command is started).
+pub fn stop_if_asked(step: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("LEADERRUN_TEST_STOP_AT").is_some_and(|asked| asked == step) {
+        // Best effort: a test that asked waits for the stop it asked for.
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = step;
 }
 
 /// With one runner, our key still holds the holder as it queued (the win

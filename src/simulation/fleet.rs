@@ -29,6 +29,8 @@ pub struct Setup {
     pub ttl: Duration,
     pub max_running: usize,
     pub once_per: Option<Duration>,
+    /// --once-per-attempts (1 without --once-per).
+    pub once_per_attempts: u32,
     pub wait: Vec<bool>,
     /// Of those that wait, the ones with no --wait-timeout (a singleton
     /// worker under systemd): they wait for as long as it takes.
@@ -95,6 +97,11 @@ impl Setup {
         let offsets = (0..replicas)
             .map(|_| Duration::from_millis(rng.below(2_000) as u64))
             .collect();
+        // Drawn last, so that every seed draws the rest as it did before.
+        let once_per_attempts = match once_per.is_some() && rng.below(2) == 0 {
+            true => 3,
+            false => 1,
+        };
         Setup {
             seed,
             replicas,
@@ -102,6 +109,7 @@ impl Setup {
             ttl,
             max_running,
             once_per,
+            once_per_attempts,
             wait,
             wait_forever,
             fast,
@@ -289,6 +297,7 @@ impl World {
         let ledger = Ledger::new(Rules {
             max_running: setup.max_running,
             once_per: setup.once_per,
+            once_per_attempts: setup.once_per_attempts,
             etcd_rate: setup.rate,
             ttl: setup.ttl,
         });
@@ -452,6 +461,7 @@ impl World {
             wait_timeout: (wait && !setup.wait_forever[index]).then_some(WAIT_TIMEOUT),
             conflict_code: 75,
             once_per: setup.once_per,
+            once_per_attempts: setup.once_per_attempts,
             kill_signal: Signal::SIGTERM,
             kill_after: Duration::from_secs(2),
             max_running: setup.max_running,

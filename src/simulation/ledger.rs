@@ -2,7 +2,7 @@
 //! believe: every job and when it lived, every lease's expiry on etcd's
 //! clock, and the properties held against them as they happen.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +17,8 @@ use super::store::{field_of, News, RecordJudged};
 pub struct Rules {
     pub max_running: usize,
     pub once_per: Option<Duration>,
+    /// --once-per-attempts: how many marked starts a window may hold.
+    pub once_per_attempts: u32,
     /// How much faster etcd's clock runs: a window is a lease of its
     /// length, so it lasts `once_per / etcd_rate` of the world's time.
     pub etcd_rate: f64,
@@ -36,6 +38,12 @@ struct Book {
     last_gone: Option<Instant>,
     /// Every job by its token, for what records say of it.
     by_token: BTreeMap<i64, Arc<Mutex<Job>>>,
+    /// The tokens of runs whose start the store holds: their attempt
+    /// marked started or ended in the `--once-per` marker, or a start
+    /// record written.
+    marked: BTreeSet<i64>,
+    /// The tokens of runs the marker says succeeded.
+    succeeded: BTreeSet<i64>,
     /// Replicas stopped (SIGSTOP) until then.
     paused: BTreeMap<usize, Instant>,
     /// How many times etcd's answer that a lease is gone reached the
@@ -144,19 +152,46 @@ impl Ledger {
                 book.violations.push(line);
             }
         }
-        if let (Some(window), Some((last, replica, token))) =
-            (self.rules.once_per, book.starts.last())
+        if let Some(window) = self.rules.once_per {
+            self.judge_window(book, job, now, window);
+        }
+    }
+
+    /// A start held to the `--once-per` window: within a window's length
+    /// (on etcd's clock, less a TTL), fewer starts than the window allows
+    /// before it, none of them a recorded success. Only starts the store
+    /// holds count (`Book::marked`): one whose leaderrun was killed before
+    /// it could say so leaves the window open, as leaderrun promises.
+    fn judge_window(&self, book: &mut Book, job: &Job, now: Instant, window: Duration) {
+        let at = self.at(now);
+        let apart = window
+            .div_f64(self.rules.etcd_rate)
+            .saturating_sub(self.rules.ttl);
+        let within: Vec<(Instant, usize, i64)> = book
+            .starts
+            .iter()
+            .filter(|(when, _, token)| {
+                now.duration_since(*when) < apart && book.marked.contains(token)
+            })
+            .copied()
+            .collect();
+        let allowed = self.rules.once_per_attempts.max(1) as usize;
+        if let Some((last, replica, token)) = within.last().filter(|_| within.len() >= allowed) {
+            let line = format!(
+                "at {at}: replica {} started (token {}) {:?} after replica {replica}'s start (token {token}), inside --once-per {window:?}, the window's start number {} of {allowed} allowed",
+                job.replica, job.token, now.duration_since(*last), within.len() + 1
+            );
+            book.violations.push(line);
+        }
+        if let Some((_, replica, token)) = within
+            .iter()
+            .find(|(_, _, token)| book.succeeded.contains(token))
         {
-            let apart = window
-                .div_f64(self.rules.etcd_rate)
-                .saturating_sub(self.rules.ttl);
-            if now.duration_since(*last) < apart {
-                let line = format!(
-                    "at {at}: replica {} started (token {}) {:?} after replica {replica}'s start (token {token}), inside --once-per {window:?}",
-                    job.replica, job.token, now.duration_since(*last)
-                );
-                book.violations.push(line);
-            }
+            let line = format!(
+                "at {at}: replica {} started (token {}) inside --once-per {window:?}, after replica {replica}'s run (token {token}) succeeded in it",
+                job.replica, job.token
+            );
+            book.violations.push(line);
         }
     }
 
@@ -262,7 +297,14 @@ impl Ledger {
             released,
             records,
             findings,
+            window_marked,
+            window_succeeded,
         } = news;
+        {
+            let mut book = self.book();
+            book.marked.extend(window_marked);
+            book.succeeded.extend(window_succeeded);
+        }
         if !findings.is_empty() {
             self.book().violations.extend(findings);
         }

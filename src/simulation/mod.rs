@@ -284,6 +284,7 @@ pub fn with_one_member<T>(body: impl AsyncFnOnce(etcd_client::Client, Network) -
         let ledger = Ledger::new(ledger::Rules {
             max_running: 1,
             once_per: None,
+            once_per_attempts: 1,
             etcd_rate: 1.0,
             ttl: std::time::Duration::from_secs(1),
         });

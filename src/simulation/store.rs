@@ -44,6 +44,7 @@ pub enum Refusal {
     Compacted,
     FutureRevision,
     DuplicateKey,
+    KeyNotFound,
 }
 
 impl Refusal {
@@ -58,6 +59,7 @@ impl Refusal {
             Refusal::FutureRevision => tonic::Status::out_of_range(
                 "etcdserver: mvcc: required revision is a future revision",
             ),
+            Refusal::KeyNotFound => tonic::Status::invalid_argument("etcdserver: key not found"),
             Refusal::DuplicateKey => {
                 tonic::Status::invalid_argument("etcdserver: duplicate key given in txn request")
             }
@@ -116,6 +118,10 @@ pub struct Store {
     record_puts: u64,
     /// What the store itself saw break, since the world last looked.
     pub findings: Vec<String>,
+    /// Tokens whose start was written, and whose success the marker
+    /// holds, since the world last looked ([`News`]).
+    window_marked: Vec<i64>,
+    window_succeeded: Vec<i64>,
 }
 
 /// What the world is to hear of since it last asked: the leases etcd let
@@ -127,6 +133,10 @@ pub struct News {
     pub released: Vec<i64>,
     pub records: Vec<RecordJudged>,
     pub findings: Vec<String>,
+    /// Tokens of runs whose start was written (marked in the `--once-per`
+    /// marker, or a start record), and of runs the marker says succeeded.
+    pub window_marked: Vec<i64>,
+    pub window_succeeded: Vec<i64>,
 }
 
 /// A run record written, with the runs it names: the token of the run it
@@ -167,6 +177,8 @@ impl Store {
             deleted: Vec::new(),
             record_puts: 0,
             findings: Vec::new(),
+            window_marked: Vec::new(),
+            window_succeeded: Vec::new(),
         }
     }
 
@@ -237,6 +249,8 @@ impl Store {
             released: std::mem::take(&mut self.released),
             records,
             findings: std::mem::take(&mut self.findings),
+            window_marked: std::mem::take(&mut self.window_marked),
+            window_succeeded: std::mem::take(&mut self.window_succeeded),
         }
     }
 
@@ -400,6 +414,7 @@ impl Store {
         {
             self.record_puts += 1;
         }
+        self.note_start(key, &kv.value);
         if key.ends_with(b".last-finished") || key.ends_with(b".last-succeeded") {
             self.records.push(RecordWrite {
                 key: key.to_vec(),
@@ -419,6 +434,42 @@ impl Store {
             prev_kv: previous.clone(),
         });
         previous
+    }
+
+    /// A write that says a run's command started (its attempt in the
+    /// `--once-per` marker marked started or ended, or its start record),
+    /// or that it succeeded, noted for the ledger.
+    fn note_start(&mut self, key: &[u8], value: &[u8]) {
+        if key.ends_with(b".last-started") {
+            if field_of(value, "outcome").and_then(|outcome| outcome.as_str().map(str::to_owned))
+                != Some("not_started".into())
+            {
+                self.window_marked.extend(token_of(value));
+            }
+            return;
+        }
+        if !key.ends_with(b".once-per") {
+            return;
+        }
+        let attempts = field_of(value, "attempts");
+        for attempt in attempts
+            .as_ref()
+            .and_then(|a| a.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let token = attempt.get("token").and_then(serde_json::Value::as_i64);
+            let state = attempt.get("state").and_then(serde_json::Value::as_str);
+            match (token, state) {
+                (Some(_), Some("claimed" | "not_started")) | (None, _) | (_, None) => {}
+                (Some(token), Some(state)) => {
+                    self.window_marked.push(token);
+                    if state == "succeeded" {
+                        self.window_succeeded.push(token);
+                    }
+                }
+            }
+        }
     }
 
     /// Whether a transaction's comparisons hold.
@@ -561,19 +612,35 @@ impl Store {
         Ok(())
     }
 
+    fn put_request(
+        &mut self,
+        request: &etcd_client::proto::PbPutRequest,
+    ) -> Result<PbTxnOpResponse, Refusal> {
+        let value = request.value.clone();
+        // etcd's ignore_lease: the key keeps its lease; a key that is not
+        // there is refused (etcd: "key not found").
+        let lease = match request.ignore_lease {
+            false => request.lease,
+            true => match self.at(&request.key, self.revision) {
+                Some(kv) => kv.lease,
+                None => return Err(Refusal::KeyNotFound),
+            },
+        };
+        let previous = self.put_key(&request.key, value, lease);
+        Ok(PbTxnOpResponse::ResponsePut(
+            etcd_client::proto::PbPutResponse {
+                header: None,
+                prev_kv: previous.filter(|_| request.prev_kv),
+            },
+        ))
+    }
+
     fn apply(&mut self, op: &PbTxnRequestOp) -> Result<PbTxnOpResponse, Refusal> {
         Ok(match &op.request {
             Some(PbTxnOpRequest::RequestRange(request)) => {
                 PbTxnOpResponse::ResponseRange(range_answer(self, request)?)
             }
-            Some(PbTxnOpRequest::RequestPut(request)) => {
-                let value = request.value.clone();
-                let previous = self.put_key(&request.key, value, request.lease);
-                PbTxnOpResponse::ResponsePut(etcd_client::proto::PbPutResponse {
-                    header: None,
-                    prev_kv: previous.filter(|_| request.prev_kv),
-                })
-            }
+            Some(PbTxnOpRequest::RequestPut(request)) => self.put_request(request)?,
             Some(PbTxnOpRequest::RequestDeleteRange(request)) => {
                 let range = KeyRange::new(request.key.clone(), request.range_end.clone());
                 let keys: Vec<Vec<u8>> = self

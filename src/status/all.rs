@@ -103,8 +103,15 @@ fn line(report: &Report) -> String {
         Some(paused) => format!("; paused {}", paused.describe()),
         None => String::new(),
     };
+    let window = match &report.marker {
+        Some(marker) if marker.stuck() => format!(
+            "; stuck: a --once-per marker with no lease keeps every run out ({})",
+            marker.describe()
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{}: {leader}, {} waiting{paused}{gone}{last}",
+        "{}: {leader}, {} waiting{paused}{window}{gone}{last}",
         printable(&name::escaped(&report.election)),
         report.waiters()
     )
@@ -114,11 +121,16 @@ fn line(report: &Report) -> String {
 type Family = (&'static str, &'static str, fn(&Report) -> Option<f64>);
 
 /// The metrics of an election, family by family.
-const FAMILIES: [Family; 9] = [
+const FAMILIES: [Family; 10] = [
     (
         "leaderrun_leader_present",
-        "Whether the election has a leader (1) or not (0).",
-        |r| Some(f64::from(u8::from(r.leader.is_some()))),
+        "Whether the election has a leader that can lose its place (1) or not (0): a key with no lease is no leader (leaderrun_stuck).",
+        |r| Some(f64::from(u8::from(r.leader.as_ref().is_some_and(|leader| !leader.stale())))),
+    ),
+    (
+        "leaderrun_stuck",
+        "Whether the election is stuck (1) or not (0): a key with no lease leads, or a --once-per marker with no lease keeps every run out; neither ends by itself (status exits 4).",
+        |r| Some(f64::from(u8::from(r.stuck()))),
     ),
     (
         "leaderrun_paused",

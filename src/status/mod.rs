@@ -101,12 +101,20 @@ impl Report {
         self.waiting.len()
     }
 
+    /// Whether the election is stuck: a key with no lease leads, or a
+    /// `--once-per` marker with no lease keeps every run out. Neither ends
+    /// by itself: an operator must remove it.
+    pub fn stuck(&self) -> bool {
+        self.leader.as_ref().is_some_and(Leader::stale)
+            || self.marker.as_ref().is_some_and(once_per::Marker::stuck)
+    }
+
     /// What `status` of this one election exits with: stuck first (it
     /// needs an operator whatever else stands), then paused (an operator
     /// chose it: no run starts), then whether someone leads.
     pub fn exit(&self) -> Exit {
         match (&self.leader, &self.paused) {
-            (Some(leader), _) if leader.stale() => Exit::Stuck,
+            _ if self.stuck() => Exit::Stuck,
             (_, Some(_)) => Exit::Paused,
             (Some(_), None) => Exit::Success,
             (None, None) => Exit::NoLeader,
@@ -116,15 +124,17 @@ impl Report {
     /// The line, the `--once-per` marker and the records are read at once;
     /// the leader's lease after, once it is known.
     async fn read(connection: &Connection, election: &[u8]) -> Result<Report> {
-        let (snapshot, marker, records, paused) = tokio::join!(
+        let (snapshot, records, paused) = tokio::join!(
             election::read_leader(connection, election),
-            once_per::current(connection, election),
             record::read(connection, election),
             pause::read(connection, election),
         );
         // Their errors in this order, whichever came first: the line's
         // refusal is the one to name.
-        let (snapshot, marker, records, paused) = (snapshot?, marker?, records?, paused?);
+        let (snapshot, records, paused) = (snapshot?, records?, paused?);
+        // Judged with the last start record, which tells an attempt killed
+        // as its command started from one that never started.
+        let marker = once_per::current(connection, election, records.last_started.as_ref()).await?;
         let election::Snapshot {
             leader,
             runners,

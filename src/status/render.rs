@@ -109,17 +109,37 @@ fn pause_json(paused: &Paused) -> serde_json::Value {
     }
 }
 
-/// The run that opened the `--once-per` window, and what it has left.
+/// The `--once-per` window: its latest run, its attempts, what they leave
+/// of it, and what it has left. A marker leaderrun did not write claims no
+/// run: only its value is given (`raw`, escaped; `raw_base64` too where it
+/// is not text).
 fn last_run_json(marker: &Marker) -> serde_json::Value {
-    let last = &marker.last;
-    json!({
-        "host": last.holder.host,
-        "pid": last.holder.pid,
-        "started": last.holder.started,
-        "command": last.holder.command,
-        "token": last.token,
-        "window_left": marker.left.map(|left| left.as_secs()),
-    })
+    let mut shown = match &marker.last {
+        Some(last) => json!({
+            "written_by_leaderrun": true,
+            "host": last.holder.host,
+            "pid": last.holder.pid,
+            "started": last.holder.started,
+            "command": last.holder.command,
+            "token": last.token,
+            "attempts_allowed": last.allowed(),
+            "attempts": last.attempts,
+        }),
+        None => {
+            let mut shown = json!({
+                "written_by_leaderrun": false,
+                "raw": name::escaped(&marker.raw),
+            });
+            if std::str::from_utf8(&marker.raw).is_err() {
+                shown["raw_base64"] = base64(&marker.raw).into();
+            }
+            shown
+        }
+    };
+    shown["verdict"] = marker.verdict_name().into();
+    shown["stuck"] = marker.stuck().into();
+    shown["window_left"] = marker.left.map(|left| left.as_secs()).into();
+    shown
 }
 
 /// Adds the run records to `object`: the last start with where it
@@ -276,15 +296,15 @@ fn waiting_lines(report: &Report) -> Vec<String> {
 /// The `--once-per` line: whose run opened the window, and when it closes.
 fn window(election: &str, marker: &Marker) -> String {
     let left = match (marker.lease, marker.left) {
-        (LeaseId::NONE, _) => format!(
-            "never closes: the marker has no lease (remove it with: {})",
+        (LeaseId::NONE, _) if marker.stuck() => format!(
+            "never closes: the marker has no lease, so no run starts until it is removed (stuck; remove it with: {})",
             etcdctl_del(&once_per::marker_key(election))
         ),
+        (LeaseId::NONE, _) => "never closes: the marker has no lease".into(),
         (_, None) => "closing".into(),
         (_, Some(left)) => format!("closes in {}", humantime::format_duration(left)),
     };
-    let last = marker.last.describe();
-    format!("once-per: this window's run started {last}; the window {left}")
+    format!("once-per: {}; the window {left}", marker.describe())
 }
 
 /// Standard base64 (RFC 4648, with padding), as `base64 -d` reads it: for

@@ -211,3 +211,254 @@ fn a_longer_window_is_kept_after_a_shorter_ones_marker_expires() {
     assert_eq!(after_plain.code, Some(0), "{}", after_plain.stderr);
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "ran\nran\nran\n");
 }
+
+/// `--once-per-attempts`: three replicas queued; the first fails, the
+/// second succeeds, the third finds the window spent by that success. The
+/// marker lists both attempts, and `status` shows them.
+#[test]
+fn with_attempts_only_a_success_spends_the_window() {
+    let etcd = Etcd::shared();
+    let name = unique("jobs/attempts");
+    let dir = tempfile::tempdir().unwrap();
+    let release = dir.path().join("release");
+    let log = dir.path().join("runs");
+    // Each replica's job logs its token; the first also waits for the
+    // test (so that the others queue behind it), then fails.
+    let job = |code: u8| {
+        format!(
+            "echo \"$LEADERRUN_TOKEN\" >> '{log}'; {}; exit {code}",
+            until_exists(&release),
+            log = log.display()
+        )
+    };
+    let replica = |code: u8| {
+        lr(etcd)
+            .name(&name)
+            .wait()
+            .verbose()
+            .args(["--once-per", "1h", "--once-per-attempts", "3"])
+            .spawn(["sh", "-c", &job(code)])
+    };
+    let mut failing = replica(1);
+    await_condition(SOON, "the first run", || log.exists());
+    let mut succeeding = replica(0);
+    await_condition(SOON, "the second replica queued", || {
+        etcd.candidates(&name).len() == 2
+    });
+    let mut third = replica(0);
+    await_condition(SOON, "the third replica queued", || {
+        etcd.candidates(&name).len() == 3
+    });
+    std::fs::write(&release, "").unwrap();
+    let (code, stderr) = failing.finish(LIMIT);
+    assert_eq!(code, Some(1), "{stderr}");
+    let (code, stderr) = succeeding.finish(LIMIT);
+    assert_eq!(code, Some(0), "the next in line tries: {stderr}");
+    let (code, stderr) = third.finish(LIMIT);
+    assert_eq!(code, Some(75), "{stderr}");
+    assert!(
+        stderr.contains("this --once-per window is spent by a success"),
+        "{stderr}"
+    );
+    let tokens: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(tokens.len(), 2, "two runs in the window: {tokens:?}");
+
+    let marker: serde_json::Value =
+        serde_json::from_str(&etcd.get(&format!("{name}.once-per")).unwrap()).unwrap();
+    let attempts = marker["attempts"].as_array().expect("attempts");
+    let states: Vec<(String, String)> = attempts
+        .iter()
+        .map(|a| {
+            (
+                a["token"].to_string(),
+                a["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (tokens[0].clone(), "failed".to_string()),
+            (tokens[1].clone(), "succeeded".to_string())
+        ],
+        "{marker}"
+    );
+    assert_eq!(attempts[0]["why"], "exited with 1", "{marker}");
+    assert_eq!(marker["attempts_allowed"], 3, "{marker}");
+
+    let status = lr(etcd)
+        .status()
+        .name(&name)
+        .args(["--json"])
+        .finish_within(SOON);
+    let object: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(object["last_run"]["verdict"], "succeeded", "{object}");
+    assert_eq!(
+        object["last_run"]["attempts"], marker["attempts"],
+        "{object}"
+    );
+    let text = lr(etcd).status().name(&name).finish_within(SOON);
+    assert!(
+        text.stdout
+            .contains("once-per: spent by a success (attempt 1: failed at "),
+        "{}",
+        text.stdout
+    );
+}
+
+/// Without --wait, the next firing tries after a failure, up to the
+/// bound; by default (one attempt) a failure spends the window.
+#[test]
+fn without_wait_the_next_firing_tries_up_to_the_bound() {
+    let etcd = Etcd::shared();
+    let run = |name: &str, attempts: &str, code: u8| {
+        lr(etcd)
+            .name(name)
+            .verbose()
+            .args(["--once-per", "1h", "--once-per-attempts", attempts])
+            .run_within(["sh", "-c", &format!("exit {code}")], SOON)
+    };
+    let name = unique("jobs/bounded");
+    assert_eq!(run(&name, "2", 3).code, Some(3));
+    assert_eq!(run(&name, "2", 4).code, Some(4), "the second attempt runs");
+    let third = run(&name, "2", 0);
+    assert_eq!(third.code, Some(75), "{}", third.stderr);
+    assert!(
+        third.stderr.contains("spent: 2 attempts, none succeeded"),
+        "{}",
+        third.stderr
+    );
+    assert!(third.stderr.contains("exited with 4"), "{}", third.stderr);
+
+    // One attempt, the default: the failure spends it.
+    let name = unique("jobs/one-attempt");
+    assert_eq!(run(&name, "1", 3).code, Some(3));
+    let second = run(&name, "1", 0);
+    assert_eq!(second.code, Some(75), "{}", second.stderr);
+    assert!(
+        second
+            .stderr
+            .contains("already started in this --once-per window"),
+        "{}",
+        second.stderr
+    );
+}
+
+/// `kill -9` of leaderrun at each step between its window claim and its
+/// command's start (it stops itself there, `LEADERRUN_TEST_STOP_AT`, and
+/// the test kills it), in both modes: the window is not spent, and the
+/// next run, once the killed run's lease is gone, runs.
+#[test]
+fn a_run_killed_before_its_command_started_spends_no_window() {
+    let etcd = Etcd::shared();
+    for (step, attempts) in [
+        ("window-claimed", "1"),
+        ("spawning", "1"),
+        ("window-claimed", "3"),
+        ("spawning", "3"),
+    ] {
+        let name = unique("jobs/killed-early");
+        let dir = tempfile::tempdir().unwrap();
+        let ran = dir.path().join("ran");
+        let mut killed = lr(etcd)
+            .name(&name)
+            .ttl(Duration::from_secs(2))
+            .env("LEADERRUN_TEST_STOP_AT", step)
+            .args(["--once-per", "1h", "--once-per-attempts", attempts])
+            .spawn(["sh", "-c", &format!("touch '{}'", ran.display())]);
+        let pid = killed.pid();
+        await_condition(SOON, "leaderrun stopped at the step", || {
+            process_state(pid).as_deref() == Some("T")
+        });
+        let marker = etcd.get(&format!("{name}.once-per"));
+        assert!(
+            marker
+                .as_deref()
+                .is_some_and(|m| m.contains("\"state\":\"claimed\"")),
+            "{step}: the window is claimed: {marker:?}"
+        );
+        send(pid, nix::sys::signal::Signal::SIGKILL);
+        killed.await_exit(SOON);
+        assert!(!ran.exists(), "{step}: the command never started");
+        await_condition(LIMIT, "the killed run's key gone", || {
+            etcd.candidates(&name).is_empty()
+        });
+        let next = lr(etcd)
+            .name(&name)
+            .verbose()
+            .args(["--once-per", "1h", "--once-per-attempts", attempts])
+            .run_within(["sh", "-c", &format!("touch '{}'", ran.display())], SOON);
+        assert_eq!(next.code, Some(0), "{step}, {attempts}: {}", next.stderr);
+        assert!(ran.exists(), "{step}: the next run ran");
+        let after = lr(etcd)
+            .name(&name)
+            .args(["--once-per", "1h", "--once-per-attempts", attempts])
+            .run_within(["true"], SOON);
+        assert_eq!(after.code, Some(75), "{step}: now the window is spent");
+    }
+}
+
+/// A marker leaderrun did not write claims no run: it is shown for what
+/// it is, escaped; with no lease it keeps every run out for ever, and
+/// `status` says the election is stuck (4), in every view.
+#[test]
+fn a_marker_written_by_hand_is_shown_as_it_is_and_is_stuck() {
+    let etcd = Etcd::shared();
+    let name = unique("jobs/by-hand");
+    etcd.put(&format!("{name}.once-per"), "maintenance\u{1b}[2J", 0);
+    let run = lr(etcd)
+        .name(&name)
+        .verbose()
+        .args(["--once-per", "1h"])
+        .run_within(["true"], SOON);
+    assert_eq!(run.code, Some(75), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "has a --once-per marker leaderrun did not write, holding \"maintenance\\u{1b}[2J\""
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("pid 0"), "{}", run.stderr);
+    let status = lr(etcd)
+        .status()
+        .name(&name)
+        .args(["--json"])
+        .finish_within(SOON);
+    assert_eq!(status.code, Some(4), "stuck: {}", status.stderr);
+    let object: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let last = &object["last_run"];
+    assert_eq!(last["written_by_leaderrun"], false, "{object}");
+    assert_eq!(last["stuck"], true, "{object}");
+    assert!(
+        last.get("host").is_none() && last.get("token").is_none(),
+        "{object}"
+    );
+    let text = lr(etcd).status().name(&name).finish_within(SOON);
+    assert_eq!(text.code, Some(4));
+    assert!(
+        text.stdout.contains("(stuck; remove it with: etcdctl del"),
+        "{}",
+        text.stdout
+    );
+    let all = lr(etcd)
+        .status()
+        .args(["--all", "--prefix", &name])
+        .finish_within(SOON);
+    assert!(
+        all.stdout
+            .contains("stuck: a --once-per marker with no lease"),
+        "{}",
+        all.stdout
+    );
+    let metrics = lr(etcd)
+        .status()
+        .args(["--all", "--prefix", &name, "--format", "prometheus"])
+        .finish_within(SOON);
+    let line = format!("leaderrun_stuck{{election=\"{name}\"}} 1");
+    assert!(metrics.stdout.contains(&line), "{}", metrics.stdout);
+}

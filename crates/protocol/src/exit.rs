@@ -151,21 +151,54 @@ pub const TABLE: [Row; 12] = [
     },
     Row {
         code: "3",
-        meaning: "leaderrun status: nobody leads",
+        meaning: "leaderrun status: nobody leads (--all exits 0 once every election is read)",
     },
     Row {
         code: "2",
-        meaning: "leaderrun status --max-age: no run has succeeded within that age, or ever",
+        meaning: "leaderrun status --max-age: no success within that age, or ever, or one dated in the future (Nagios's CRITICAL)",
     },
     Row {
         code: "4",
-        meaning: "leaderrun status: the election is stuck: a key with no lease leads, which never expires; status names it and the etcdctl del that removes it",
+        meaning: "leaderrun status: stuck: a key or --once-per marker with no lease blocks every run until removed (status names the etcdctl del)",
     },
     Row {
         code: "5",
-        meaning: "leaderrun status: the election is paused (leaderrun pause)",
+        meaning: "leaderrun status: paused (leaderrun pause), whoever leads; 4 comes first",
     },
 ];
+
+/// What `leaderrun status` exits with when all is well: 0 means for it
+/// what no row of [`TABLE`] says.
+pub const STATUS_SUCCESS: Row = Row {
+    code: "0",
+    meaning: "someone leads (or --watch ended)",
+};
+
+/// leaderrun-status(1)'s exit codes, from [`TABLE`]: [`STATUS_SUCCESS`],
+/// the rows of `leaderrun status` (their meaning without the command's
+/// name, which the page is about), then 125, which it shares with a run,
+/// said of `status`: each as its code and meaning.
+pub fn status_rows() -> Vec<(&'static str, String)> {
+    let own = TABLE.iter().filter_map(|row| {
+        let meaning = row.meaning.strip_prefix("leaderrun status")?;
+        // "leaderrun status --max-age: ..." keeps its option.
+        let meaning = match meaning.strip_prefix(": ") {
+            Some(meaning) => meaning.to_string(),
+            None => format!("with{meaning}"),
+        };
+        Some((row.code, meaning))
+    });
+    let failed = TABLE.iter().filter(|row| row.code == "125").map(|row| {
+        (
+            row.code,
+            row.meaning.replacen("leaderrun itself", "status itself", 1),
+        )
+    });
+    std::iter::once((STATUS_SUCCESS.code, STATUS_SUCCESS.meaning.to_string()))
+        .chain(own)
+        .chain(failed)
+        .collect()
+}
 
 /// How a script tells leaderrun's own 75, 124 and 125 from the command's.
 pub const WHOSE_CODE: &str = "leaderrun's own 75 (with -v, or when stderr is a terminal), 123, 124, 125, 126 and 127 each come with a line on stderr that starts with 'leaderrun: '; the command's own codes do not.";
