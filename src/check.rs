@@ -35,6 +35,23 @@ pub struct Setting {
     pub source: String,
 }
 
+/// With -v, a run's settings in one line, each with where it came from
+/// (the password only as set or none): what `check` prints too.
+pub fn log_settings(settings: &[Setting]) {
+    let shown: Vec<String> = settings
+        .iter()
+        .map(|setting| {
+            format!(
+                "{} {} ({})",
+                setting.name,
+                printable(&setting.value),
+                setting.source
+            )
+        })
+        .collect();
+    tracing::info!("settings: {}", shown.join(", "));
+}
+
 /// What `check` was asked for.
 pub struct Options {
     pub election: String,
@@ -173,10 +190,21 @@ pub async fn check(options: Options) -> Result<Exit> {
         ));
     }
     let credentials = etcd::credentials::Credentials::from_options(&options.etcd)?;
-    let endpoints = etcd::endpoints::resolve(
-        options.etcd.endpoints.as_deref(),
-        credentials.tls_requested(),
-    )?;
+    let endpoints = match &options.etcd.discovery {
+        Some(discovery) => {
+            match etcd::discovery::endpoints(discovery, options.etcd.dial_timeout).await {
+                Ok(endpoints) => endpoints,
+                Err(err) => {
+                    findings.problems.push(format!("{err:#}"));
+                    return say(findings);
+                }
+            }
+        }
+        None => etcd::endpoints::resolve(
+            options.etcd.endpoints.as_deref(),
+            credentials.tls_requested() || options.etcd.tls_transport,
+        )?,
+    };
     let clusters = dial_each(&options, &credentials, &endpoints, &mut findings).await;
     if let Some((first, at)) = clusters.first() {
         if let Some((other, there)) = clusters.iter().find(|(cluster, _)| cluster != first) {
@@ -190,7 +218,7 @@ pub async fn check(options: Options) -> Result<Exit> {
             .problems
             .push(format!("no endpoint of {} could be used", endpoints.len()));
     } else {
-        let connection = etcd::connect(&options.etcd, PING)?;
+        let connection = etcd::connect(&options.etcd, PING).await?;
         prove_grants(&connection, &options, &mut findings).await;
     }
     say(findings)
@@ -209,6 +237,7 @@ async fn dial_each<'a>(
     for endpoint in endpoints {
         let one = etcd::Options {
             endpoints: Some(endpoint.clone()),
+            discovery: None,
             ..options.etcd.clone()
         };
         match dial(&one, endpoint, credentials).await {
@@ -242,7 +271,7 @@ async fn dial(
     endpoint: &str,
     credentials: &etcd::credentials::Credentials,
 ) -> Result<(String, u64)> {
-    let connection = etcd::connect(one, PING)?;
+    let connection = etcd::connect(one, PING).await?;
     let status = connection
         .call("reading the member's status", |mut client| async move {
             client.status().await

@@ -46,6 +46,7 @@ mod election;
 mod error;
 mod etcd;
 mod exit;
+mod files;
 mod host;
 mod lease;
 mod logging;
@@ -79,15 +80,10 @@ pub fn main(args: Vec<OsString>) -> i32 {
             return usage_error(&err);
         }
     };
-    let output = match &cli.subcommand {
-        Some(cli::Command::Status(status)) => &status.output,
-        Some(cli::Command::Pause(pause)) => &pause.steer.output,
-        Some(cli::Command::Resume(resume)) => &resume.steer.output,
-        Some(cli::Command::Check(check)) => &check.steer.output,
-        None => &cli.output,
+    let Some(sources) = settings_read(&cli, &matches) else {
+        return Exit::Internal.code();
     };
-    logging::set_format(output.log_format);
-    let verbose = output.verbose;
+    let verbose = cli.output().verbose;
     // `leaderrun -v status ...`: options before `status` make it the
     // command to run, not the subcommand. Running a program called status
     // as leader is never what that meant; `-- status` still does it.
@@ -103,7 +99,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         );
         return Exit::Internal.code();
     }
-    match cli.mode(&matches) {
+    match cli.mode(&matches, &sources) {
         Mode::Docs(text) => print_docs(&text),
         Mode::Status(options) => execute(verbose, async {
             status::status((*options)?).await.map(Exit::code)
@@ -119,9 +115,36 @@ pub fn main(args: Vec<OsString>) -> i32 {
                 config,
                 etcd,
                 etcdctl,
+                settings,
             } = (*values)?;
+            check::log_settings(&settings);
             run::run(config, etcd, etcdctl).await
         }),
+    }
+}
+
+/// The settings file, read before anything is said (it may choose the log
+/// format, set here); documentation alone reads none. None, with the
+/// error said, if it cannot be used.
+fn settings_read(cli: &cli::Cli, matches: &clap::ArgMatches) -> Option<cli::settings::Sources> {
+    let sources = match cli.docs_only() {
+        true => Ok(cli::settings::Sources::default()),
+        false => cli.sources(),
+    };
+    let format = sources
+        .as_ref()
+        .map_err(|err| anyhow::anyhow!("{err:#}"))
+        .and_then(|sources| cli.log_format(matches, sources));
+    logging::set_format(match &format {
+        Ok(format) => *format,
+        Err(_) => cli.output().log_format,
+    });
+    match (sources, format) {
+        (Ok(sources), Ok(_)) => Some(sources),
+        (Err(err), _) | (_, Err(err)) => {
+            logging::say(Level::Error, &format!("error: {err:#}"));
+            None
+        }
     }
 }
 

@@ -36,7 +36,7 @@ pub struct Options {
 }
 
 pub async fn steer(options: Options) -> Result<Exit> {
-    let connection = etcd::connect(&options.etcd, PING)?;
+    let connection = etcd::connect(&options.etcd, PING).await?;
     let election = printable(&options.election).into_owned();
     let line = match options.action {
         Action::Pause { length, reason } => {

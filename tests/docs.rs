@@ -521,3 +521,15 @@ fn the_help_shows_the_safe_crontab_line_first_and_whole() {
         "{first}"
     );
 }
+
+/// README is a newcomer's guide: under 20 KB (20,000 bytes), the rest in
+/// docs/. A paragraph added there is one moved out, or cut.
+#[test]
+fn the_readme_stays_under_twenty_kilobytes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let size = std::fs::metadata(root.join("README.md")).unwrap().len();
+    assert!(
+        size < 20_000,
+        "README.md is {size} bytes: move detail to docs/"
+    );
+}

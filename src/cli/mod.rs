@@ -8,9 +8,12 @@
 //! completions (`docs.rs`). It checks input and says what is wrong in one
 //! line; it never talks to etcd or starts a process.
 
+mod connection;
 pub mod docs;
 pub mod help;
 mod parse;
+mod password;
+pub mod settings;
 mod values;
 
 use parse::{
@@ -130,9 +133,78 @@ pub enum Mode {
 pub use values::Run;
 
 impl Cli {
+    /// The subcommand's matches, or the run's.
+    fn own_matches<'m>(&self, matches: &'m ArgMatches) -> &'m ArgMatches {
+        let name = match &self.subcommand {
+            Some(Command::Status(_)) => "status",
+            Some(Command::Pause(_)) => "pause",
+            Some(Command::Resume(_)) => "resume",
+            Some(Command::Check(_)) => "check",
+            None => return matches,
+        };
+        matches.subcommand_matches(name).unwrap_or(matches)
+    }
+
+    fn connection(&self) -> &ConnectionArgs {
+        match &self.subcommand {
+            Some(Command::Status(args)) => &args.connection,
+            Some(Command::Pause(args)) => &args.steer.connection,
+            Some(Command::Resume(args)) => &args.steer.connection,
+            Some(Command::Check(args)) => &args.steer.connection,
+            None => &self.connection,
+        }
+    }
+
+    /// The output options of the mode asked for.
+    pub fn output(&self) -> &OutputArgs {
+        match &self.subcommand {
+            Some(Command::Status(status)) => &status.output,
+            Some(Command::Pause(pause)) => &pause.steer.output,
+            Some(Command::Resume(resume)) => &resume.steer.output,
+            Some(Command::Check(check)) => &check.steer.output,
+            None => &self.output,
+        }
+    }
+
+    /// Whether the options ask only for documentation (no settings read).
+    pub fn docs_only(&self) -> bool {
+        self.completions.is_some() || self.manual.is_some()
+    }
+
+    /// The settings file the options name, read (`--config`,
+    /// `LEADERRUN_CONFIG`, or the system's).
+    pub fn sources(&self) -> anyhow::Result<settings::Sources> {
+        settings::Sources::load(self.connection().config.as_deref())
+    }
+
+    /// The log format: --log-format or LEADERRUN_LOG_FORMAT, else the
+    /// settings file's, else text.
+    pub fn log_format(
+        &self,
+        matches: &ArgMatches,
+        sources: &settings::Sources,
+    ) -> anyhow::Result<crate::logging::LogFormat> {
+        let output = self.output();
+        let own = self.own_matches(matches);
+        let given = own.value_source("log_format") != Some(clap::parser::ValueSource::DefaultValue);
+        match sources.file_value("LEADERRUN_LOG_FORMAT") {
+            Some((text, origin)) if !given => {
+                <crate::logging::LogFormat as clap::ValueEnum>::from_str(text.trim(), true).map_err(
+                    |_| {
+                        anyhow::anyhow!(
+                            "LEADERRUN_LOG_FORMAT ({origin}): '{text}' is not text or json"
+                        )
+                    },
+                )
+            }
+            _ => Ok(output.log_format),
+        }
+    }
+
     /// What the options ask for; `matches` are those they were parsed
-    /// from, which say where each value came from.
-    pub fn mode(self, matches: &ArgMatches) -> Mode {
+    /// from, which say where each value came from, and `sources` the
+    /// environment and the settings file.
+    pub fn mode(self, matches: &ArgMatches, sources: &settings::Sources) -> Mode {
         if let Some(shell) = self.completions {
             return Mode::Docs(docs::completion(shell));
         }
@@ -148,21 +220,21 @@ impl Cli {
         match self.subcommand {
             Some(Command::Status(args)) => {
                 let matches = matches.subcommand_matches("status").unwrap_or(matches);
-                Mode::Status(Box::new(values::status(args, matches)))
+                Mode::Status(Box::new(values::status(args, matches, sources)))
             }
             Some(Command::Pause(args)) => {
                 let matches = matches.subcommand_matches("pause").unwrap_or(matches);
-                Mode::Steer(Box::new(values::pause(args, matches)))
+                Mode::Steer(Box::new(values::pause(args, matches, sources)))
             }
             Some(Command::Resume(args)) => {
                 let matches = matches.subcommand_matches("resume").unwrap_or(matches);
-                Mode::Steer(Box::new(values::resume(args, matches)))
+                Mode::Steer(Box::new(values::resume(args, matches, sources)))
             }
             Some(Command::Check(args)) => {
                 let matches = matches.subcommand_matches("check").unwrap_or(matches);
-                Mode::Check(Box::new(values::check(args, matches)))
+                Mode::Check(Box::new(values::check(args, matches, sources)))
             }
-            None => Mode::Run(Box::new(values::run(self, matches))),
+            None => Mode::Run(Box::new(values::run(self, matches, sources))),
         }
     }
 }
@@ -326,7 +398,8 @@ pub struct StatusArgs {
 pub struct ConnectionArgs {
     /// etcd endpoints, comma-separated (`http://host:port`,
     /// `https://host:port`, or bare `host:port`: https if a TLS option is
-    /// given). Falls back to ETCDCTL_ENDPOINTS, then 127.0.0.1:2379.
+    /// given, or ETCDCTL_INSECURE_TRANSPORT=false). Falls back to
+    /// ETCDCTL_ENDPOINTS, the settings file, then 127.0.0.1:2379.
     /// leaderrun moves to the next endpoint when one fails.
     #[arg(
         long,
@@ -336,12 +409,56 @@ pub struct ConnectionArgs {
     )]
     pub endpoints: Option<String>,
 
+    /// Find the endpoints in DNS, as etcdctl does: the SRV records
+    /// `_etcd-client-ssl._tcp.DOMAIN` (https) and `_etcd-client._tcp.DOMAIN`
+    /// (http), looked up again when every endpoint fails. Used instead of
+    /// --endpoints (unless --endpoints is given as an option and this only
+    /// in the environment); finding nothing is an error (125), never a fall
+    /// back to 127.0.0.1:2379.
+    #[arg(
+        long,
+        env = "ETCDCTL_DISCOVERY_SRV",
+        hide_env_values = true,
+        value_name = "DOMAIN"
+    )]
+    pub discovery_srv: Option<String>,
+
+    /// With --discovery-srv: the records of this service name,
+    /// `_etcd-client-ssl-NAME._tcp.DOMAIN` and `_etcd-client-NAME._tcp.DOMAIN`.
+    #[arg(
+        long,
+        env = "ETCDCTL_DISCOVERY_SRV_NAME",
+        hide_env_values = true,
+        value_name = "NAME"
+    )]
+    pub discovery_srv_name: Option<String>,
+
+    /// With --discovery-srv: `false` drops the http endpoints found, and
+    /// checks each server's certificate against DOMAIN rather than its own
+    /// host, as etcdctl does; `true` (the default) takes both.
+    #[arg(long, env = "ETCDCTL_INSECURE_DISCOVERY", hide_env_values = true, value_name = "BOOL",
+          value_parser = clap::builder::BoolishValueParser::new(), default_value = "true",
+          num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub insecure_discovery: bool,
+
     /// How long to wait for etcd to answer before giving up (exit 125). An
     /// etcd that takes the connection and then says nothing may be given up
     /// on sooner: the connection's ping, every third of the TTL, closes it
-    /// after two thirds of the TTL.
+    /// after two thirds of the TTL. Without it, ETCDCTL_DIAL_TIMEOUT and
+    /// ETCDCTL_COMMAND_TIMEOUT (or the settings file's) give as long as
+    /// etcdctl would wait: their sum, each missing one at etcdctl's default
+    /// (2s and 5s).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_dial_timeout, allow_hyphen_values = true)]
     pub dial_timeout: Duration,
+
+    /// Read settings from FILE: `NAME=value` lines of the variables
+    /// leaderrun reads (ETCDCTL_ENDPOINTS, ETCDCTL_USER, LEADERRUN_TTL, ...).
+    /// An option or a variable of the environment comes first, the file
+    /// next, then the default. Without it, /etc/leaderrun/leaderrun.conf
+    /// if it exists. Refused if others than its owner may read or write it.
+    #[arg(long, env = "LEADERRUN_CONFIG", hide_env_values = true, value_name = "FILE",
+          value_hint = clap::ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
 
     /// Trust the CAs in FILE (PEM) for etcd's server certificate, instead of
     /// the system's. Any TLS option makes bare `host:port` endpoints https.
@@ -372,11 +489,19 @@ pub struct ConnectionArgs {
           help_heading = SECURITY)]
     pub user: Option<String>,
 
-    /// Password for --user. Other users can read command lines (`ps`):
-    /// prefer ETCDCTL_PASSWORD.
+    /// Password for --user. Other users can read command lines (`ps`) and
+    /// crontabs: prefer --password-file.
     #[arg(long, env = "ETCDCTL_PASSWORD", hide_env_values = true, value_name = "PASSWORD",
           help_heading = SECURITY)]
     pub password: Option<String>,
+
+    /// Read the password for --user from FILE (its first line), which only
+    /// its owner may read. Without a password given otherwise, a systemd
+    /// unit's credential `etcd-password` (LoadCredential=) is read from
+    /// $CREDENTIALS_DIRECTORY.
+    #[arg(long, env = "LEADERRUN_PASSWORD_FILE", hide_env_values = true, value_name = "FILE",
+          conflicts_with = "password", value_hint = clap::ValueHint::FilePath, help_heading = SECURITY)]
+    pub password_file: Option<PathBuf>,
 }
 
 /// The election's name, shared by running and `status`.
@@ -433,13 +558,13 @@ pub struct ElectionArgs {
     pub once_per: Option<Duration>,
 
     /// With --once-per: only a run that succeeds spends the window, and up
-    /// to N runs may start in it, each after the last failed (a non-zero
+    /// to N (1 to 100) runs may start in it, each after the last failed (a non-zero
     /// exit, leadership lost, --timeout, a signal). With --wait the
     /// replicas queued behind a failed run try in turn; without it, the
     /// next firing on any replica tries. 1, the default, is the first run
     /// to start spending the window, whatever its end. The run that opens
     /// a window sets its N; the window's marker lists each attempt and how
-    /// it ended (`status`).
+    /// it ended (`status`). One runner at a time: not with --max-running.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_attempts, requires = "once_per")]
     pub once_per_attempts: u32,
 
@@ -513,7 +638,13 @@ pub struct OutputArgs {
     /// text, or json: every line leaderrun writes to stderr (its errors, a
     /// loss, why it did not run, the -v logs) as one JSON object, for log
     /// shippers.
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
+    #[arg(
+        long,
+        env = "LEADERRUN_LOG_FORMAT",
+        value_name = "FORMAT",
+        value_enum,
+        default_value_t
+    )]
     pub log_format: crate::logging::LogFormat,
 }
 

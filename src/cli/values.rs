@@ -2,9 +2,9 @@
 //! [`etcd::Options`], the command's `ETCDCTL_*` plan ([`env::Etcdctl`]),
 //! [`status::Options`] and a run's [`Config`].
 //!
-//! Where a value came from (the command line, its environment variable, a
-//! default) matters only here, and is read from clap ([`ValueSource`]),
-//! not from the environment again.
+//! Where a value came from (the command line, its environment variable,
+//! the settings file, a default) matters only here and in [`connection`],
+//! read from clap ([`ValueSource`]) and from [`Sources`].
 
 use std::io::IsTerminal;
 
@@ -12,7 +12,9 @@ use anyhow::{bail, Result};
 use clap::parser::ValueSource;
 use clap::ArgMatches;
 
-use super::{CheckArgs, Cli, ConnectionArgs, PauseArgs, ResumeArgs, StatusArgs, SteerArgs};
+use super::connection::{connection, setting, Layered};
+use super::settings::{Origin, Sources};
+use super::{CheckArgs, Cli, PauseArgs, ResumeArgs, StatusArgs, SteerArgs};
 use crate::check::{self, Setting};
 use crate::child::{self, env};
 use crate::election::handoff::Handoff;
@@ -24,68 +26,37 @@ use crate::status::{self, Elections, Format};
 use crate::steer;
 
 /// What a run takes: its configuration, how to reach etcd, and what the
-/// command is told about that etcd.
+/// command is told about that etcd; and its settings with where each came
+/// from, for -v.
 pub struct Run {
     pub config: Config,
     pub etcd: etcd::Options,
     pub etcdctl: env::Etcdctl,
-}
-
-/// Whether the value of the argument `id` came from its environment
-/// variable.
-fn from_variable(matches: &ArgMatches, id: &str) -> bool {
-    matches.value_source(id) == Some(ValueSource::EnvVariable)
-}
-
-/// How to reach etcd, with each value's source settled: an empty
-/// LEADERRUN_ENDPOINTS is unset (an empty --endpoints is an error, said when
-/// connecting), then ETCDCTL_ENDPOINTS, empty also unset; a password from
-/// ETCDCTL_PASSWORD gives way to one in `--user USER:PASSWORD`, which says
-/// more (a nested leaderrun, or a variable exported as README advises).
-fn etcd(args: &ConnectionArgs, matches: &ArgMatches) -> etcd::Options {
-    let blank = |text: &String| text.trim().is_empty();
-    let endpoints = args
-        .endpoints
-        .clone()
-        .filter(|text| !(blank(text) && from_variable(matches, "endpoints")))
-        .or_else(|| {
-            std::env::var("ETCDCTL_ENDPOINTS")
-                .ok()
-                .filter(|text| !blank(text))
-        });
-    let inline = args.user.as_deref().is_some_and(|user| user.contains(':'));
-    let password = args
-        .password
-        .clone()
-        .filter(|_| !(inline && from_variable(matches, "password")));
-    etcd::Options {
-        endpoints,
-        dial_timeout: args.dial_timeout,
-        cacert: args.cacert.clone(),
-        cert: args.cert.clone(),
-        key: args.key.clone(),
-        insecure_skip_tls_verify: args.insecure_skip_tls_verify,
-        user: args.user.clone(),
-        password,
-    }
+    pub settings: Vec<Setting>,
 }
 
 /// What the command's `ETCDCTL_*` variables repeat of the options.
-fn etcdctl(args: &ConnectionArgs, matches: &ArgMatches) -> env::Etcdctl {
+fn etcdctl(connection: &Layered) -> env::Etcdctl {
+    let options = &connection.options;
+    let from = |origin: &Option<Origin>, name: &str| matches!(origin, Some(Origin::Variable(variable)) if variable == name);
     env::Etcdctl {
-        cacert: args.cacert.clone(),
-        cert: args.cert.clone(),
-        key: args.key.clone(),
-        insecure_skip_tls_verify: args.insecure_skip_tls_verify,
-        user: args.user.clone(),
-        user_inherited: from_variable(matches, "user"),
-        password_inherited: from_variable(matches, "password"),
+        cacert: options.cacert.clone(),
+        cert: options.cert.clone(),
+        key: options.key.clone(),
+        insecure_skip_tls_verify: options.insecure_skip_tls_verify,
+        user: options.user.clone(),
+        user_inherited: from(&connection.origins.user, "ETCDCTL_USER"),
+        password_inherited: from(&connection.origins.password, "ETCDCTL_PASSWORD"),
     }
 }
 
 /// `leaderrun status`'s values: one election (by --name or by the command
 /// line), or every one under --prefix.
-pub fn status(args: StatusArgs, matches: &ArgMatches) -> Result<status::Options> {
+pub fn status(
+    args: StatusArgs,
+    matches: &ArgMatches,
+    sources: &Sources,
+) -> Result<status::Options> {
     let format = match (args.format, args.json) {
         (Some(format), _) => format,
         (None, true) => Format::Json,
@@ -103,7 +74,7 @@ pub fn status(args: StatusArgs, matches: &ArgMatches) -> Result<status::Options>
         format,
         watch: args.watch,
         max_age: args.max_age,
-        etcd: etcd(&args.connection, matches),
+        etcd: connection(&args.connection, matches, sources)?.options,
     })
 }
 
@@ -122,164 +93,107 @@ fn named(name: Option<String>, command: &[std::ffi::OsString]) -> Result<String>
 }
 
 /// `leaderrun pause`'s values.
-pub fn pause(args: PauseArgs, matches: &ArgMatches) -> Result<steer::Options> {
+pub fn pause(args: PauseArgs, matches: &ArgMatches, sources: &Sources) -> Result<steer::Options> {
     let action = steer::Action::Pause {
         length: args.length,
         reason: args.reason,
     };
-    steered(args.steer, action, matches)
+    steered(args.steer, action, matches, sources)
 }
 
 /// `leaderrun resume`'s values.
-pub fn resume(args: ResumeArgs, matches: &ArgMatches) -> Result<steer::Options> {
-    steered(args.steer, steer::Action::Resume, matches)
+pub fn resume(args: ResumeArgs, matches: &ArgMatches, sources: &Sources) -> Result<steer::Options> {
+    steered(args.steer, steer::Action::Resume, matches, sources)
 }
 
 /// `leaderrun check`'s values: the election, how to reach etcd, and the
 /// settings a run would use with where each came from.
-pub fn check(args: CheckArgs, matches: &ArgMatches) -> Result<check::Options> {
+pub fn check(args: CheckArgs, matches: &ArgMatches, sources: &Sources) -> Result<check::Options> {
     let CheckArgs { once_per, steer } = args;
     let named_by = match steer.name.name {
         Some(_) => "--name",
         None => "derived from the command line",
     };
     let election = named(steer.name.name, &steer.command)?;
-    let etcd = etcd(&steer.connection, matches);
-    let mut settings = vec![Setting {
-        name: "name",
-        value: election.clone(),
-        source: named_by.into(),
-    }];
-    settings.extend(sourced_settings(&steer.connection, &etcd, matches)?);
+    let layered = connection(&steer.connection, matches, sources)?;
+    let mut settings = vec![setting("name", election.clone(), named_by)];
+    settings.extend(run_settings(&layered, sources)?);
     Ok(check::Options {
         election,
         once_per: once_per.is_some(),
-        etcd,
+        etcd: layered.options,
         settings,
     })
 }
 
-/// Where the value of `id` came from: its option, `variable`, or the
+/// What a run's settings are, each with where it came from: the
+/// connection's, the TTL and the settings file read.
+fn run_settings(layered: &Layered, sources: &Sources) -> Result<Vec<Setting>> {
+    let mut settings = layered.settings();
+    settings.push(ttl_setting(sources)?);
+    let file = sources.file.as_ref().map_or_else(
+        || "none".to_string(),
+        |file| file.path.display().to_string(),
+    );
+    settings.push(setting(
+        "settings-file",
+        file,
+        "--config, LEADERRUN_CONFIG or /etc/leaderrun/leaderrun.conf",
+    ));
+    Ok(settings)
+}
+
+/// The TTL a run would take: LEADERRUN_TTL, the settings file's, or its
 /// default.
-fn source(matches: &ArgMatches, id: &str, option: &str, variable: &str) -> String {
-    match matches.value_source(id) {
-        Some(ValueSource::CommandLine) => option.into(),
-        Some(ValueSource::EnvVariable) => variable.into(),
-        _ => "default".into(),
-    }
-}
-
-/// A setting, its value and its source.
-fn setting(name: &'static str, value: impl Into<String>, source: impl Into<String>) -> Setting {
-    Setting {
-        name,
-        value: value.into(),
-        source: source.into(),
-    }
-}
-
-/// The connection's settings as a run would take them, and the TTL.
-fn sourced_settings(
-    args: &ConnectionArgs,
-    etcd: &etcd::Options,
-    matches: &ArgMatches,
-) -> Result<Vec<Setting>> {
-    let endpoints_source = match (&args.endpoints, &etcd.endpoints) {
-        (_, None) => "default".into(),
-        (Some(given), Some(used)) if given == used => {
-            source(matches, "endpoints", "--endpoints", "LEADERRUN_ENDPOINTS")
-        }
-        (_, Some(_)) => "ETCDCTL_ENDPOINTS".into(),
-    };
-    let file = |path: &Option<std::path::PathBuf>| {
-        path.as_ref()
-            .map_or_else(|| "none".into(), |path| path.display().to_string())
-    };
-    let from = |id: &str, option: &str, variable: &str| source(matches, id, option, variable);
-    let user = etcd
-        .user
-        .as_deref()
-        .map_or("none", |user| user.split(':').next().unwrap_or(user));
-    let endpoints = etcd
-        .endpoints
-        .as_deref()
-        .unwrap_or(etcd::endpoints::DEFAULT);
-    let dial_timeout = humantime::format_duration(etcd.dial_timeout).to_string();
-    Ok(vec![
-        setting("endpoints", endpoints, endpoints_source),
-        setting(
-            "dial-timeout",
-            dial_timeout,
-            from("dial_timeout", "--dial-timeout", "-"),
-        ),
-        setting(
-            "cacert",
-            file(&etcd.cacert),
-            from("cacert", "--cacert", "ETCDCTL_CACERT"),
-        ),
-        setting(
-            "cert",
-            file(&etcd.cert),
-            from("cert", "--cert", "ETCDCTL_CERT"),
-        ),
-        setting("key", file(&etcd.key), from("key", "--key", "ETCDCTL_KEY")),
-        setting(
-            "insecure",
-            etcd.insecure_skip_tls_verify.to_string(),
-            from(
-                "insecure_skip_tls_verify",
-                "--insecure-skip-tls-verify",
-                "ETCDCTL_INSECURE_SKIP_TLS_VERIFY",
-            ),
-        ),
-        setting("user", user, from("user", "--user", "ETCDCTL_USER")),
-        password_setting(etcd, matches),
-        ttl_setting()?,
-    ])
-}
-
-/// Whether a password is set, and where from; never the password.
-fn password_setting(etcd: &etcd::Options, matches: &ArgMatches) -> Setting {
-    match (&etcd.password, etcd.user.as_deref()) {
-        (_, Some(user)) if user.contains(':') => {
-            let given = source(matches, "user", "--user", "ETCDCTL_USER");
-            setting("password", "set", format!("{given} USER:PASSWORD"))
-        }
-        (Some(_), _) => setting(
-            "password",
-            "set",
-            source(matches, "password", "--password", "ETCDCTL_PASSWORD"),
-        ),
-        (None, _) => setting("password", "none", "default"),
-    }
-}
-
-/// The TTL a run would take from LEADERRUN_TTL, or its default.
-fn ttl_setting() -> Result<Setting> {
-    Ok(match std::env::var("LEADERRUN_TTL") {
-        Ok(text) => {
+fn ttl_setting(sources: &Sources) -> Result<Setting> {
+    Ok(match sources.var("LEADERRUN_TTL") {
+        Some((text, origin)) => {
             let ttl = super::parse::parse_ttl(&text)
-                .map_err(|err| anyhow::anyhow!("LEADERRUN_TTL: {err}"))?;
+                .map_err(|err| anyhow::anyhow!("LEADERRUN_TTL ({origin}): {err}"))?;
             let shown = humantime::format_duration(ttl).to_string();
-            setting("ttl", shown, "LEADERRUN_TTL")
+            setting("ttl", shown, origin.to_string())
         }
-        Err(_) => setting("ttl", "15s", "default"),
+        None => setting("ttl", "15s", "default"),
     })
 }
 
-fn steered(args: SteerArgs, action: steer::Action, matches: &ArgMatches) -> Result<steer::Options> {
+fn steered(
+    args: SteerArgs,
+    action: steer::Action,
+    matches: &ArgMatches,
+    sources: &Sources,
+) -> Result<steer::Options> {
     Ok(steer::Options {
         election: named(args.name.name, &args.command)?,
         action,
-        etcd: etcd(&args.connection, matches),
+        etcd: connection(&args.connection, matches, sources)?.options,
     })
+}
+
+/// A run's TTL: --ttl or LEADERRUN_TTL, else the settings file's, else
+/// the default. And a window of several attempts is tried by one run at a
+/// time, each after the last failed: runners side by side would each find
+/// the others' attempts under way, and leave.
+fn ttl(cli: &Cli, matches: &ArgMatches, sources: &Sources) -> Result<std::time::Duration> {
+    if cli.election.once_per_attempts > 1 && cli.election.max_running > 1 {
+        bail!("--once-per-attempts above 1 takes one runner at a time: not with --max-running");
+    }
+    let given = matches.value_source("ttl") != Some(ValueSource::DefaultValue);
+    match sources.file_value("LEADERRUN_TTL") {
+        Some((text, origin)) if !given => super::parse::parse_ttl(&text)
+            .map_err(|err| anyhow::anyhow!("LEADERRUN_TTL ({origin}): {err}")),
+        _ => Ok(cli.election.ttl),
+    }
 }
 
 /// A run's values. COMMAND is looked for in PATH here, so that one that
 /// cannot run is refused before campaigning.
-pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
-    let etcd = etcd(&cli.connection, matches);
-    let etcdctl = etcdctl(&cli.connection, matches);
+pub fn run(cli: Cli, matches: &ArgMatches, sources: &Sources) -> Result<Run> {
+    let layered = connection(&cli.connection, matches, sources)?;
+    let etcdctl = etcdctl(&layered);
+    let settings = run_settings(&layered, sources)?;
+    let ttl = ttl(&cli, matches, sources)?;
+    let handoff = sources.var(Handoff::VARIABLE).map(|(value, _)| value);
     let command = cli.command;
     let program = child::resolve(&command[0])?;
     let election = match cli.election.name.name {
@@ -297,7 +211,7 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
         program,
         holder,
         election,
-        ttl: cli.election.ttl,
+        ttl,
         // --wait-timeout bounds a wait: it implies one, as `flock -w` does.
         wait: cli.election.wait || cli.election.wait_timeout.is_some(),
         wait_timeout: cli.election.wait_timeout,
@@ -310,7 +224,7 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
         max_running: cli.election.max_running,
         explain: cli.output.verbose > 0 || std::io::stderr().is_terminal(),
         etcd_env: Vec::new(),
-        handoff: Handoff::from_value(std::env::var_os(Handoff::VARIABLE).as_deref()),
+        handoff: Handoff::from_value(handoff.as_deref().map(std::ffi::OsStr::new)),
         notify_socket: NotifySocket::from_env(std::env::var_os(env::NOTIFY_SOCKET).as_deref()),
         withheld: match cli.child.pass_notify_socket {
             true => &[],
@@ -326,8 +240,9 @@ pub fn run(cli: Cli, matches: &ArgMatches) -> Result<Run> {
     };
     Ok(Run {
         config,
-        etcd,
+        etcd: layered.options,
         etcdctl,
+        settings,
     })
 }
 
@@ -357,10 +272,11 @@ mod tests {
             "--",
             "true",
         ]);
-        let options = etcd(&cli.connection, &matches);
+        let layered = connection(&cli.connection, &matches, &Sources::default()).unwrap();
+        let options = &layered.options;
         assert_eq!(options.endpoints.as_deref(), Some(""));
         assert_eq!(options.password.as_deref(), Some("other"));
-        let plan = etcdctl(&cli.connection, &matches);
+        let plan = etcdctl(&layered);
         assert!(!plan.user_inherited && !plan.password_inherited);
     }
 }

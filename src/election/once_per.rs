@@ -47,6 +47,9 @@ pub fn marker_key(election: &str) -> String {
     Beside::OncePer.key(election)
 }
 
+/// How many of a window's runs are described, the latest.
+const SHOWN_ATTEMPTS: usize = 10;
+
 /// The most characters of an attempt's `why` kept in the marker.
 const WHY_LIMIT: usize = 200;
 
@@ -81,14 +84,15 @@ const CLAIMED: &str = "claimed";
 const RUNNING: &str = "running";
 
 impl Attempt {
-    /// Our run's attempt, as it claims the window.
+    /// Our run's attempt, as it claims the window (now: not when it
+    /// joined the line, which its holder says).
     fn claimed(leadership: &Leadership, holder: &Holder) -> Attempt {
         Attempt {
             token: leadership.token,
             key: leadership.key.clone(),
             host: holder.host.clone(),
             pid: holder.pid,
-            started: holder.started.clone(),
+            started: crate::election::holder::now_rfc3339(),
             state: CLAIMED.to_string(),
             exit_code: None,
             why: None,
@@ -117,10 +121,15 @@ impl Attempt {
             .as_deref()
             .map(|why| format!(": {}", printable(why)))
             .unwrap_or_default();
-        let state = match self.state.as_str() {
-            CLAIMED => "claimed",
-            RUNNING => "started",
-            _ => self.state.as_str(),
+        let state = match self.state() {
+            AttemptState::Claimed => "claimed",
+            AttemptState::Running => "started",
+            AttemptState::Ended(Outcome::Succeeded) => "succeeded",
+            AttemptState::Ended(Outcome::NotStarted) => "could not start",
+            AttemptState::Ended(Outcome::TimedOut) => "timed out",
+            AttemptState::Ended(Outcome::Lost) => "lost leadership",
+            AttemptState::Ended(Outcome::Signalled) => "signalled",
+            AttemptState::Ended(Outcome::Failed | Outcome::Running) => "failed",
         };
         format!(
             "{} at {} on {} (pid {}, token {}){why}",
@@ -248,7 +257,7 @@ impl Marker {
     /// one attempt, as before attempts; else what its attempts left.
     pub fn why_not(&self) -> String {
         match &self.last {
-            Some(last) if last.allowed() == 1 => {
+            Some(last) if last.allowed() == 1 || last.attempts.is_empty() => {
                 format!("already started in this --once-per window, {}", last.describe())
             }
             Some(_) => format!("this --once-per window is {}", self.describe()),
@@ -260,9 +269,11 @@ impl Marker {
     }
 
     /// Whether the marker keeps every run out for ever: it has no lease,
-    /// so its window never closes.
+    /// so its window never closes (a run never claims such a marker,
+    /// whatever its attempts say: written by hand, or copied by `etcdctl
+    /// make-mirror`, which copies no lease).
     pub fn stuck(&self) -> bool {
-        self.lease == LeaseId::NONE && !matches!(self.verdict, Verdict::Open { .. })
+        self.lease == LeaseId::NONE
     }
 }
 
@@ -273,19 +284,24 @@ fn describe_attempts(last: &LastRun, verdict: Verdict) -> String {
         Verdict::Open { counted } => {
             format!("open: {counted} of {allowed} attempts used, none succeeded")
         }
-        Verdict::UnderWay => "a run is under way".to_string(),
+        Verdict::UnderWay => "taken: a run is under way".to_string(),
         Verdict::Succeeded => "spent by a success".to_string(),
         Verdict::Spent { .. } if allowed == 1 => "spent: its run started".to_string(),
         Verdict::Spent { counted } => format!("spent: {counted} attempts, none succeeded"),
     };
-    let each = last
+    // The latest few: a marker written by hand may list thousands.
+    let skipped = last.attempts.len().saturating_sub(SHOWN_ATTEMPTS);
+    let mut each: Vec<String> = last
         .attempts
         .iter()
         .enumerate()
-        .map(|(at, attempt)| format!("attempt {}: {}", at + 1, attempt.describe()))
-        .collect::<Vec<_>>()
-        .join("; ");
-    format!("{summary} ({each})")
+        .skip(skipped)
+        .map(|(at, attempt)| format!("run {}: {}", at + 1, attempt.describe()))
+        .collect();
+    if skipped > 0 {
+        each.insert(0, format!("{skipped} earlier runs not shown"));
+    }
+    format!("{summary} ({})", each.join("; "))
 }
 
 pub enum Claim {
@@ -467,20 +483,7 @@ async fn claim_once(
         .await?;
     let key = marker_key(&leadership.name);
     if response.succeeded() {
-        let last = range_at(&response, 0).first();
-        if let Some(last) =
-            last.and_then(|kv| opened_within(&kv.value, ask.window, crate::clock::wall()))
-        {
-            // The caller gives our window lease back, with the marker.
-            return Err(Disagreement(format!(
-                "--once-per {} disagrees with the window the last run of {} opened, {}: it began {}, within this one, and that window has closed: give every replica the same --once-per",
-                humantime::format_duration(ask.window),
-                leadership.name,
-                humantime::format_duration(Duration::from_secs(last.window_s.unwrap_or_default())),
-                last.describe()
-            ))
-            .into());
-        }
+        other_window(&range_at(&response, 0), ask.window, &leadership.name)?;
         let claim = WindowClaim {
             key,
             marker: opening,
@@ -508,7 +511,8 @@ async fn claim_once(
     let started = last_started.and_then(|kv| record::decode(&kv.value));
     let found = read_marker(connection, &marker.value, marker.lease, started.as_ref()).await?;
     let found = agreed(found, &leadership.name, seconds)?;
-    let (Some(last), Verdict::Open { .. }) = (&found.last, found.verdict) else {
+    let (Some(last), Verdict::Open { .. }, false) = (&found.last, found.verdict, found.stuck())
+    else {
         return Ok(Some(Claim::Taken(found)));
     };
     let next = last.with_attempt(holder, ours, &found.counted);
@@ -556,6 +560,29 @@ async fn add_attempt(
         opened: false,
     };
     Ok(Some(Claim::Ours(claim)))
+}
+
+/// Refuses a window opened by our claim if the last run's start record
+/// (`last_started`, read with it) shows a window of another length still
+/// open ([`opened_within`]); the caller gives our window lease back, with
+/// the marker.
+fn other_window(
+    last_started: &crate::etcd::requests::Range,
+    window: Duration,
+    election: &str,
+) -> Result<()> {
+    let last = last_started.kvs.first();
+    let Some(last) = last.and_then(|kv| opened_within(&kv.value, window, crate::clock::wall()))
+    else {
+        return Ok(());
+    };
+    Err(Disagreement(format!(
+        "--once-per {} disagrees with the window the last run of {election} opened, {}: it began {}, within this one, and that window has closed: give every replica the same --once-per",
+        humantime::format_duration(window),
+        humantime::format_duration(Duration::from_secs(last.window_s.unwrap_or_default())),
+        last.describe()
+    ))
+    .into())
 }
 
 /// The transaction that opens a window: our marker, on the window's
@@ -685,23 +712,28 @@ fn agreed(marker: Marker, election: &str, seconds: i64) -> Result<Marker> {
     }
 }
 
-/// The marker of an election, if one stands, judged. The name is bytes,
-/// as etcd's keys are (`status --all` finds names that are not UTF-8).
-pub async fn current(
+/// The marker of an election as stored, if one stands: read beside the
+/// other keys `status` reads, then [`judged`]. The name is bytes, as
+/// etcd's keys are (`status --all` finds names that are not UTF-8).
+pub async fn read(
     connection: &Connection,
     election: impl AsRef<[u8]>,
-    started: Option<&Record>,
-) -> Result<Option<Marker>> {
+) -> Result<Option<crate::etcd::kv::Kv>> {
     let key = Beside::OncePer.raw_key(election.as_ref());
     let response = connection
         .get("reading the --once-per marker", key, None)
         .await?;
-    match response.kvs.first() {
-        Some(kv) => Ok(Some(
-            read_marker(connection, &kv.value, kv.lease, started).await?,
-        )),
-        None => Ok(None),
-    }
+    Ok(response.first())
+}
+
+/// A marker as [`read`], judged with the last start record (which tells
+/// an attempt killed as its command started from one that never started).
+pub async fn judged(
+    connection: &Connection,
+    stored: &crate::etcd::kv::Kv,
+    started: Option<&Record>,
+) -> Result<Marker> {
+    read_marker(connection, &stored.value, stored.lease, started).await
 }
 
 /// A marker's value decoded and judged, with what its lease has left.

@@ -52,7 +52,6 @@ use crate::clock;
 use crate::clock::Now;
 use crate::election::holder::Holder;
 use crate::election::name::Beside;
-use crate::election::once_per::WindowClaim;
 use crate::election::{ours, Leadership};
 use crate::etcd::ids::{Revision, Token};
 use crate::etcd::kv::Kv;
@@ -390,10 +389,9 @@ pub struct Ended {
     proven_at: Revision,
     /// The revision this run's start record was written at, if it was.
     started_at: Option<Revision>,
-    /// The run's attempt at a `--once-per` window, with why its command
-    /// could not start, if it could not: its end is written beside the
-    /// records.
-    window: Option<Box<(WindowClaim, Option<String>)>>,
+    /// The write of the run's end into its `--once-per` attempt, if it
+    /// made one (`once_per::WindowClaim::ended`): beside the records.
+    window: Option<TxnOp>,
 }
 
 impl Ended {
@@ -401,7 +399,7 @@ impl Ended {
         record: Record,
         start: Option<JoinHandle<Option<Revision>>>,
         proven_at: Revision,
-        window: Option<Box<(WindowClaim, Option<String>)>>,
+        window: Option<TxnOp>,
     ) -> Ended {
         Ended {
             record,
@@ -415,8 +413,7 @@ impl Ended {
     /// The write of our `--once-per` attempt's end, if the run made one:
     /// last, after the records' (whose answers are read by their place).
     fn window_end(&self) -> Option<TxnOp> {
-        let (claim, why) = self.window.as_deref()?;
-        Some(claim.ended(&self.record, why.as_deref()))
+        self.window.clone()
     }
 
     /// The revision at which the run's win was proven.
@@ -424,16 +421,29 @@ impl Ended {
         self.proven_at
     }
 
-    /// Settles the start record before the end records are written: one
-    /// being written is let finish first (within [`CLEANUP`], else stopped),
-    /// so that it cannot land after them; one not yet begun is not needed
-    /// any more.
-    pub async fn settle_start(&mut self) -> Option<Revision> {
+    /// Settles the start record before the end records are written. One
+    /// already written gives its revision (the resignation's guard on
+    /// `last-started`); one not yet begun is not needed any more. One still
+    /// being written:
+    /// - `entitled` (the end records go in the resignation, which deletes
+    ///   our key): called off, not waited for. It is written only while our
+    ///   key is ours ([`replace_started`] and `mark_leading` compare it), so
+    ///   it cannot land after the resignation; landed before it, it makes
+    ///   the resignation's `last-started` write refuse (written since our
+    ///   proof), and our end goes there by a read and a swap after
+    ///   (`WriteStarted`). Waited for, it took the way out's whole bound on
+    ///   a slow etcd, and the resignation was never sent: no end records,
+    ///   and our key left to expire with its lease, a TTL on the next
+    ///   leader's path;
+    /// - not entitled (a lost run, whose end records go after its lease is
+    ///   given back): let finish first (within [`CLEANUP`], else stopped),
+    ///   so that it cannot land after them.
+    pub async fn settle_start(&mut self, entitled: bool) -> Option<Revision> {
         let Some(mut start) = self.start.take() else {
             return self.started_at;
         };
-        if start.is_finished() || self.record.duration_s.unwrap_or(0.0) >= START_DELAY.as_secs_f64()
-        {
+        let begun = self.record.duration_s.unwrap_or(0.0) >= START_DELAY.as_secs_f64();
+        if start.is_finished() || (begun && !entitled) {
             match clock::timeout(CLEANUP, &mut start).await {
                 Some(written) => self.started_at = written.ok().flatten(),
                 None => {

@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use tonic::transport::{Channel as TonicChannel, Endpoint as TonicEndpoint};
 
 use crate::error;
 use crate::etcd::credentials::Credentials;
+use crate::etcd::discovery::{self, Discovery};
 use crate::etcd::symptom::{Symptom, USER_EMPTY};
 
 /// The largest answer leaderrun reads in one message, for key-value reads
@@ -34,7 +35,12 @@ pub const MESSAGE_LIMIT: usize = 32 * 1024 * 1024;
 /// How to reach etcd: the endpoints and what every client shares.
 #[derive(Clone)]
 pub struct Settings {
+    /// The endpoints as the run began: given, or discovered.
     pub endpoints: Vec<String>,
+    /// Where the endpoints were discovered (`--discovery-srv`): looked up
+    /// again when every endpoint failed, so that members moved in DNS are
+    /// found.
+    pub discovery: Option<Discovery>,
     /// Bound on connecting plus one request to one endpoint.
     pub dial_timeout: Duration,
     /// HTTP/2 ping interval: breaks streams on a dead or frozen connection,
@@ -68,7 +74,8 @@ impl Settings {
             .keep_alive_timeout(self.ping_interval)
             .keep_alive_while_idle(true);
         if url.starts_with("https://") {
-            endpoint = self.credentials.secure(endpoint)?;
+            let server_name = self.discovery.as_ref().and_then(Discovery::server_name);
+            endpoint = self.credentials.secure(endpoint, server_name)?;
         }
         // The library's tests: an endpoint of a simulated world is dialled
         // in memory, to its simulated etcd (`crate::simulation`).
@@ -87,26 +94,77 @@ pub struct Connection {
 
 struct Inner {
     settings: Settings,
-    current: AtomicUsize,
-    clients: Mutex<Vec<Option<Client>>>,
+    pool: Mutex<Pool>,
+    /// A look-up of the endpoints again is under way (one at a time).
+    rediscovering: AtomicBool,
+    /// When the endpoints were last looked up again.
+    last_lookup: Mutex<Option<crate::clock::Instant>>,
 }
 
-/// A client for one endpoint, with the index to report if it fails.
+/// The endpoints in use, a client for each once dialled, and the current
+/// one. A new discovery replaces them all, as a new generation: a report
+/// of failure about an endpoint of an older one changes nothing.
+struct Pool {
+    generation: u64,
+    endpoints: Arc<[String]>,
+    clients: Vec<Option<Client>>,
+    current: usize,
+}
+
+impl Pool {
+    fn new(endpoints: &[String], generation: u64) -> Pool {
+        Pool {
+            generation,
+            endpoints: endpoints.into(),
+            clients: vec![None; endpoints.len()],
+            current: 0,
+        }
+    }
+}
+
+/// Which endpoint, of which generation of the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub index: usize,
+    generation: u64,
+}
+
+/// A client for one endpoint, with the slot to report if it fails.
 pub struct Endpoint {
     pub client: Client,
-    pub index: usize,
+    pub index: Slot,
 }
 
 impl Connection {
     pub fn new(settings: Settings) -> Self {
-        let clients = Mutex::new(vec![None; settings.endpoints.len()]);
+        let pool = Mutex::new(Pool::new(&settings.endpoints, 0));
         Connection {
             inner: Arc::new(Inner {
                 settings,
-                current: AtomicUsize::new(0),
-                clients,
+                pool,
+                rediscovering: AtomicBool::new(false),
+                last_lookup: Mutex::new(None),
             }),
         }
+    }
+
+    fn pool(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.inner.pool.lock().expect("not poisoned")
+    }
+
+    /// The endpoints in use now.
+    pub fn endpoints(&self) -> Arc<[String]> {
+        self.pool().endpoints.clone()
+    }
+
+    /// The URL of the endpoint in `slot` (of its generation, or the
+    /// current one if the pool moved on).
+    fn url(&self, slot: Slot) -> String {
+        let pool = self.pool();
+        pool.endpoints
+            .get(slot.index)
+            .cloned()
+            .unwrap_or_else(|| pool.endpoints.join(","))
     }
 
     pub fn settings(&self) -> &Settings {
@@ -117,7 +175,8 @@ impl Connection {
     /// out so that trying every endpoint once stays within it.
     pub fn attempt_timeout(&self) -> Duration {
         let settings = &self.inner.settings;
-        let share = settings.dial_timeout / settings.endpoints.len().max(1) as u32;
+        let count = self.pool().endpoints.len().max(1);
+        let share = settings.dial_timeout / count as u32;
         share.max(Duration::from_millis(200).min(settings.dial_timeout))
     }
 
@@ -138,27 +197,34 @@ impl Connection {
     /// [`Self::current`], and whether its client was made just now (and
     /// so read the TLS files just now).
     async fn current_or_new(&self) -> Result<(Endpoint, bool)> {
-        let index = self.inner.current.load(Ordering::Acquire);
-        // A client is large (kilobytes): no local holds one across the
-        // wait below, or every request's future would be that much larger.
-        if let Some(client) = self.inner.clients.lock().expect("not poisoned")[index].clone() {
-            return Ok((Endpoint { client, index }, false));
-        }
+        let (index, url) = {
+            let pool = self.pool();
+            let index = Slot {
+                index: pool.current,
+                generation: pool.generation,
+            };
+            // A client is large (kilobytes): no local holds one across the
+            // wait below, or every request's future would be that much
+            // larger.
+            if let Some(client) = pool.clients[pool.current].clone() {
+                return Ok((Endpoint { client, index }, false));
+            }
+            (index, pool.endpoints[pool.current].clone())
+        };
         // Boxed: making a client is rare (once per endpoint, and after a
         // failure) and its future large; held inline, it would be in every
         // request's future, and in every future that holds one of those.
         // (A statement of its own: a temporary lives to the end of the
         // statement, across the wait, unboxed.)
-        let dialling = Box::pin(self.dial(index));
+        let dialling = Box::pin(self.dial(index, url));
         Ok((dialling.await?, true))
     }
 
-    /// A new client for the endpoint at `index`, kept for the next
+    /// A new client for the endpoint `url` in `index`, kept for the next
     /// requests.
-    async fn dial(&self, index: usize) -> Result<Endpoint> {
+    async fn dial(&self, index: Slot, url: String) -> Result<Endpoint> {
         let settings = &self.inner.settings;
-        let url = &settings.endpoints[index];
-        let channel = etcd_client::Channel::Tonic(settings.channel(url)?);
+        let channel = etcd_client::Channel::Tonic(settings.channel(&url)?);
         let connect = Client::from_channel(channel, Some(settings.client_options()));
         let client = match tokio::time::timeout(self.attempt_timeout(), connect).await {
             Ok(Ok(client)) => client,
@@ -180,7 +246,11 @@ impl Connection {
                 return Err(anyhow!("cannot connect to {url}: timed out"));
             }
         };
-        self.inner.clients.lock().expect("not poisoned")[index] = Some(client.clone());
+        let mut pool = self.pool();
+        if pool.generation == index.generation {
+            pool.clients[index.index] = Some(client.clone());
+        }
+        drop(pool);
         Ok(Endpoint { client, index })
     }
 
@@ -189,23 +259,77 @@ impl Connection {
     /// Its client is dropped too: the next use dials again and, with
     /// authentication on, gets a fresh token (an etcd that restarted has
     /// forgotten the old one, and a watch opened with it is refused).
-    pub fn failed(&self, index: usize) {
-        self.inner.clients.lock().expect("not poisoned")[index] = None;
-        let count = self.inner.settings.endpoints.len();
-        let next = (index + 1) % count;
-        if self
-            .inner
-            .current
-            .compare_exchange(index, next, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-            && count > 1
-        {
-            tracing::info!(
-                from = %self.inner.settings.endpoints[index],
-                to = %self.inner.settings.endpoints[next],
-                "moving to another etcd endpoint"
-            );
+    pub fn failed(&self, index: Slot) {
+        let mut pool = self.pool();
+        if pool.generation != index.generation {
+            return;
         }
+        pool.clients[index.index] = None;
+        let count = pool.endpoints.len();
+        let next = (index.index + 1) % count;
+        if pool.current == index.index {
+            pool.current = next;
+            if count > 1 {
+                tracing::info!(
+                    from = %pool.endpoints[index.index],
+                    to = %pool.endpoints[next],
+                    "moving to another etcd endpoint"
+                );
+            }
+        }
+        drop(pool);
+        // The last endpoint of the round failed (the lease's keeper and
+        // the watches report failures here, not through `call`): where
+        // the endpoints were discovered, look again, beside the caller.
+        if next == 0 && self.inner.settings.discovery.is_some() {
+            let connection = self.clone();
+            tokio::spawn(async move {
+                connection.rediscover().await;
+            });
+        }
+    }
+
+    /// After every endpoint failed, with `--discovery-srv`: the endpoints
+    /// looked up again, and put in use if they differ (a new generation,
+    /// every client dialled anew). One look-up at a time; its failure
+    /// keeps the endpoints as they were. Whether they changed.
+    async fn rediscover(&self) -> bool {
+        let Some(discovery) = &self.inner.settings.discovery else {
+            return false;
+        };
+        if self.inner.rediscovering.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        // Not more than once a second, however often endpoints fail.
+        {
+            let mut last = self.inner.last_lookup.lock().expect("not poisoned");
+            let now = <crate::clock::Instant as crate::clock::Now>::now();
+            if last.is_some_and(|last| now.saturating_since(last) < Duration::from_secs(1)) {
+                self.inner.rediscovering.store(false, Ordering::Release);
+                return false;
+            }
+            *last = Some(now);
+        }
+        let found = discovery::endpoints(discovery, self.inner.settings.dial_timeout).await;
+        self.inner.rediscovering.store(false, Ordering::Release);
+        let found = match found {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::info!("{err:#}; keeping the endpoints found before");
+                return false;
+            }
+        };
+        let mut pool = self.pool();
+        if *pool.endpoints == *found {
+            return false;
+        }
+        tracing::info!(
+            from = %pool.endpoints.join(","),
+            to = %found.join(","),
+            "DNS SRV discovery found other etcd endpoints"
+        );
+        *pool = Pool::new(&found, pool.generation + 1);
+        true
     }
 
     /// Runs one request, trying each endpoint once at most, each attempt
@@ -217,7 +341,7 @@ impl Connection {
         F: FnMut(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        let mut tries = Tries::new(self.inner.settings.endpoints.len());
+        let mut tries = Tries::new(self.pool().endpoints.len());
         while tries.attempt < tries.attempts {
             tries.attempt += 1;
             let (Endpoint { client, index }, new) = match self.current_or_new().await {
@@ -228,7 +352,7 @@ impl Connection {
                     continue;
                 }
             };
-            let url = &self.inner.settings.endpoints[index];
+            let url = &self.url(index);
             match self.within_attempt(request(client)).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(err)) if is_stale_token(&err) && !tries.reauthenticated => {
@@ -272,6 +396,14 @@ impl Connection {
             }
             tries.failed(new);
             self.failed(index);
+            // Every endpoint failed: where they were discovered, look
+            // again, and try each of the ones found once.
+            if tries.attempt == tries.attempts && !tries.rediscovered {
+                tries.rediscovered = true;
+                if Box::pin(self.rediscover()).await {
+                    tries.attempts += self.pool().endpoints.len();
+                }
+            }
         }
         Err(self.verdict(what, tries))
     }
@@ -304,7 +436,7 @@ impl Connection {
     /// The error once every attempt of a call failed.
     fn verdict(&self, what: &str, tries: Tries) -> anyhow::Error {
         let last_error = tries.last_error.unwrap_or_else(|| anyhow!("no endpoint"));
-        let endpoints = self.inner.settings.endpoints.join(",");
+        let endpoints = self.endpoints().join(",");
         let hint = self.hint(tries.symptom);
         if tries.only_certificates_failed && tries.new_client_failed {
             // Every endpoint refused our client certificate, or showed one
@@ -324,8 +456,13 @@ impl Connection {
     /// Authenticates the client of the endpoint at `index` again: every
     /// clone of it (the keeper's, the watches') sends the new token from
     /// then on. Refused if etcd turns the credentials down.
-    async fn reauthenticate(&self, index: usize) -> Result<()> {
-        let client = self.inner.clients.lock().expect("not poisoned")[index].clone();
+    async fn reauthenticate(&self, index: Slot) -> Result<()> {
+        let client = {
+            let pool = self.pool();
+            (pool.generation == index.generation)
+                .then(|| pool.clients[index.index].clone())
+                .flatten()
+        };
         // Dropped meanwhile (it failed): the next dial authenticates.
         let Some(client) = client else {
             return Ok(());
@@ -344,12 +481,11 @@ impl Connection {
 
     /// What to check, for errors whose cause is in leaderrun's own options.
     fn hint(&self, symptom: Symptom) -> &'static str {
-        let settings = &self.inner.settings;
-        let https = settings
-            .endpoints
+        let https = self
+            .endpoints()
             .iter()
             .any(|url| url.starts_with("https://"));
-        let credentials = &settings.credentials;
+        let credentials = &self.inner.settings.credentials;
         symptom.hint(
             https,
             credentials.tls_requested(),
@@ -365,6 +501,8 @@ struct Tries {
     attempts: usize,
     attempt: usize,
     reauthenticated: bool,
+    /// The endpoints were looked up again in this call.
+    rediscovered: bool,
     last_error: Option<anyhow::Error>,
     symptom: Symptom,
     /// Whether every attempt failed in a TLS handshake, on a certificate,
@@ -381,6 +519,7 @@ impl Tries {
             attempts: endpoints,
             attempt: 0,
             reauthenticated: false,
+            rediscovered: false,
             last_error: None,
             symptom: Symptom::Other,
             only_certificates_failed: true,

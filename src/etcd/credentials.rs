@@ -110,7 +110,7 @@ impl Credentials {
             // Parse the PEM files now, so that a bad one is a usage error
             // and not an endpoint that seems unreachable.
             let probe = Endpoint::from_static("https://localhost:2379");
-            if let Err(err) = credentials.secure_with(&tls, probe) {
+            if let Err(err) = credentials.secure_with(&tls, probe, None) {
                 let mut causes: Vec<String> = err.chain().map(ToString::to_string).collect();
                 causes.retain(|cause| cause != "transport error");
                 bail!("{}", causes.join(": "));
@@ -140,9 +140,12 @@ impl Credentials {
     /// and expired since is not kept. Files that no longer read whole and
     /// good (a renewal caught half done) give way to what they held when
     /// last read: the handshake then says whether that still does.
-    pub fn secure(&self, endpoint: Endpoint) -> Result<Endpoint> {
+    ///
+    /// `server_name`: the name the server's certificate must show, when it
+    /// is not the endpoint's host (DNS SRV discovery's domain).
+    pub fn secure(&self, endpoint: Endpoint, server_name: Option<&str>) -> Result<Endpoint> {
         let fresh = self.files.read().and_then(|tls| {
-            let secured = self.secure_with(&tls, endpoint.clone())?;
+            let secured = self.secure_with(&tls, endpoint.clone(), server_name)?;
             Ok((tls, secured))
         });
         let last_read = &self.last_read;
@@ -154,14 +157,22 @@ impl Credentials {
             Err(err) => {
                 tracing::info!("{err:#}; using the TLS files as read before");
                 let tls = last_read.lock().expect("not poisoned").clone();
-                self.secure_with(&tls, endpoint)
+                self.secure_with(&tls, endpoint, server_name)
             }
         }
     }
 
     /// Adds TLS to an https endpoint, with `tls` as the files' content.
-    fn secure_with(&self, tls: &Tls, endpoint: Endpoint) -> Result<Endpoint> {
+    fn secure_with(
+        &self,
+        tls: &Tls,
+        endpoint: Endpoint,
+        server_name: Option<&str>,
+    ) -> Result<Endpoint> {
         let mut config = ClientTlsConfig::new().assume_http2(true);
+        if let Some(name) = server_name {
+            config = config.domain_name(name);
+        }
         if let Some((cert, key)) = &tls.identity {
             config = config.identity(Identity::from_pem(cert, key));
         }
@@ -213,9 +224,11 @@ enum Pem {
 /// holds what the flag wants: a certificate given as a key (or the other way
 /// round) is our fault, and is said so here rather than as a handshake
 /// failure later.
+/// The largest TLS file read: a chain of a few certificates is kilobytes.
+const PEM_LIMIT: u64 = 1024 * 1024;
+
 fn read_pem(flag: &str, path: &Path, wanted: Pem) -> Result<Vec<u8>> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read {flag} {}", path.display()))?;
+    let bytes = crate::files::read_bounded(flag, path, PEM_LIMIT, crate::files::Secret::No)?;
     let shown = path.display();
     let Some(found) = pem_sections(&bytes) else {
         bail!("{flag} {shown} is not a PEM file");

@@ -9,6 +9,7 @@
 
 pub mod connection;
 pub mod credentials;
+pub mod discovery;
 pub mod endpoints;
 pub mod ids;
 pub mod kv;
@@ -32,6 +33,11 @@ use credentials::Credentials;
 pub struct Options {
     /// The endpoint list as given, comma-separated; None: [`endpoints::DEFAULT`].
     pub endpoints: Option<String>,
+    /// Where to discover the endpoints instead (`--discovery-srv`).
+    pub discovery: Option<discovery::Discovery>,
+    /// ETCDCTL_INSECURE_TRANSPORT=false: bare `host:port` endpoints are
+    /// https, as when a TLS option is given.
+    pub tls_transport: bool,
     /// Bound on connecting plus one request to one endpoint.
     pub dial_timeout: Duration,
     /// CAs to trust instead of the system's (PEM).
@@ -50,11 +56,22 @@ pub struct Options {
 /// A connection as the options say: endpoints, TLS, credentials, the dial
 /// timeout, and an HTTP/2 ping every `ping_interval`, which breaks streams
 /// on a dead or frozen connection.
-pub fn connect(options: &Options, ping_interval: Duration) -> Result<Connection> {
+///
+/// With discovery, the endpoints are looked up first, each look-up
+/// bounded by the dial timeout: finding none is an error.
+pub async fn connect(options: &Options, ping_interval: Duration) -> Result<Connection> {
     let credentials = Credentials::from_options(options)?;
-    let endpoints = endpoints::resolve(options.endpoints.as_deref(), credentials.tls_requested())?;
+    let endpoints = match &options.discovery {
+        Some(discovery) => discovery::endpoints(discovery, options.dial_timeout).await?,
+        None => endpoints::resolve(
+            options.endpoints.as_deref(),
+            credentials.tls_requested() || options.tls_transport,
+        )?,
+    };
+    tracing::debug!("etcd endpoints: {}", endpoints.join(","));
     Ok(Connection::new(Settings {
         endpoints,
+        discovery: options.discovery.clone(),
         dial_timeout: options.dial_timeout,
         ping_interval,
         credentials,

@@ -15,7 +15,7 @@ use etcd_client::{
 };
 
 use crate::clock;
-use crate::etcd::connection::{Endpoint, MESSAGE_LIMIT};
+use crate::etcd::connection::{Endpoint, Slot, MESSAGE_LIMIT};
 use crate::etcd::ids::{LeaseId, Revision};
 use crate::etcd::kv::Kv;
 use crate::etcd::Connection;
@@ -244,7 +244,7 @@ impl Connection {
         &self,
         key: &[u8],
         options: WatchOptions,
-    ) -> Option<(WatchStream, usize)> {
+    ) -> Option<(WatchStream, Slot)> {
         let Endpoint { client, index } = self.current().await.ok()?;
         // With the client it borrows, which goes onto the heap with it.
         let open = async move {
@@ -284,6 +284,7 @@ mod tests {
     fn requests_are_small_futures() {
         let connection = Connection::new(crate::etcd::connection::Settings {
             endpoints: vec!["http://127.0.0.1:2379".into()],
+            discovery: None,
             dial_timeout: Duration::from_secs(1),
             ping_interval: Duration::from_secs(1),
             credentials: Default::default(),

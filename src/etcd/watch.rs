@@ -13,7 +13,7 @@ use crate::etcd::Connection;
 pub struct Watch {
     /// Boxed: a stream is large, and watches travel inside outcomes.
     stream: Box<WatchStream>,
-    index: usize,
+    index: crate::etcd::connection::Slot,
     connection: Connection,
 }
 

@@ -448,7 +448,7 @@ impl<'a> Campaigner<'a> {
                     );
                 }
                 session.window_claim = Some(claim);
-                super::supervise::stop_if_asked("window-claimed");
+                super::hooks::stop_if_asked("window-claimed");
                 CampaignEvent::WindowClaimed
             }
             Claim::Taken(marker) => {

@@ -466,7 +466,7 @@ fn run_ending(stopping: Stopping<'_>, resigning: Resigning, session: &mut Sessio
     let record = leading
         .run
         .ended(code.outcome(), Some(code.value(config.conflict_code)));
-    let window = leading.window.map(|claim| Box::new((claim, None)));
+    let window = leading.window.map(|claim| claim.ended(&record, None));
     Ending::Run {
         code,
         ended: Box::new(Ended::new(record, Some(leading.start), proven_at, window)),
@@ -490,7 +490,7 @@ fn not_started_ending(not_started: NotStarted, session: &mut Session) -> Ending 
     session.after_run(won.lease, won.own, None, false);
     let record = run.ended(code.outcome(), Some(exit.code()));
     let why = format!("could not start: {error:#}");
-    let window = window.map(|claim| Box::new((claim, Some(why))));
+    let window = window.map(|claim| claim.ended(&record, Some(&why)));
     Ending::Run {
         code,
         ended: Box::new(Ended::new(record, None, proven_at, window)),

@@ -19,6 +19,7 @@
 
 mod campaign;
 mod explain;
+mod hooks;
 mod machine;
 mod notify;
 mod session;
@@ -115,7 +116,7 @@ pub async fn run(
     // A dead connection must break the keep-alive stream well within the
     // TTL: ping every third of it.
     let ping = (config.ttl / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
-    let connection = etcd::connect(&etcd_options, ping)?;
+    let connection = etcd::connect(&etcd_options, ping).await?;
     config.etcd_env = env::etcdctl(&etcdctl, &connection.settings().endpoints);
     host::prepare();
     machine::drive(&config, &connection, &mut signals, guardian).await

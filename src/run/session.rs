@@ -155,6 +155,7 @@ impl Session {
         let mut performing = Performing {
             ended,
             successor: None,
+            entitled: way.entitled(),
         };
         loop {
             let fed = match effect {
@@ -186,10 +187,14 @@ impl Session {
         performing: &mut Performing,
         election: &Election<'_>,
     ) -> Fed {
-        let Performing { ended, successor } = performing;
+        let Performing {
+            ended,
+            successor,
+            entitled,
+        } = performing;
         match (effect, ended.as_mut()) {
             (Effect::SettleStart, Some(ended)) => {
-                Fed::StartSettled(ended.settle_start().await.map(|at| at.0))
+                Fed::StartSettled(ended.settle_start(*entitled).await.map(|at| at.0))
             }
             (Effect::FindSuccessor { wanted }, _) => {
                 *successor = self.successor(wanted).await;
@@ -343,6 +348,10 @@ struct Performing {
     ended: Option<Ended>,
     /// Who is behind us, if found.
     successor: Option<Successor>,
+    /// The way out asks for the entitled resignation
+    /// (`Resignation::entitled`): a start record still being written is
+    /// not waited for ([`Ended::settle_start`]).
+    entitled: bool,
 }
 
 /// The resignation's transaction, as the protocol asked for it.

@@ -81,7 +81,7 @@ impl<'a> Leading<'a> {
         let window = config.once_per.map(crate::etcd::requests::whole_seconds);
         let window = window.map(i64::unsigned_abs);
         let run = record::Run::new(&holder, leadership.token, leadership.proven_at, window);
-        stop_if_asked("spawning");
+        super::hooks::stop_if_asked("spawning");
         let spawned = Child::spawn(
             &config.program,
             &config.command,
@@ -223,21 +223,6 @@ fn panic_if_asked(event: &RunningEvent) {
     {
         panic!("asked to, by LEADERRUN_TEST_PANIC_ON_SIGNAL");
     }
-}
-
-/// Debug builds only (the suite's; a release build has none of it): with
-/// `LEADERRUN_TEST_STOP_AT` set to `step`, the run stops itself there
-/// (SIGSTOP), so that a test can kill it with SIGKILL at that very step.
-/// The steps: `window-claimed` (the `--once-per` claim answered) and
-/// `spawning` (just before the command is started).
-pub fn stop_if_asked(step: &str) {
-    #[cfg(debug_assertions)]
-    if std::env::var_os("LEADERRUN_TEST_STOP_AT").is_some_and(|asked| asked == step) {
-        // Best effort: a test that asked waits for the stop it asked for.
-        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
-    }
-    #[cfg(not(debug_assertions))]
-    let _ = step;
 }
 
 /// With one runner, our key still holds the holder as it queued (the win

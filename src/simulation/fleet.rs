@@ -495,6 +495,8 @@ impl World {
             .collect();
         let options = crate::etcd::Options {
             endpoints: Some(endpoints.join(",")),
+            discovery: None,
+            tls_transport: false,
             dial_timeout: setup.dial_timeout,
             cacert: None,
             cert: None,

@@ -51,7 +51,7 @@ pub struct Options {
 }
 
 pub async fn status(options: Options) -> Result<Exit> {
-    let connection = etcd::connect(&options.etcd, PING)?;
+    let connection = etcd::connect(&options.etcd, PING).await?;
     let election = match options.elections {
         Elections::All { prefix } => return all::all(&connection, &prefix, options.format).await,
         Elections::One(election) => election,
@@ -124,17 +124,20 @@ impl Report {
     /// The line, the `--once-per` marker and the records are read at once;
     /// the leader's lease after, once it is known.
     async fn read(connection: &Connection, election: &[u8]) -> Result<Report> {
-        let (snapshot, records, paused) = tokio::join!(
+        let (snapshot, marker, records, paused) = tokio::join!(
             election::read_leader(connection, election),
+            once_per::read(connection, election),
             record::read(connection, election),
             pause::read(connection, election),
         );
         // Their errors in this order, whichever came first: the line's
         // refusal is the one to name.
-        let (snapshot, records, paused) = (snapshot?, records?, paused?);
-        // Judged with the last start record, which tells an attempt killed
-        // as its command started from one that never started.
-        let marker = once_per::current(connection, election, records.last_started.as_ref()).await?;
+        let (snapshot, marker, records, paused) = (snapshot?, marker?, records?, paused?);
+        let started = records.last_started.as_ref();
+        let marker = match marker {
+            Some(stored) => Some(once_per::judged(connection, &stored, started).await?),
+            None => None,
+        };
         let election::Snapshot {
             leader,
             runners,

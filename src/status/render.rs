@@ -225,7 +225,7 @@ pub fn text(report: &Report) -> String {
                 .map_or_else(|| "expired".into(), |ttl| format!("{ttl}s left"));
             lines.extend([
                 format!("leader:   {}", leader.describe()),
-                format!("command:  {}", printable(leader.holder.command())),
+                format!("command:  {}", command_shown(leader.holder.command())),
                 format!("token:    {}", leader.token),
                 format!("key:      {}", printable(&leader.key)),
                 format!("lease:    {:x} ({left})", leader.lease),
@@ -272,6 +272,15 @@ pub fn text(report: &Report) -> String {
     lines.join("\n") + "\n"
 }
 
+/// A holder's command as the text shows it: another tool's candidate
+/// with an empty value (`etcdctl lock`'s) tells none, and says so.
+fn command_shown(command: &str) -> std::borrow::Cow<'_, str> {
+    match command.is_empty() {
+        true => "(none told: another tool's candidate with an empty value)".into(),
+        false => printable(command),
+    }
+}
+
 /// How many of those waiting the text lists, in line order.
 const SHOWN_WAITING: usize = 20;
 
@@ -283,7 +292,7 @@ fn waiting_lines(report: &Report) -> Vec<String> {
         lines.push(format!(
             "  {place}. {}: {}",
             waiter.describe(),
-            printable(waiter.holder.command())
+            command_shown(waiter.holder.command())
         ));
     }
     let more = report.waiters().saturating_sub(SHOWN_WAITING);

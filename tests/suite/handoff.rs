@@ -228,6 +228,38 @@ fn a_record_written_while_we_ran_is_replaced_whatever_its_token() {
     }
 }
 
+/// A run that ends while its start record is still being written (it ran
+/// past the second that record waits, and etcd answers slowly: a loaded
+/// machine) does not wait for that write: its resignation goes out at
+/// once, and its end replaces a record written while it ran. Waited for,
+/// the start record took the way out's whole bound, the resignation was
+/// never sent, and the record written while it ran stayed
+/// (a_record_written_while_we_ran_is_replaced_whatever_its_token, seen
+/// failing beside two busy loops).
+#[test]
+fn a_start_record_still_being_written_does_not_hold_back_the_resignation() {
+    let etcd = Etcd::start();
+    let proxy = Proxy::start(etcd.client_port());
+    let name = "jobs/handoff-start-in-flight";
+    let (mut leader, release) =
+        spawn_until_released(Lr::at(&proxy.endpoint()).name(name).debug_json());
+    await_condition(LIMIT, "the leader to look behind it", || {
+        leader.logged(events::LOOKED_BEHIND) > 0
+    });
+    let (_, ours, _) = etcd.candidates(name)[0].clone();
+    etcd.put(&format!("{name}.last-finished"), &record_with(1), 0);
+    // Every answer from now on comes later than the way out's bound;
+    // requests still reach etcd at once. Released past the start
+    // record's second, its write (a read, then a swap) is on its way.
+    proxy.delay_answers(Duration::from_millis(600));
+    std::thread::sleep(Duration::from_millis(1150));
+    release.go();
+    let (code, stderr) = leader.finish(LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (_, recorded) = last_finished(&etcd, name);
+    assert_eq!(recorded, ours, "{stderr}");
+}
+
 #[test]
 fn a_run_that_lost_its_key_still_records_its_end() {
     let etcd = Etcd::start();

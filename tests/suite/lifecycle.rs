@@ -70,12 +70,16 @@ fn sigkill_of_leaderrun_leaves_no_child_or_background_job() {
         d = dir.path().display()
     );
     let mut replica = lr(etcd).name(&jobs_crash).spawn(["sh", "-c", &script]);
-    let shell = read_pid(&dir.path().join("sh"), SOON);
-    let background = read_pid(&dir.path().join("bg"), SOON);
+    // job_pid: a replica that exits before its job starts fails at once,
+    // with what it said, not as a 20 s wait for a pid file.
+    let shell = replica.job_pid(&dir.path().join("sh"), SOON);
+    let background = replica.job_pid(&dir.path().join("bg"), SOON);
+    let mut strays = Strays::new();
+    strays.add(background, "sleep 100");
     send(replica.pid(), Signal::SIGKILL);
     replica.finish(SOON);
     let took = await_condition(SOON, "child and background job gone", || {
-        !alive(shell) && !alive(background)
+        killed(shell) && killed(background)
     });
     eprintln!("family gone {took:?} after SIGKILL");
 }

@@ -9,6 +9,7 @@ mod common;
 
 mod check;
 mod cluster;
+mod discovery;
 mod etcd_facts;
 mod faults;
 mod frozen;
@@ -33,6 +34,7 @@ mod records;
 mod refusing;
 mod release;
 mod security;
+mod settings;
 mod signals;
 mod status;
 mod status_all;

@@ -304,7 +304,7 @@ fn with_attempts_only_a_success_spends_the_window() {
     let text = lr(etcd).status().name(&name).finish_within(SOON);
     assert!(
         text.stdout
-            .contains("once-per: spent by a success (attempt 1: failed at "),
+            .contains("once-per: spent by a success (run 1: failed at "),
         "{}",
         text.stdout
     );

@@ -111,8 +111,9 @@ fn a_once_per_marker_with_no_lease_never_closes() {
         done.stderr
     );
 
+    // Nobody leads, and nobody will until the marker is removed: stuck.
     let shown = status(&etcd, "jobs/mk");
-    assert_eq!(shown.code, Some(3), "nobody leads: {}", shown.stderr);
+    assert_eq!(shown.code, Some(4), "stuck: {}", shown.stderr);
     assert!(shown.stdout.contains("never closes"), "{}", shown.stdout);
 }
 

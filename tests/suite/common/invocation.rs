@@ -155,6 +155,15 @@ pub fn leaderrun_env<'a>(command: &'a mut Command, endpoints: &str) -> &'a mut C
             command.env_remove(key.as_ref());
         }
     }
+    // The machine's own settings file and systemd credentials are not the
+    // test's: a debug build reads this path instead of
+    // /etc/leaderrun/leaderrun.conf.
+    command
+        .env(
+            "LEADERRUN_TEST_SYSTEM_CONFIG",
+            "/nonexistent/leaderrun.conf",
+        )
+        .env_remove("CREDENTIALS_DIRECTORY");
     command.env("LEADERRUN_ENDPOINTS", endpoints)
 }
 

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub mod dns;
 pub mod etcd;
 pub mod faults;
 pub mod invocation;
@@ -15,6 +16,7 @@ pub mod pty;
 pub mod replicas;
 pub mod stalls;
 
+pub use dns::*;
 pub use etcd::*;
 pub use faults::*;
 pub use invocation::*;
