@@ -357,9 +357,17 @@ pub fn shell_quoted(text: &str) -> String {
     quoted
 }
 
-/// `etcdctl del KEY`, quoted for the shell.
+/// `etcdctl --endpoints=URLS del KEY`, quoted for the shell, with the
+/// endpoints this process reached etcd at.
 pub fn etcdctl_del(key: &str) -> String {
-    format!("etcdctl del {}", shell_quoted(key))
+    match crate::etcd::endpoints_in_use() {
+        Some(endpoints) => format!(
+            "etcdctl --endpoints={} del {}",
+            shell_quoted(endpoints),
+            shell_quoted(key)
+        ),
+        None => format!("etcdctl del {}", shell_quoted(key)),
+    }
 }
 
 pub fn now_rfc3339() -> String {

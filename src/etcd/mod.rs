@@ -53,6 +53,17 @@ pub struct Options {
     pub password: Option<String>,
 }
 
+/// The endpoints this process connected to, for the commands it suggests
+/// (`etcdctl --endpoints=... del KEY`): a suggestion copied into another
+/// shell must reach the same etcd.
+static ENDPOINTS_IN_USE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The endpoints this process connected to first, comma-separated, if it
+/// did.
+pub fn endpoints_in_use() -> Option<&'static str> {
+    ENDPOINTS_IN_USE.get().map(String::as_str)
+}
+
 /// A connection as the options say: endpoints, TLS, credentials, the dial
 /// timeout, and an HTTP/2 ping every `ping_interval`, which breaks streams
 /// on a dead or frozen connection.
@@ -69,6 +80,7 @@ pub async fn connect(options: &Options, ping_interval: Duration) -> Result<Conne
         )?,
     };
     tracing::debug!("etcd endpoints: {}", endpoints.join(","));
+    let _ = ENDPOINTS_IN_USE.set(endpoints.join(","));
     Ok(Connection::new(Settings {
         endpoints,
         discovery: options.discovery.clone(),

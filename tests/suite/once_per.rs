@@ -441,7 +441,8 @@ fn a_marker_written_by_hand_is_shown_as_it_is_and_is_stuck() {
     let text = lr(etcd).status().name(&name).finish_within(SOON);
     assert_eq!(text.code, Some(4));
     assert!(
-        text.stdout.contains("(stuck; remove it with: etcdctl del"),
+        text.stdout
+            .contains("(stuck; remove it with: etcdctl --endpoints="),
         "{}",
         text.stdout
     );
@@ -461,4 +462,57 @@ fn a_marker_written_by_hand_is_shown_as_it_is_and_is_stuck() {
         .finish_within(SOON);
     let line = format!("leaderrun_stuck{{election=\"{name}\"}} 1");
     assert!(metrics.stdout.contains(&line), "{}", metrics.stdout);
+    // A key with no lease that leads: stuck too, and no leader that can
+    // lose its place (status --name exits 4 for it).
+    let stale = format!("{name}-stale");
+    etcd.put(&format!("{stale}/1234abcd"), "by hand", 0);
+    let metrics = lr(etcd)
+        .status()
+        .args(["--all", "--prefix", &stale, "--format", "prometheus"])
+        .finish_within(SOON);
+    for line in [
+        format!("leaderrun_leader_present{{election=\"{stale}\"}} 0"),
+        format!("leaderrun_stuck{{election=\"{stale}\"}} 1"),
+    ] {
+        assert!(metrics.stdout.contains(&line), "{line}: {}", metrics.stdout);
+    }
+}
+
+/// A fleet mid-upgrade: a marker as a version before attempts writes it
+/// (no `attempts`) is a window that had its run, to a replica of this
+/// version with `--once-per-attempts 3`; and this version's marker keeps
+/// the fields those versions read (the run, its token, the window).
+#[test]
+fn a_fleet_mid_upgrade_runs_a_window_no_more_often_than_its_older_replicas() {
+    let etcd = Etcd::shared();
+    let name = unique("jobs/mixed");
+    let lease = etcd.grant(3600).unwrap();
+    let older = r#"{"host":"old-1","pid":7,"started":"2026-12-01T00:00:00Z","command":"/usr/local/bin/nightly","token":3,"window_s":3600}"#;
+    etcd.put(&format!("{name}.once-per"), older, lease);
+    let newer = lr(etcd)
+        .name(&name)
+        .verbose()
+        .args(["--once-per", "1h", "--once-per-attempts", "3"])
+        .run_within(["true"], SOON);
+    assert_eq!(newer.code, Some(75), "{}", newer.stderr);
+    assert!(
+        newer.stderr.contains(
+            "already started in this --once-per window, at 2026-12-01T00:00:00Z on old-1"
+        ),
+        "{}",
+        newer.stderr
+    );
+    etcd.revoke(lease);
+    // This version's marker, after a failed attempt: what an older version
+    // reads of it is there, and says a run took the window.
+    let failed = lr(etcd)
+        .name(&name)
+        .args(["--once-per", "1h", "--once-per-attempts", "3"])
+        .run_within(["false"], SOON);
+    assert_eq!(failed.code, Some(1), "{}", failed.stderr);
+    let marker: serde_json::Value =
+        serde_json::from_str(&etcd.get(&format!("{name}.once-per")).unwrap()).unwrap();
+    for field in ["host", "pid", "started", "command", "token", "window_s"] {
+        assert!(marker.get(field).is_some(), "{field} in {marker}");
+    }
 }

@@ -74,7 +74,10 @@ fn a_stale_key_with_no_lease_blocks_the_election_and_is_named() {
         done.stderr
     );
     assert!(
-        done.stderr.contains("etcdctl del 'jobs/stale/1234abcd'"),
+        done.stderr.contains(&format!(
+            "etcdctl --endpoints='{}' del 'jobs/stale/1234abcd'",
+            etcd.endpoint()
+        )),
         "{}",
         done.stderr
     );
@@ -106,7 +109,10 @@ fn a_once_per_marker_with_no_lease_never_closes() {
     assert!(done.stdout.is_empty(), "the command ran: {}", done.stdout);
     assert!(done.stderr.contains("never closes"), "{}", done.stderr);
     assert!(
-        done.stderr.contains("etcdctl del 'jobs/mk.once-per'"),
+        done.stderr.contains(&format!(
+            "etcdctl --endpoints='{}' del 'jobs/mk.once-per'",
+            etcd.endpoint()
+        )),
         "{}",
         done.stderr
     );
