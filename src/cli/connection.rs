@@ -79,6 +79,16 @@ const INSECURE_DISCOVERY: Named = (
     "ETCDCTL_INSECURE_DISCOVERY",
 );
 
+/// Where a value came from, ranked: an option (3) before a variable (2)
+/// before the settings file (1).
+fn rank(origin: &Origin) -> u8 {
+    match origin {
+        Origin::Option(_) => 3,
+        Origin::Variable(_) => 2,
+        Origin::File { .. } | Origin::Credential(_) => 1,
+    }
+}
+
 /// A boolean option's value if its option or variable gave it (clap
 /// gives its default otherwise, which the settings file outranks).
 fn given_bool<'a>(matches: &ArgMatches, id: &str, value: &'a bool) -> Option<&'a bool> {
@@ -269,6 +279,10 @@ impl Layered {
         match &options.discovery {
             Some(discovery) => {
                 let records = discovery.records().map(|(record, _)| record).join(", ");
+                let records = match discovery.server_name() {
+                    Some(domain) => format!("{records}; https only, certificates for {domain}"),
+                    None => records,
+                };
                 settings.push(setting("discovery", records, from(&origins.discovery)));
             }
             None => {
@@ -361,6 +375,15 @@ fn discovery(
 ) -> Result<Option<(etcd::discovery::Discovery, Origin)>> {
     let text = |text: &str| Ok(text.to_string());
     let not_blank = |text: &&String| !text.trim().is_empty();
+    let option = matches.value_source(DISCOVERY_SRV.0) == Some(ValueSource::CommandLine);
+    if option
+        && args
+            .discovery_srv
+            .as_ref()
+            .is_some_and(|domain| domain.trim().is_empty())
+    {
+        bail!("--discovery-srv is empty: give a domain, or leave it out");
+    }
     let given = args.discovery_srv.as_ref().filter(not_blank);
     let domain = layered(matches, sources, DISCOVERY_SRV, given, text)?;
     let given = args.discovery_srv_name.as_ref().filter(not_blank);
@@ -373,18 +396,12 @@ fn discovery(
         }
         return Ok(None);
     };
-    let outranked = matches!(
-        (endpoints, &origin),
-        (
-            Some((_, Origin::Option(_))),
-            Origin::Variable(_) | Origin::File { .. }
-        )
-    );
-    if outranked {
-        return Ok(None);
-    }
-    if matches!(endpoints, Some((_, Origin::Option(_)))) {
-        bail!("give --endpoints or --discovery-srv, not both");
+    // Endpoints given at a higher level come first; at the same level,
+    // discovery, as in etcdctl; both as options is a mistake.
+    match endpoints.map(|(_, given)| rank(given)) {
+        Some(theirs) if theirs > rank(&origin) => return Ok(None),
+        Some(3) => bail!("give --endpoints or --discovery-srv, not both"),
+        _ => {}
     }
     let discovery = etcd::discovery::Discovery {
         domain: domain.trim().to_string(),

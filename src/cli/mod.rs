@@ -641,6 +641,7 @@ pub struct OutputArgs {
     #[arg(
         long,
         env = "LEADERRUN_LOG_FORMAT",
+        hide_env_values = true,
         value_name = "FORMAT",
         value_enum,
         default_value_t

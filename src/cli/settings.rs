@@ -92,7 +92,9 @@ impl SettingsFile {
         let Ok(text) = String::from_utf8(bytes) else {
             bail!("the settings file {} is not UTF-8 text", path.display());
         };
-        let entries = parse(&text)
+        // A byte-order mark, as some editors write one, is no name.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let entries = parse(text)
             .map_err(|err| anyhow::anyhow!("the settings file {}: {err}", path.display()))?;
         Ok(SettingsFile {
             path: path.to_path_buf(),
@@ -111,8 +113,10 @@ impl SettingsFile {
 }
 
 /// The lines of a settings file: `NAME=value`, blank lines and `#`
-/// comments, an optional `export ` before the name, and a value in
-/// matching quotes taken without them. A name not in [`NAMES`], or one
+/// comments (a `#` starts one only at the start of a line, as in systemd's
+/// `EnvironmentFile=`: after a value it is part of it), an optional
+/// `export ` before the name, and a value in matching quotes taken without
+/// them. A name not in [`NAMES`], or one
 /// given twice, is refused.
 fn parse(text: &str) -> Result<Vec<Entry>, String> {
     let mut entries: Vec<Entry> = Vec::new();
@@ -175,10 +179,15 @@ impl Sources {
         let file = match config {
             Some(path) => Some(SettingsFile::read(path)?),
             None => {
+                // Absent is no file; anything else that keeps it from
+                // being read (a folder this user may not enter, a link to
+                // nothing) is said, never taken for no file: the site's
+                // endpoints are in it.
                 let system = system_path();
-                match system.exists() {
-                    true => Some(SettingsFile::read(&system)?),
-                    false => None,
+                match std::fs::symlink_metadata(&system) {
+                    Ok(_) => Some(SettingsFile::read(&system)?),
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(err) => bail!("cannot read the settings file {}: {err}", system.display()),
                 }
             }
         };

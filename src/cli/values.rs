@@ -117,7 +117,7 @@ pub fn check(args: CheckArgs, matches: &ArgMatches, sources: &Sources) -> Result
     let election = named(steer.name.name, &steer.command)?;
     let layered = connection(&steer.connection, matches, sources)?;
     let mut settings = vec![setting("name", election.clone(), named_by)];
-    settings.extend(run_settings(&layered, sources)?);
+    settings.extend(run_settings(&layered, sources, ttl_setting(sources)?));
     Ok(check::Options {
         election,
         once_per: once_per.is_some(),
@@ -127,10 +127,10 @@ pub fn check(args: CheckArgs, matches: &ArgMatches, sources: &Sources) -> Result
 }
 
 /// What a run's settings are, each with where it came from: the
-/// connection's, the TTL and the settings file read.
-fn run_settings(layered: &Layered, sources: &Sources) -> Result<Vec<Setting>> {
+/// connection's, the TTL (`ttl`) and the settings file read.
+fn run_settings(layered: &Layered, sources: &Sources, ttl: Setting) -> Vec<Setting> {
     let mut settings = layered.settings();
-    settings.push(ttl_setting(sources)?);
+    settings.push(ttl);
     let file = sources.file.as_ref().map_or_else(
         || "none".to_string(),
         |file| file.path.display().to_string(),
@@ -140,7 +140,7 @@ fn run_settings(layered: &Layered, sources: &Sources) -> Result<Vec<Setting>> {
         file,
         "--config, LEADERRUN_CONFIG or /etc/leaderrun/leaderrun.conf",
     ));
-    Ok(settings)
+    settings
 }
 
 /// The TTL a run would take: LEADERRUN_TTL, the settings file's, or its
@@ -174,15 +174,32 @@ fn steered(
 /// the default. And a window of several attempts is tried by one run at a
 /// time, each after the last failed: runners side by side would each find
 /// the others' attempts under way, and leave.
-fn ttl(cli: &Cli, matches: &ArgMatches, sources: &Sources) -> Result<std::time::Duration> {
+fn ttl(
+    cli: &Cli,
+    matches: &ArgMatches,
+    sources: &Sources,
+) -> Result<(std::time::Duration, Setting)> {
     if cli.election.once_per_attempts > 1 && cli.election.max_running > 1 {
         bail!("--once-per-attempts above 1 takes one runner at a time: not with --max-running");
     }
-    let given = matches.value_source("ttl") != Some(ValueSource::DefaultValue);
-    match sources.file_value("LEADERRUN_TTL") {
-        Some((text, origin)) if !given => super::parse::parse_ttl(&text)
-            .map_err(|err| anyhow::anyhow!("LEADERRUN_TTL ({origin}): {err}")),
-        _ => Ok(cli.election.ttl),
+    let shown = |ttl: std::time::Duration, origin: String| {
+        (
+            ttl,
+            setting("ttl", humantime::format_duration(ttl).to_string(), origin),
+        )
+    };
+    match (
+        matches.value_source("ttl"),
+        sources.file_value("LEADERRUN_TTL"),
+    ) {
+        (Some(ValueSource::CommandLine), _) => Ok(shown(cli.election.ttl, "--ttl".into())),
+        (Some(ValueSource::EnvVariable), _) => Ok(shown(cli.election.ttl, "LEADERRUN_TTL".into())),
+        (_, Some((text, origin))) => {
+            let ttl = super::parse::parse_ttl(&text)
+                .map_err(|err| anyhow::anyhow!("LEADERRUN_TTL ({origin}): {err}"))?;
+            Ok(shown(ttl, origin.to_string()))
+        }
+        _ => Ok(shown(cli.election.ttl, "default".into())),
     }
 }
 
@@ -191,8 +208,8 @@ fn ttl(cli: &Cli, matches: &ArgMatches, sources: &Sources) -> Result<std::time::
 pub fn run(cli: Cli, matches: &ArgMatches, sources: &Sources) -> Result<Run> {
     let layered = connection(&cli.connection, matches, sources)?;
     let etcdctl = etcdctl(&layered);
-    let settings = run_settings(&layered, sources)?;
-    let ttl = ttl(&cli, matches, sources)?;
+    let (ttl, ttl_shown) = ttl(&cli, matches, sources)?;
+    let settings = run_settings(&layered, sources, ttl_shown);
     let handoff = sources.var(Handoff::VARIABLE).map(|(value, _)| value);
     let command = cli.command;
     let program = child::resolve(&command[0])?;

@@ -95,7 +95,9 @@ impl Credentials {
         let tls = files.read()?;
         let user = match (&args.user, args.password.as_deref()) {
             (None, None) => None,
-            (None, Some(_)) => bail!("--password (or ETCDCTL_PASSWORD) needs --user"),
+            (None, Some(_)) => bail!(
+                "a password is given (--password, --password-file, their variables or the settings file), but no --user"
+            ),
             (Some(user), password) => Some(split_user(user, password)?),
         };
         let given = files.ca.is_some() || files.identity.is_some();
@@ -206,8 +208,8 @@ fn split_user(user: &str, password: Option<&str>) -> Result<(String, String)> {
         (Some(password), None) | (None, Some(password)) => password,
         // etcdctl would prompt; leaderrun leaves the terminal to the command.
         (None, None) => bail!(
-            "no password for etcd user '{name}': give --user {name}:PASSWORD, \
-             --password or ETCDCTL_PASSWORD"
+            "no password for etcd user '{name}': give --password-file (or \
+             LEADERRUN_PASSWORD_FILE, or a settings file's), --password or ETCDCTL_PASSWORD"
         ),
     };
     Ok((name.to_string(), password.to_string()))

@@ -70,29 +70,22 @@ struct Found {
 /// naming both records when neither gives one.
 pub async fn endpoints(discovery: &Discovery, limit: Duration) -> Result<Vec<String>> {
     let resolver = resolver()?;
+    let [(secure, https), (plain, http)] = discovery.records();
+    // Both at once: a DNS server that never answers costs one bound, not two.
+    let (secure_answer, plain_answer) = tokio::join!(
+        lookup(&resolver, &secure, limit),
+        lookup(&resolver, &plain, limit)
+    );
     let mut endpoints = Vec::new();
     let mut failures = Vec::new();
-    for (record, scheme) in discovery.records() {
-        // Fully qualified: the search list of resolv.conf is not tried.
-        let fqdn = format!("{record}.");
-        let lookup = resolver.srv_lookup(fqdn.as_str());
-        let answer = match tokio::time::timeout(limit, lookup).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(err)) if err.is_no_records_found() => {
-                failures.push(format!("{record}: no such record"));
-                continue;
-            }
-            Ok(Err(err)) => {
-                failures.push(format!("{record}: {err}"));
-                continue;
-            }
-            Err(_) => {
-                let waited = humantime::format_duration(limit);
-                failures.push(format!("{record}: no answer within {waited}"));
+    for (record, scheme, answer) in [(secure, https, secure_answer), (plain, http, plain_answer)] {
+        let found = match answer {
+            Ok(answer) => ordered(&answer, scheme),
+            Err(failure) => {
+                failures.push(format!("{record}: {failure}"));
                 continue;
             }
         };
-        let found = ordered(&answer, scheme);
         if scheme == "http" && !discovery.insecure && !found.is_empty() {
             for dropped in &found {
                 tracing::info!(
@@ -105,7 +98,7 @@ pub async fn endpoints(discovery: &Discovery, limit: Duration) -> Result<Vec<Str
             continue;
         }
         if found.is_empty() {
-            failures.push(format!("{record}: no targets"));
+            failures.push(format!("{record}: no usable targets"));
         }
         endpoints.extend(found);
     }
@@ -120,14 +113,34 @@ pub async fn endpoints(discovery: &Discovery, limit: Duration) -> Result<Vec<Str
     Ok(endpoints)
 }
 
+/// One SRV look-up, bounded by `limit`: its answer, or why none.
+async fn lookup(
+    resolver: &TokioResolver,
+    record: &str,
+    limit: Duration,
+) -> Result<hickory_resolver::lookup::Lookup, String> {
+    // Fully qualified: the search list of resolv.conf is not tried.
+    let fqdn = format!("{record}.");
+    match tokio::time::timeout(limit, resolver.srv_lookup(fqdn.as_str())).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(err)) if err.is_no_records_found() => Err("no such record".into()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err(format!(
+            "no answer within {}",
+            humantime::format_duration(limit)
+        )),
+    }
+}
+
 /// The endpoints an SRV answer names, as URLs of `scheme`: by priority,
-/// then the heaviest first.
+/// then the heaviest first. A target of "." (the service is not offered
+/// there) or port 0 names no endpoint.
 fn ordered(answer: &hickory_resolver::lookup::Lookup, scheme: &str) -> Vec<String> {
     let mut found: Vec<Found> = answer
         .answers()
         .iter()
         .filter_map(|record| match &record.data {
-            RData::SRV(srv) => Some(Found {
+            RData::SRV(srv) if srv.port != 0 && !srv.target.is_root() => Some(Found {
                 priority: srv.priority,
                 weight: srv.weight,
                 url: url(scheme, &srv.target.to_string(), srv.port),

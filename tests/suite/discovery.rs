@@ -34,15 +34,8 @@ fn discovery_finds_etcd_by_its_srv_records() {
     let done = run_within(
         discovering(&dns)
             .env("ETCDCTL_DISCOVERY_SRV", DOMAIN)
-            .args([
-                "-v",
-                "--name",
-                &name,
-                "--",
-                "sh",
-                "-c",
-                "echo $ETCDCTL_ENDPOINTS",
-            ]),
+            .args(["-v", "--ttl", "9s", "--name", &name])
+            .args(["--", "sh", "-c", "echo $ETCDCTL_ENDPOINTS"]),
         SOON,
     );
     assert_eq!(done.code, Some(0), "{}", done.stderr);
@@ -55,6 +48,7 @@ fn discovery_finds_etcd_by_its_srv_records() {
         "-v says where the endpoints came from: {}",
         done.stderr
     );
+    assert!(done.stderr.contains("ttl 9s (--ttl)"), "{}", done.stderr);
     // check reports the endpoint found, and where from.
     let checked = run_within(
         discovering(&dns).args(["check", "--name", &name, "--discovery-srv", DOMAIN]),
@@ -134,6 +128,13 @@ fn discovery_that_finds_nothing_never_falls_back_to_localhost() {
         SOON,
     );
     assert_eq!(chosen.code, Some(0), "{}", chosen.stderr);
+    // An empty --discovery-srv ("$DOMAIN", unset) is a mistake, not the
+    // default endpoint.
+    let empty = run_within(
+        discovering(&dns).args(["--discovery-srv", "", "--", "true"]),
+        SOON,
+    );
+    assert_one_error_line(&empty, "--discovery-srv is empty", "empty");
 }
 
 /// A leader whose members move: DNS first names member 0 alone, then

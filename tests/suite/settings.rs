@@ -104,6 +104,33 @@ fn a_settings_file_holds_the_crontabs_settings_below_options_and_variables() {
         SOON,
     );
     assert_eq!(system.code, Some(0), "{}", system.stderr);
+    // One that cannot be read (a link to nothing) is said, never taken for
+    // no file: the site's endpoints are in it.
+    let dangling = dir.path().join("dangling.conf");
+    std::os::unix::fs::symlink(dir.path().join("nothing"), &dangling).unwrap();
+    let unread = run_within(
+        unconfigured()
+            .env("LEADERRUN_TEST_SYSTEM_CONFIG", &dangling)
+            .args(["--", "true"]),
+        SOON,
+    );
+    assert_one_error_line(&unread, "cannot read the settings file", "dangling");
+    // Endpoints in the environment come before discovery in the file.
+    let discovering = file(
+        dir.path(),
+        "discovering.conf",
+        "ETCDCTL_DISCOVERY_SRV=nothing.test\n",
+        0o600,
+    );
+    let env_first = run_within(
+        unconfigured()
+            .arg("--config")
+            .arg(&discovering)
+            .env("ETCDCTL_ENDPOINTS", etcd.endpoint())
+            .args(["--name", &name, "--", "true"]),
+        SOON,
+    );
+    assert_eq!(env_first.code, Some(0), "{}", env_first.stderr);
 }
 
 /// A settings file others can read, a name it does not know, a name given
