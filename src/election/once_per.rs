@@ -176,6 +176,13 @@ impl LastRun {
         )
     }
 
+    /// Whether the latest attempt is `leadership`'s, claimed.
+    fn claimed_by(&self, leadership: &Leadership) -> bool {
+        self.attempts
+            .last()
+            .is_some_and(|attempt| attempt.token == leadership.token && attempt.state == CLAIMED)
+    }
+
     /// How many attempts the window allows.
     pub fn allowed(&self) -> u32 {
         self.attempts_allowed.unwrap_or(1).max(1)
@@ -482,35 +489,43 @@ async fn claim_once(
         .txn("claiming the --once-per window", txn)
         .await?;
     let key = marker_key(&leadership.name);
+    let opened = |marker| {
+        Some(Claim::Ours(WindowClaim {
+            key: key.clone(),
+            marker,
+            opened: true,
+        }))
+    };
     if response.succeeded() {
         other_window(&range_at(&response, 0), ask.window, &leadership.name)?;
-        let claim = WindowClaim {
-            key,
-            marker: opening,
-            opened: true,
-        };
-        return Ok(Some(Claim::Ours(claim)));
+        return Ok(opened(opening));
     }
-    let (marker, last_started) = (
-        range_at(&response, 0).first(),
-        range_at(&response, 1).first(),
-    );
-    let Some(marker) = marker else {
+    let last_started = range_at(&response, 1).first();
+    let Some(marker) = range_at(&response, 0).first() else {
         return Ok(Some(Claim::LeadershipLost));
     };
     // A put that went through, but whose answer was lost and the request
     // retried on another endpoint, finds our own marker.
     if marker.lease == granted {
-        let claim = WindowClaim {
-            key,
-            marker: opening,
-            opened: true,
-        };
-        return Ok(Some(Claim::Ours(claim)));
+        return Ok(opened(opening));
     }
     let started = last_started.and_then(|kv| record::decode(&kv.value));
     let found = read_marker(connection, &marker.value, marker.lease, started.as_ref()).await?;
     let found = agreed(found, &leadership.name, seconds)?;
+    // Our own attempt, added by a write whose answer was lost and tried
+    // again: it is ours to go on with, not another run's under way.
+    if let Some(last) = found
+        .last
+        .as_ref()
+        .filter(|last| last.claimed_by(leadership))
+    {
+        let claim = WindowClaim {
+            key,
+            marker: last.clone(),
+            opened: false,
+        };
+        return Ok(Some(Claim::Ours(claim)));
+    }
     let (Some(last), Verdict::Open { .. }, false) = (&found.last, found.verdict, found.stuck())
     else {
         return Ok(Some(Claim::Taken(found)));

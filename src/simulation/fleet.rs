@@ -98,7 +98,9 @@ impl Setup {
             .map(|_| Duration::from_millis(rng.below(2_000) as u64))
             .collect();
         // Drawn last, so that every seed draws the rest as it did before.
-        let once_per_attempts = match once_per.is_some() && rng.below(2) == 0 {
+        // One runner at a time tries a window of several (the command line
+        // refuses them beside --max-running).
+        let once_per_attempts = match once_per.is_some() && max_running == 1 && rng.below(2) == 0 {
             true => 3,
             false => 1,
         };

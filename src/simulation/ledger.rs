@@ -44,6 +44,8 @@ struct Book {
     marked: BTreeSet<i64>,
     /// The tokens of runs the marker says succeeded.
     succeeded: BTreeSet<i64>,
+    /// When each `--once-per` window was opened (its marker created).
+    openings: Vec<Instant>,
     /// Replicas stopped (SIGSTOP) until then.
     paused: BTreeMap<usize, Instant>,
     /// How many times etcd's answer that a lease is gone reached the
@@ -157,23 +159,47 @@ impl Ledger {
         }
     }
 
-    /// A start held to the `--once-per` window: within a window's length
-    /// (on etcd's clock, less a TTL), fewer starts than the window allows
-    /// before it, none of them a recorded success. Only starts the store
-    /// holds count (`Book::marked`): one whose leaderrun was killed before
-    /// it could say so leaves the window open, as leaderrun promises.
+    /// A start held to the `--once-per` window: fewer starts than the
+    /// window allows before it in its window, none of them a recorded
+    /// success. A window begins as its marker is created and lasts its
+    /// length on etcd's clock, less a TTL (a run's claim and start are
+    /// apart by less), however often its marker is written anew. Only starts the store holds count
+    /// (`Book::marked`): one whose leaderrun was killed before it could
+    /// say so leaves the window open, as leaderrun promises.
     fn judge_window(&self, book: &mut Book, job: &Job, now: Instant, window: Duration) {
         let at = self.at(now);
         let apart = window
             .div_f64(self.rules.etcd_rate)
             .saturating_sub(self.rules.ttl);
-        let within: Vec<(Instant, usize, i64)> = book
+        let marked: Vec<(Instant, usize, i64)> = book
             .starts
             .iter()
-            .filter(|(when, _, token)| {
-                now.duration_since(*when) < apart && book.marked.contains(token)
-            })
+            .filter(|(_, _, token)| book.marked.contains(token))
             .copied()
+            .collect();
+        // The window in force: a marker created anew opens another only
+        // once the last one's length is over, or if nothing started in it
+        // (a claim whose command never started gave it back). Created anew
+        // over a window a command started in, it is still that window:
+        // the one a run that gave its window back after its start opened.
+        let mut opened: Option<Instant> = None;
+        for opening in book.openings.iter().filter(|opening| **opening <= now) {
+            let started_in = |since: Instant| {
+                marked
+                    .iter()
+                    .any(|(when, _, _)| *when >= since && when < opening)
+            };
+            match opened {
+                Some(since) if opening.duration_since(since) < apart && started_in(since) => {}
+                _ => opened = Some(*opening),
+            }
+        }
+        let Some(opened) = opened.filter(|opened| now.duration_since(*opened) < apart) else {
+            return;
+        };
+        let within: Vec<&(Instant, usize, i64)> = marked
+            .iter()
+            .filter(|(when, _, _)| *when >= opened)
             .collect();
         let allowed = self.rules.once_per_attempts.max(1) as usize;
         if let Some((last, replica, token)) = within.last().filter(|_| within.len() >= allowed) {
@@ -299,11 +325,15 @@ impl Ledger {
             findings,
             window_marked,
             window_succeeded,
+            windows_opened,
         } = news;
         {
             let mut book = self.book();
             book.marked.extend(window_marked);
             book.succeeded.extend(window_succeeded);
+            if windows_opened > 0 {
+                book.openings.push(Instant::now());
+            }
         }
         if !findings.is_empty() {
             self.book().violations.extend(findings);

@@ -122,6 +122,7 @@ pub struct Store {
     /// holds, since the world last looked ([`News`]).
     window_marked: Vec<i64>,
     window_succeeded: Vec<i64>,
+    windows_opened: usize,
 }
 
 /// What the world is to hear of since it last asked: the leases etcd let
@@ -137,6 +138,8 @@ pub struct News {
     /// marker, or a start record), and of runs the marker says succeeded.
     pub window_marked: Vec<i64>,
     pub window_succeeded: Vec<i64>,
+    /// How many `--once-per` markers were created: windows opened.
+    pub windows_opened: usize,
 }
 
 /// A run record written, with the runs it names: the token of the run it
@@ -179,6 +182,7 @@ impl Store {
             findings: Vec::new(),
             window_marked: Vec::new(),
             window_succeeded: Vec::new(),
+            windows_opened: 0,
         }
     }
 
@@ -251,6 +255,7 @@ impl Store {
             findings: std::mem::take(&mut self.findings),
             window_marked: std::mem::take(&mut self.window_marked),
             window_succeeded: std::mem::take(&mut self.window_succeeded),
+            windows_opened: std::mem::take(&mut self.windows_opened),
         }
     }
 
@@ -415,6 +420,9 @@ impl Store {
             self.record_puts += 1;
         }
         self.note_start(key, &kv.value);
+        if key.ends_with(b".once-per") && previous.is_none() {
+            self.windows_opened += 1;
+        }
         if key.ends_with(b".last-finished") || key.ends_with(b".last-succeeded") {
             self.records.push(RecordWrite {
                 key: key.to_vec(),
