@@ -103,8 +103,8 @@ impl<'a> Leading<'a> {
             }
         };
         won.guard.check();
-        (claim.clone()).map(|claim| crate::host::spawn(claim.mark_running(connection.clone())));
         tracing::trace!(pid = child.group.as_raw(), "command spawned");
+        mark_window_started(connection, claim.as_ref());
         let election = Election::new(connection, &config.election, config.max_running);
         let passed_on = won.own.take_passed_on();
         let behind = handoff::look_behind(config.handoff, &election, leadership, passed_on);
@@ -222,6 +222,14 @@ fn panic_if_asked(event: &RunningEvent) {
         && std::env::var_os("LEADERRUN_TEST_PANIC_ON_SIGNAL").is_some()
     {
         panic!("asked to, by LEADERRUN_TEST_PANIC_ON_SIGNAL");
+    }
+}
+
+/// Marks the run's `--once-per` attempt started, beside the command, as
+/// soon as it has (`once_per::WindowClaim::mark_running`).
+fn mark_window_started(connection: &Connection, claim: Option<&WindowClaim>) {
+    if let Some(claim) = claim.cloned() {
+        crate::host::spawn(claim.mark_running(connection.clone()));
     }
 }
 
