@@ -9,7 +9,7 @@
 //!   │
 //!   ├─ status ─────────── leaderrun status: read or follow the election
 //!   └─ run ────────────── one run, phase by phase (protocol::table decides)
-//!        ├─ etcd ──────── connection, failover, TLS, credentials, requests
+//!        ├─ etcd ──────── connection, failover, DNS discovery, TLS, requests
 //!        ├─ lease ─────── grant, keep alive (keeper), local deadline, revoke
 //!        ├─ election ──── join, wait in line, prove, watch our key;
 //!        │                the --once-per window; names; holder values
