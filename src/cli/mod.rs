@@ -258,7 +258,8 @@ pub enum Command {
     /// Name the election with --name, or give the same command line after
     /// `--` as the replicas run, so that the derived name matches. Exits 0
     /// when someone leads, 3 when nobody does, 4 when a key with no lease
-    /// leads (stuck: it never expires), 5 when the election is paused
+    /// leads or a --once-per marker with no lease keeps every run out
+    /// (stuck: neither ever expires), 5 when the election is paused
     /// (`leaderrun pause`), 125 on errors; with --all, 0
     /// once every election is read, whoever leads (a leaderless one is a
     /// line, or leaderrun_leader_present 0), and 125 on errors.

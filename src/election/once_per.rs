@@ -114,26 +114,34 @@ impl Attempt {
         }
     }
 
-    /// "failed at 2026-11-29T00:00:01Z on web-2 (pid 4242, token 1234): exited with 1".
+    /// "claimed at 2026-11-29T00:00:01Z on web-2 (pid 4242, token 1234),
+    /// failed: exited with 1": when its run claimed the window, then how
+    /// it stands.
     pub fn describe(&self) -> String {
-        let why = self
-            .why
-            .as_deref()
-            .map(|why| format!(": {}", printable(why)))
-            .unwrap_or_default();
-        let state = match self.state() {
-            AttemptState::Claimed => "claimed",
-            AttemptState::Running => "started",
-            AttemptState::Ended(Outcome::Succeeded) => "succeeded",
-            AttemptState::Ended(Outcome::NotStarted) => "could not start",
-            AttemptState::Ended(Outcome::TimedOut) => "timed out",
-            AttemptState::Ended(Outcome::Lost) => "lost leadership",
-            AttemptState::Ended(Outcome::Signalled) => "signalled",
-            AttemptState::Ended(Outcome::Failed | Outcome::Running) => "failed",
+        let outcome = match self.state() {
+            AttemptState::Claimed => None,
+            AttemptState::Running => Some("started"),
+            AttemptState::Ended(Outcome::Succeeded) => Some("succeeded"),
+            AttemptState::Ended(Outcome::NotStarted) => Some("could not start"),
+            AttemptState::Ended(Outcome::TimedOut) => Some("timed out"),
+            AttemptState::Ended(Outcome::Lost) => Some("lost leadership"),
+            AttemptState::Ended(Outcome::Signalled) => Some("signalled"),
+            AttemptState::Ended(Outcome::Failed | Outcome::Running) => Some("failed"),
+        };
+        // A why that begins with the outcome's words says them once.
+        let why = self.why.as_deref().map(|why| {
+            let why = outcome
+                .and_then(|outcome| why.strip_prefix(outcome))
+                .map_or(why, |rest| rest.trim_start_matches(':').trim_start());
+            printable(why).into_owned()
+        });
+        let after = match (outcome, why.filter(|why| !why.is_empty())) {
+            (None, _) => String::new(),
+            (Some(outcome), None) => format!(", {outcome}"),
+            (Some(outcome), Some(why)) => format!(", {outcome}: {why}"),
         };
         format!(
-            "{} at {} on {} (pid {}, token {}){why}",
-            printable(state),
+            "claimed at {} on {} (pid {}, token {}){after}",
             printable(&self.started),
             printable(&self.host),
             self.pid,
@@ -421,6 +429,9 @@ fn encode(marker: &LastRun) -> Vec<u8> {
 pub struct Ask {
     pub window: Duration,
     pub attempts: u32,
+    /// This replica's --max-running: a window of several attempts takes
+    /// one runner at a time.
+    pub runners: usize,
 }
 
 /// How many times a claim reads and writes again when the marker changed
@@ -512,6 +523,7 @@ async fn claim_once(
     let started = last_started.and_then(|kv| record::decode(&kv.value));
     let found = read_marker(connection, &marker.value, marker.lease, started.as_ref()).await?;
     let found = agreed(found, &leadership.name, seconds)?;
+    one_runner(&found, ask.runners, &leadership.name)?;
     // Our own attempt, added by a write whose answer was lost and tried
     // again: it is ours to go on with, not another run's under way.
     if let Some(last) = found
@@ -702,6 +714,21 @@ fn opened_within(value: &[u8], window: Duration, now: SystemTime) -> Option<Last
         attempts_allowed: None,
         attempts: Vec::new(),
     })
+}
+
+/// Refuses a replica of several runners a window that allows several
+/// attempts (another replica opened it with --once-per-attempts): its
+/// runners would each find the others' attempts under way and leave, with
+/// the window open and nobody to try it.
+fn one_runner(marker: &Marker, runners: usize, election: &str) -> Result<()> {
+    let allowed = marker.last.as_ref().map_or(1, LastRun::allowed);
+    if allowed > 1 && runners > 1 {
+        return Err(Disagreement(format!(
+            "the --once-per window of {election} allows {allowed} attempts, one runner at a time, and this replica runs with --max-running {runners}: give every replica the same options"
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// A window's marker, if its length is the one we ask for. Replicas that
@@ -936,7 +963,16 @@ mod tests {
         failed.why = Some("exited with 1".into());
         assert_eq!(
             failed.describe(),
-            "failed at 2026-11-29T00:00:00Z on web-1 (pid 10, token 2): exited with 1"
+            "claimed at 2026-11-29T00:00:00Z on web-1 (pid 10, token 2), failed: exited with 1"
+        );
+        let mut not_started = attempt("not_started", 3);
+        not_started.why = Some("could not start: No such file or directory".into());
+        assert!(
+            not_started
+                .describe()
+                .ends_with("(pid 10, token 3), could not start: No such file or directory"),
+            "{}",
+            not_started.describe()
         );
     }
 }

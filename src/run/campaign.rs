@@ -431,6 +431,7 @@ impl<'a> Campaigner<'a> {
         let ask = once_per::Ask {
             window,
             attempts: self.config.once_per_attempts,
+            runners: self.config.max_running,
         };
         let claim = once_per::claim(
             self.connection,

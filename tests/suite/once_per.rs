@@ -304,7 +304,7 @@ fn with_attempts_only_a_success_spends_the_window() {
     let text = lr(etcd).status().name(&name).finish_within(SOON);
     assert!(
         text.stdout
-            .contains("once-per: spent by a success (run 1: failed at "),
+            .contains("once-per: spent by a success (run 1: claimed at "),
         "{}",
         text.stdout
     );
@@ -324,6 +324,17 @@ fn without_wait_the_next_firing_tries_up_to_the_bound() {
     };
     let name = unique("jobs/bounded");
     assert_eq!(run(&name, "2", 3).code, Some(3));
+    // A replica of several runners is refused a window of several
+    // attempts, whatever its own --once-per-attempts.
+    let runners = lr(etcd)
+        .name(&name)
+        .args(["--once-per", "1h", "--max-running", "2"])
+        .run_within(["true"], SOON);
+    assert_one_error_line(
+        &runners,
+        "allows 2 attempts, one runner at a time",
+        "runners",
+    );
     assert_eq!(run(&name, "2", 4).code, Some(4), "the second attempt runs");
     let third = run(&name, "2", 0);
     assert_eq!(third.code, Some(75), "{}", third.stderr);
