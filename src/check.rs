@@ -220,6 +220,7 @@ pub async fn check(options: Options) -> Result<Exit> {
     } else {
         let connection = etcd::connect(&options.etcd, PING).await?;
         prove_grants(&connection, &options, &mut findings).await;
+        stuck(&connection, &options, &mut findings).await;
     }
     say(findings)
 }
@@ -312,6 +313,35 @@ async fn dial(
         printable(status.version())
     );
     Ok((line, cluster))
+}
+
+/// A problem for what keeps every run out for ever, though the grants
+/// hold: a key with no lease at the head of the line, or (with
+/// --once-per) a window's marker with no lease. Unread (no grant), it is
+/// the grants' problem, said there.
+async fn stuck(connection: &Connection, options: &Options, findings: &mut Findings) {
+    let election = &options.election;
+    if let Ok(snapshot) = crate::election::read_leader(connection, election).await {
+        if let Some(leader) = snapshot.leader.filter(crate::election::Leader::stale) {
+            findings.problems.push(format!(
+                "{} is stuck: {}",
+                printable(election),
+                leader.describe()
+            ));
+        }
+    }
+    if !options.once_per {
+        return;
+    }
+    if let Ok(Some(marker)) = crate::election::once_per::read(connection, election).await {
+        if marker.lease == LeaseId::NONE {
+            findings.problems.push(format!(
+                "{} is stuck: its --once-per marker has no lease, so no run starts until it is removed ({})",
+                printable(election),
+                crate::election::holder::etcdctl_del(&crate::election::once_per::marker_key(election))
+            ));
+        }
+    }
 }
 
 /// Proves each grant: a line each in the report, a problem or a warning

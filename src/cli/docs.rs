@@ -497,7 +497,7 @@ pub fn check_man_page() -> Vec<u8> {
         "EXIT STATUS",
         &[
             ("0", "A run would work. Warnings, each a line on stderr starting with leaderrun: warning:, may remain: an endpoint not usable while another was, no grant for the run records (runs work, but leave no record), or, without --once-per, none for the window's marker."),
-            ("125", "A run would not work: a line on stderr per problem, each starting with leaderrun: error: (no endpoint usable, credentials or a certificate refused, endpoints of different clusters, a missing grant: with --once-per, the marker's and read on NAME.last-started too), or check itself failed (usage, a file that cannot be read, a stdout that cannot be written)."),
+            ("125", "A run would not work: a line on stderr per problem, each starting with leaderrun: error: (no endpoint usable, credentials or a certificate refused, endpoints of different clusters, a missing grant: with --once-per, the marker's and read on NAME.last-started too; an election stuck for ever: a key with no lease at the head of the line, or with --once-per a marker with no lease), or check itself failed (usage, a file that cannot be read, a stdout that cannot be written)."),
         ],
     );
     examples(

@@ -112,3 +112,49 @@ fn check_with_no_endpoint_reached_says_so_and_exits_125() {
         .finish();
     assert_one_error_line(&bad_ttl, "invalid value 'soon' for '--ttl", "a bad TTL");
 }
+
+/// An election that no run can ever start in, though every grant holds, is
+/// a problem: a key with no lease at the head of the line, or (with
+/// --once-per) a window's marker with no lease. check names each, with
+/// the etcdctl del that removes it.
+#[test]
+fn check_names_what_keeps_every_run_out_for_ever() {
+    let etcd = Etcd::shared();
+    let name = unique("jobs/stuck-check");
+    etcd.put(&format!("{name}.once-per"), "maintenance", 0);
+    let without = lr(etcd)
+        .args(["check", "--name", &name])
+        .finish_within(SOON);
+    assert_eq!(
+        without.code,
+        Some(0),
+        "runs without --once-per: {}",
+        without.stderr
+    );
+    let with = lr(etcd)
+        .args(["check", "--name", &name, "--once-per", "1h"])
+        .finish_within(SOON);
+    assert_eq!(with.code, Some(125), "{}", with.stderr);
+    assert!(
+        with.stderr.contains("leaderrun: error: ")
+            && with.stderr.contains("its --once-per marker has no lease"),
+        "{}",
+        with.stderr
+    );
+    assert!(
+        with.stderr.contains(&format!("del '{name}.once-per'")),
+        "{}",
+        with.stderr
+    );
+    let key = format!("{name}/1234abcd");
+    etcd.put(&key, "by hand", 0);
+    let keyed = lr(etcd)
+        .args(["check", "--name", &name])
+        .finish_within(SOON);
+    assert_eq!(keyed.code, Some(125), "{}", keyed.stderr);
+    assert!(
+        keyed.stderr.contains("is stuck: a stale key with no lease"),
+        "{}",
+        keyed.stderr
+    );
+}
