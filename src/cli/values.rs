@@ -117,7 +117,8 @@ pub fn check(args: CheckArgs, matches: &ArgMatches, sources: &Sources) -> Result
     let election = named(steer.name.name, &steer.command)?;
     let layered = connection(&steer.connection, matches, sources)?;
     let mut settings = vec![setting("name", election.clone(), named_by)];
-    settings.extend(run_settings(&layered, sources, ttl_setting(sources)?));
+    let (_, ttl) = ttl_of(None, DEFAULT_TTL, sources)?;
+    settings.extend(run_settings(&layered, sources, ttl));
     Ok(check::Options {
         election,
         once_per: once_per.is_some(),
@@ -143,19 +144,31 @@ fn run_settings(layered: &Layered, sources: &Sources, ttl: Setting) -> Vec<Setti
     settings
 }
 
-/// The TTL a run would take: LEADERRUN_TTL, the settings file's, or its
-/// default.
-fn ttl_setting(sources: &Sources) -> Result<Setting> {
-    Ok(match sources.var("LEADERRUN_TTL") {
-        Some((text, origin)) => {
+/// The TTL and where it came from: `given` if its option or variable gave
+/// it (as clap read them, for a run), else LEADERRUN_TTL from the
+/// environment or the settings file, else the default (as clap's
+/// `--ttl` default, for a run; `check` has no `--ttl`, and asks
+/// [`DEFAULT_TTL`]).
+fn ttl_of(
+    given: Option<(std::time::Duration, &str)>,
+    default: std::time::Duration,
+    sources: &Sources,
+) -> Result<(std::time::Duration, Setting)> {
+    let (ttl, origin) = match (given, sources.var("LEADERRUN_TTL")) {
+        (Some((ttl, origin)), _) => (ttl, origin.to_string()),
+        (None, Some((text, origin))) => {
             let ttl = super::parse::parse_ttl(&text)
                 .map_err(|err| anyhow::anyhow!("LEADERRUN_TTL ({origin}): {err}"))?;
-            let shown = humantime::format_duration(ttl).to_string();
-            setting("ttl", shown, origin.to_string())
+            (ttl, origin.to_string())
         }
-        None => setting("ttl", "15s", "default"),
-    })
+        (None, None) => (default, "default".to_string()),
+    };
+    let shown = humantime::format_duration(ttl).to_string();
+    Ok((ttl, setting("ttl", shown, origin)))
 }
+
+/// `--ttl`'s default, as `check` reports what a run would take.
+const DEFAULT_TTL: std::time::Duration = std::time::Duration::from_secs(15);
 
 fn steered(
     args: SteerArgs,
@@ -170,37 +183,28 @@ fn steered(
     })
 }
 
-/// A run's TTL: --ttl or LEADERRUN_TTL, else the settings file's, else
-/// the default. And a window of several attempts is tried by one run at a
-/// time, each after the last failed: runners side by side would each find
-/// the others' attempts under way, and leave.
+/// A run's TTL, and where it came from ([`ttl_of`]).
 fn ttl(
     cli: &Cli,
     matches: &ArgMatches,
     sources: &Sources,
 ) -> Result<(std::time::Duration, Setting)> {
-    if cli.election.once_per_attempts > 1 && cli.election.max_running > 1 {
+    let given = match matches.value_source("ttl") {
+        Some(ValueSource::CommandLine) => Some((cli.election.ttl, "--ttl")),
+        Some(ValueSource::EnvVariable) => Some((cli.election.ttl, "LEADERRUN_TTL")),
+        _ => None,
+    };
+    ttl_of(given, cli.election.ttl, sources)
+}
+
+/// `--once-per-attempts`, refused beside a `--max-running` the protocol
+/// does not let it share a window with (`window::runners_fit`).
+fn once_per_attempts(cli: &Cli) -> Result<u32> {
+    let attempts = cli.election.once_per_attempts;
+    if !protocol::window::runners_fit(attempts, cli.election.max_running) {
         bail!("--once-per-attempts above 1 takes one runner at a time: not with --max-running");
     }
-    let shown = |ttl: std::time::Duration, origin: String| {
-        (
-            ttl,
-            setting("ttl", humantime::format_duration(ttl).to_string(), origin),
-        )
-    };
-    match (
-        matches.value_source("ttl"),
-        sources.file_value("LEADERRUN_TTL"),
-    ) {
-        (Some(ValueSource::CommandLine), _) => Ok(shown(cli.election.ttl, "--ttl".into())),
-        (Some(ValueSource::EnvVariable), _) => Ok(shown(cli.election.ttl, "LEADERRUN_TTL".into())),
-        (_, Some((text, origin))) => {
-            let ttl = super::parse::parse_ttl(&text)
-                .map_err(|err| anyhow::anyhow!("LEADERRUN_TTL ({origin}): {err}"))?;
-            Ok(shown(ttl, origin.to_string()))
-        }
-        _ => Ok(shown(cli.election.ttl, "default".into())),
-    }
+    Ok(attempts)
 }
 
 /// A run's values. COMMAND is looked for in PATH here, so that one that
@@ -208,6 +212,7 @@ fn ttl(
 pub fn run(cli: Cli, matches: &ArgMatches, sources: &Sources) -> Result<Run> {
     let layered = connection(&cli.connection, matches, sources)?;
     let etcdctl = etcdctl(&layered);
+    let once_per_attempts = once_per_attempts(&cli)?;
     let (ttl, ttl_shown) = ttl(&cli, matches, sources)?;
     let settings = run_settings(&layered, sources, ttl_shown);
     let handoff = sources.var(Handoff::VARIABLE).map(|(value, _)| value);
@@ -234,7 +239,7 @@ pub fn run(cli: Cli, matches: &ArgMatches, sources: &Sources) -> Result<Run> {
         wait_timeout: cli.election.wait_timeout,
         conflict_code: cli.election.conflict_exit_code,
         once_per: cli.election.once_per,
-        once_per_attempts: cli.election.once_per_attempts,
+        once_per_attempts,
         kill_signal: cli.child.kill_signal,
         kill_after: cli.child.kill_after,
         timeout: cli.child.timeout,
@@ -271,6 +276,13 @@ mod tests {
     fn parsed(args: &[&str]) -> (Cli, ArgMatches) {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
         super::super::parse(&args).expect("parses")
+    }
+
+    /// check's TTL when none is given is a run's: `--ttl`'s default.
+    #[test]
+    fn checks_default_ttl_is_the_runs() {
+        let (cli, _) = parsed(&["leaderrun", "--", "true"]);
+        assert_eq!(cli.election.ttl, DEFAULT_TTL);
     }
 
     /// What the command line says is kept as said: an empty --endpoints is

@@ -74,7 +74,8 @@ pub struct Attempt {
     pub state: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    /// Why it failed, in a few words.
+    /// What its state does not say of how it ended, in a few words: the
+    /// exit code of a failure, why a command could not start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
 }
@@ -128,13 +129,7 @@ impl Attempt {
             AttemptState::Ended(Outcome::Signalled) => Some("signalled"),
             AttemptState::Ended(Outcome::Failed | Outcome::Running) => Some("failed"),
         };
-        // A why that begins with the outcome's words says them once.
-        let why = self.why.as_deref().map(|why| {
-            let why = outcome
-                .and_then(|outcome| why.strip_prefix(outcome))
-                .map_or(why, |rest| rest.trim_start_matches(':').trim_start());
-            printable(why).into_owned()
-        });
+        let why = self.why.as_deref().map(printable);
         let after = match (outcome, why.filter(|why| !why.is_empty())) {
             (None, _) => String::new(),
             (Some(outcome), None) => format!(", {outcome}"),
@@ -284,9 +279,8 @@ impl Marker {
     }
 
     /// Whether the marker keeps every run out for ever: it has no lease,
-    /// so its window never closes (a run never claims such a marker,
-    /// whatever its attempts say: written by hand, or copied by `etcdctl
-    /// make-mirror`, which copies no lease).
+    /// so its window never closes (`protocol::window::claimable`: no run
+    /// claims such a marker, whatever its attempts say).
     pub fn stuck(&self) -> bool {
         self.lease == LeaseId::NONE
     }
@@ -397,19 +391,13 @@ impl WindowClaim {
     }
 }
 
-/// Why a run that ended so failed, in a few words.
+/// What the outcome does not say of a run that ended so: a failure's exit
+/// code (the outcome's name says the rest).
 fn why_of(outcome: Outcome, exit_code: Option<i32>) -> Option<String> {
-    Some(match outcome {
-        Outcome::Succeeded | Outcome::Running => return None,
-        Outcome::Failed => match exit_code {
-            Some(code) => format!("exited with {code}"),
-            None => "failed".to_string(),
-        },
-        Outcome::Signalled => "stopped by a signal".to_string(),
-        Outcome::Lost => "leadership lost".to_string(),
-        Outcome::TimedOut => "ran past --timeout".to_string(),
-        Outcome::NotStarted => "could not start".to_string(),
-    })
+    match (outcome, exit_code) {
+        (Outcome::Failed, Some(code)) => Some(format!("exited with {code}")),
+        _ => None,
+    }
 }
 
 fn shorten(why: &str) -> String {
@@ -538,8 +526,8 @@ async fn claim_once(
         };
         return Ok(Some(Claim::Ours(claim)));
     }
-    let (Some(last), Verdict::Open { .. }, false) = (&found.last, found.verdict, found.stuck())
-    else {
+    let last = found.last.as_ref();
+    let Some(last) = last.filter(|_| rules::claimable(found.verdict, !found.stuck())) else {
         return Ok(Some(Claim::Taken(found)));
     };
     let next = last.with_attempt(holder, ours, &found.counted);
@@ -717,12 +705,11 @@ fn opened_within(value: &[u8], window: Duration, now: SystemTime) -> Option<Last
 }
 
 /// Refuses a replica of several runners a window that allows several
-/// attempts (another replica opened it with --once-per-attempts): its
-/// runners would each find the others' attempts under way and leave, with
-/// the window open and nobody to try it.
+/// attempts (another replica opened it with --once-per-attempts), as the
+/// protocol rules (`window::runners_fit`).
 fn one_runner(marker: &Marker, runners: usize, election: &str) -> Result<()> {
     let allowed = marker.last.as_ref().map_or(1, LastRun::allowed);
-    if allowed > 1 && runners > 1 {
+    if !rules::runners_fit(allowed, runners) {
         return Err(Disagreement(format!(
             "the --once-per window of {election} allows {allowed} attempts, one runner at a time, and this replica runs with --max-running {runners}: give every replica the same options"
         ))
@@ -966,7 +953,7 @@ mod tests {
             "claimed at 2026-11-29T00:00:00Z on web-1 (pid 10, token 2), failed: exited with 1"
         );
         let mut not_started = attempt("not_started", 3);
-        not_started.why = Some("could not start: No such file or directory".into());
+        not_started.why = Some("No such file or directory".into());
         assert!(
             not_started
                 .describe()

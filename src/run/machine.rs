@@ -489,7 +489,7 @@ fn not_started_ending(not_started: NotStarted, session: &mut Session) -> Ending 
     let proven_at = won.leadership.proven_at;
     session.after_run(won.lease, won.own, None, false);
     let record = run.ended(code.outcome(), Some(exit.code()));
-    let why = format!("could not start: {error:#}");
+    let why = format!("{error:#}");
     let window = window.map(|claim| claim.ended(&record, Some(&why)));
     Ending::Run {
         code,

@@ -87,6 +87,24 @@ pub enum Verdict {
     Spent { counted: u32 },
 }
 
+/// Whether a run may add its attempt to a window its marker judged so:
+/// only an open one, and only if the marker is on a lease (`leased`): one
+/// with none never closes (written by hand, or copied by `etcdctl
+/// make-mirror`), and a run that claimed it would keep every later run
+/// out for ever.
+pub fn claimable(verdict: Verdict, leased: bool) -> bool {
+    leased && matches!(verdict, Verdict::Open { .. })
+}
+
+/// Whether a replica of `runners` runners (`--max-running`) may take part
+/// in a window that allows `attempts`: several attempts take one runner at
+/// a time, each after the last failed; runners side by side would each
+/// find the others' attempts under way and leave, the window open and
+/// nobody to try it.
+pub fn runners_fit(attempts: u32, runners: usize) -> bool {
+    attempts <= 1 || runners <= 1
+}
+
 /// Whether an attempt counts: its command started. A run that never
 /// started its command (killed before it could, or the command could not
 /// be started) spent nothing; one whose command started counts however it
@@ -216,5 +234,16 @@ mod tests {
             start_recorded: true,
         };
         assert_eq!(judge(&[ended], 2), Verdict::Open { counted: 1 });
+    }
+
+    #[test]
+    fn only_an_open_leased_window_takes_an_attempt_and_only_one_runner_several() {
+        assert!(claimable(Verdict::Open { counted: 1 }, true));
+        assert!(!claimable(Verdict::Open { counted: 0 }, false), "no lease");
+        assert!(!claimable(Verdict::UnderWay, true));
+        assert!(!claimable(Verdict::Succeeded, true));
+        assert!(!claimable(Verdict::Spent { counted: 1 }, true));
+        assert!(runners_fit(1, 3) && runners_fit(3, 1) && runners_fit(1, 1));
+        assert!(!runners_fit(2, 2));
     }
 }
