@@ -278,9 +278,9 @@ impl Connection {
             }
         }
         drop(pool);
-        // The last endpoint of the round failed (the lease's keeper and
-        // the watches report failures here, not through `call`): where
-        // the endpoints were discovered, look again, beside the caller.
+        // The last endpoint of the round failed (every failure comes here:
+        // `call`'s, the lease keeper's, the watches'): where the endpoints
+        // were discovered, look again, beside the caller.
         if next == 0 && self.inner.settings.discovery.is_some() {
             let connection = self.clone();
             tokio::spawn(async move {
@@ -292,13 +292,13 @@ impl Connection {
     /// After every endpoint failed, with `--discovery-srv`: the endpoints
     /// looked up again, and put in use if they differ (a new generation,
     /// every client dialled anew). One look-up at a time; its failure
-    /// keeps the endpoints as they were. Whether they changed.
-    async fn rediscover(&self) -> bool {
+    /// keeps the endpoints as they were.
+    async fn rediscover(&self) {
         let Some(discovery) = &self.inner.settings.discovery else {
-            return false;
+            return;
         };
         if self.inner.rediscovering.swap(true, Ordering::AcqRel) {
-            return false;
+            return;
         }
         // Not more than once a second, however often endpoints fail.
         {
@@ -306,7 +306,7 @@ impl Connection {
             let now = <crate::clock::Instant as crate::clock::Now>::now();
             if last.is_some_and(|last| now.saturating_since(last) < Duration::from_secs(1)) {
                 self.inner.rediscovering.store(false, Ordering::Release);
-                return false;
+                return;
             }
             *last = Some(now);
         }
@@ -316,12 +316,12 @@ impl Connection {
             Ok(found) => found,
             Err(err) => {
                 tracing::info!("{err:#}; keeping the endpoints found before");
-                return false;
+                return;
             }
         };
         let mut pool = self.pool();
         if *pool.endpoints == *found {
-            return false;
+            return;
         }
         tracing::info!(
             from = %pool.endpoints.join(","),
@@ -329,7 +329,6 @@ impl Connection {
             "DNS SRV discovery found other etcd endpoints"
         );
         *pool = Pool::new(&found, pool.generation + 1);
-        true
     }
 
     /// Runs one request, trying each endpoint once at most, each attempt
@@ -395,15 +394,10 @@ impl Connection {
                 }
             }
             tries.failed(new);
+            // At the last endpoint of the round, this also looks the
+            // endpoints up again where they were discovered: the next
+            // request (the caller's retry) goes to the ones found.
             self.failed(index);
-            // Every endpoint failed: where they were discovered, look
-            // again, and try each of the ones found once.
-            if tries.attempt == tries.attempts && !tries.rediscovered {
-                tries.rediscovered = true;
-                if Box::pin(self.rediscover()).await {
-                    tries.attempts += self.pool().endpoints.len();
-                }
-            }
         }
         Err(self.verdict(what, tries))
     }
@@ -501,8 +495,6 @@ struct Tries {
     attempts: usize,
     attempt: usize,
     reauthenticated: bool,
-    /// The endpoints were looked up again in this call.
-    rediscovered: bool,
     last_error: Option<anyhow::Error>,
     symptom: Symptom,
     /// Whether every attempt failed in a TLS handshake, on a certificate,
@@ -519,7 +511,6 @@ impl Tries {
             attempts: endpoints,
             attempt: 0,
             reauthenticated: false,
-            rediscovered: false,
             last_error: None,
             symptom: Symptom::Other,
             only_certificates_failed: true,
