@@ -133,37 +133,34 @@ pub enum Mode {
 pub use values::Run;
 
 impl Cli {
-    /// The subcommand's matches, or the run's.
-    fn own_matches<'m>(&self, matches: &'m ArgMatches) -> &'m ArgMatches {
-        let name = match &self.subcommand {
-            Some(Command::Status(_)) => "status",
-            Some(Command::Pause(_)) => "pause",
-            Some(Command::Resume(_)) => "resume",
-            Some(Command::Check(_)) => "check",
-            None => return matches,
-        };
-        matches.subcommand_matches(name).unwrap_or(matches)
+    /// The mode's own parts: its subcommand's name (None for a run), its
+    /// connection options, its output options.
+    fn parts(&self) -> (Option<&'static str>, &ConnectionArgs, &OutputArgs) {
+        match &self.subcommand {
+            Some(Command::Status(args)) => (Some("status"), &args.connection, &args.output),
+            Some(Command::Pause(args)) => {
+                (Some("pause"), &args.steer.connection, &args.steer.output)
+            }
+            Some(Command::Resume(args)) => {
+                (Some("resume"), &args.steer.connection, &args.steer.output)
+            }
+            Some(Command::Check(args)) => {
+                (Some("check"), &args.steer.connection, &args.steer.output)
+            }
+            None => (None, &self.connection, &self.output),
+        }
     }
 
-    fn connection(&self) -> &ConnectionArgs {
-        match &self.subcommand {
-            Some(Command::Status(args)) => &args.connection,
-            Some(Command::Pause(args)) => &args.steer.connection,
-            Some(Command::Resume(args)) => &args.steer.connection,
-            Some(Command::Check(args)) => &args.steer.connection,
-            None => &self.connection,
-        }
+    /// The subcommand's matches, or the run's.
+    fn own_matches<'m>(&self, matches: &'m ArgMatches) -> &'m ArgMatches {
+        let name = self.parts().0;
+        name.and_then(|name| matches.subcommand_matches(name))
+            .unwrap_or(matches)
     }
 
     /// The output options of the mode asked for.
     pub fn output(&self) -> &OutputArgs {
-        match &self.subcommand {
-            Some(Command::Status(status)) => &status.output,
-            Some(Command::Pause(pause)) => &pause.steer.output,
-            Some(Command::Resume(resume)) => &resume.steer.output,
-            Some(Command::Check(check)) => &check.steer.output,
-            None => &self.output,
-        }
+        self.parts().2
     }
 
     /// Whether the options ask only for documentation (no settings read).
@@ -174,7 +171,7 @@ impl Cli {
     /// The settings file the options name, read (`--config`,
     /// `LEADERRUN_CONFIG`, or the system's).
     pub fn sources(&self) -> anyhow::Result<settings::Sources> {
-        settings::Sources::load(self.connection().config.as_deref())
+        settings::Sources::load(self.parts().1.config.as_deref())
     }
 
     /// The log format: --log-format or LEADERRUN_LOG_FORMAT, else the
@@ -217,24 +214,17 @@ impl Cli {
                 ManualPage::Environment => help::environment_markdown().into(),
             });
         }
+        let own = self.own_matches(matches);
         match self.subcommand {
             Some(Command::Status(args)) => {
-                let matches = matches.subcommand_matches("status").unwrap_or(matches);
-                Mode::Status(Box::new(values::status(args, matches, sources)))
+                Mode::Status(Box::new(values::status(args, own, sources)))
             }
-            Some(Command::Pause(args)) => {
-                let matches = matches.subcommand_matches("pause").unwrap_or(matches);
-                Mode::Steer(Box::new(values::pause(args, matches, sources)))
-            }
+            Some(Command::Pause(args)) => Mode::Steer(Box::new(values::pause(args, own, sources))),
             Some(Command::Resume(args)) => {
-                let matches = matches.subcommand_matches("resume").unwrap_or(matches);
-                Mode::Steer(Box::new(values::resume(args, matches, sources)))
+                Mode::Steer(Box::new(values::resume(args, own, sources)))
             }
-            Some(Command::Check(args)) => {
-                let matches = matches.subcommand_matches("check").unwrap_or(matches);
-                Mode::Check(Box::new(values::check(args, matches, sources)))
-            }
-            None => Mode::Run(Box::new(values::run(self, matches, sources))),
+            Some(Command::Check(args)) => Mode::Check(Box::new(values::check(args, own, sources))),
+            None => Mode::Run(Box::new(values::run(self, own, sources))),
         }
     }
 }
